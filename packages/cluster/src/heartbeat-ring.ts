@@ -1,0 +1,171 @@
+/**
+ * Which peers a node heartbeats (and so monitors), and which peers heartbeat it. Pure: every node
+ * computes the same ring from the same membership, so the choices agree without coordination.
+ *
+ * Small clusters heartbeat all-to-all (the Emergent Leader seed, Hazelcast). Beyond `allToAllMax`
+ * members that is O(N²) traffic, so, like Akka's HeartbeatNodeRing, members are placed on a ring by
+ * a stable hash of `address#uid` and each node monitors the K that follow it; each node is then
+ * monitored by the K that precede it, and a failure is still noticed by K independent observers.
+ */
+
+/** A cluster member as the ring sees it; `uid` tells incarnations at one address apart. */
+export interface RingMember {
+  /** `host:port` */
+  readonly address: string;
+  readonly uid: string;
+}
+
+export interface HeartbeatRingConfig {
+  /** Clusters of at most this many members (self included) heartbeat all-to-all. */
+  readonly allToAllMax: number;
+  /** K: how many members monitor each member (Akka's monitored-by-nr-of-members). */
+  readonly monitoredByNrOfMembers: number;
+}
+
+/** Akka's K of 9; all-to-all up to 10 members, where the ring would pick all 9 others anyway. */
+export const DEFAULT_HEARTBEAT_RING_CONFIG: HeartbeatRingConfig = Object.freeze({
+  allToAllMax: 10,
+  monitoredByNrOfMembers: 9,
+});
+
+export class HeartbeatRingConfigError extends Error {
+  override readonly name = 'HeartbeatRingConfigError';
+
+  constructor(
+    readonly field: keyof HeartbeatRingConfig,
+    readonly value: unknown,
+    readonly requirement: string,
+  ) {
+    super(`invalid heartbeat ring config: ${field} must be ${requirement}, got ${String(value)}`);
+  }
+}
+
+export interface HeartbeatPeers<M extends RingMember> {
+  /** Members self sends heartbeats to and monitors, nearest on the ring first. */
+  readonly targets: readonly M[];
+  /**
+   * Members expected to heartbeat self (those whose targets include self when every node sees the
+   * same membership and unreachable set), nearest first. An expectation only: views differ while
+   * gossip converges, so a heartbeat from any member should still be answered.
+   */
+  readonly monitoredBy: readonly M[];
+}
+
+export interface HeartbeatRingOptions {
+  /** Keys (`memberKey`) of members currently unreachable. */
+  readonly unreachable?: ReadonlySet<string>;
+  readonly config?: Partial<HeartbeatRingConfig>;
+}
+
+/** The identity of one incarnation, also the failure-detector registry key: `host:port#uid`. */
+export function memberKey(member: RingMember): string {
+  return `${member.address}#${member.uid}`;
+}
+
+/**
+ * Chooses self's heartbeat targets and monitors among `members` (self is added if absent; duplicates
+ * are ignored). Unreachable members stay targets, so that they are noticed when they come back; and
+ * as in Akka, walking the ring only counts reachable members towards K, so at least K reachable
+ * members are always monitored. Unreachable members are taken while fewer than K members have been
+ * picked: the K ring successors are always targets, so every member keeps K observers.
+ */
+export function heartbeatPeers<M extends RingMember>(
+  self: RingMember,
+  members: readonly M[],
+  options: HeartbeatRingOptions = {},
+): HeartbeatPeers<M> {
+  const { allToAllMax, monitoredByNrOfMembers: k } = resolveConfig(options.config);
+  const unreachable = options.unreachable ?? new Set<string>();
+  const ring = buildRing(self, members);
+  const selfIndex = ring.findIndex((node) => node.member === undefined);
+  const n = ring.length;
+  const memberAt = (i: number): M => ring[i]!.member!;
+
+  if (n <= allToAllMax || k >= n - 1) {
+    const others = Array.from({ length: n - 1 }, (_, step) => memberAt((selfIndex + step + 1) % n));
+    return { targets: others, monitoredBy: others };
+  }
+
+  const isUnreachable = (i: number): boolean => unreachable.has(ring[i]!.key);
+  const targetsOf = (from: number): number[] => receivers(from, n, k, isUnreachable);
+
+  // Walk back from self; once K reachable members lie between a candidate and self, the candidate's
+  // own walk ends before reaching self, and so does every candidate further back.
+  const monitoredBy: M[] = [];
+  let reachableBetween = 0;
+  for (let step = 1; step < n && reachableBetween < k; step++) {
+    const candidate = (selfIndex - step + n) % n;
+    if (targetsOf(candidate).includes(selfIndex)) monitoredBy.push(memberAt(candidate));
+    if (!isUnreachable(candidate)) reachableBetween++;
+  }
+  return { targets: targetsOf(selfIndex).map(memberAt), monitoredBy };
+}
+
+/**
+ * Akka's HeartbeatNodeRing.receivers: walk the ring after `from` until K reachable members are
+ * taken; unreachable members met on the way are taken too (not counted) while fewer than K members
+ * have been taken in all, and skipped after that.
+ */
+function receivers(from: number, n: number, k: number, isUnreachable: (i: number) => boolean): number[] {
+  const taken: number[] = [];
+  let reachableLeft = k;
+  for (let step = 1; step < n && reachableLeft > 0; step++) {
+    const i = (from + step) % n;
+    if (!isUnreachable(i)) {
+      taken.push(i);
+      reachableLeft--;
+    } else if (taken.length < k) {
+      taken.push(i);
+    }
+  }
+  return taken;
+}
+
+interface RingNode<M> {
+  readonly key: string;
+  readonly hash: number;
+  /** undefined for self */
+  readonly member: M | undefined;
+}
+
+/** Members sorted by (hash, key): the same order on every node whatever order they are listed in. */
+function buildRing<M extends RingMember>(self: RingMember, members: readonly M[]): RingNode<M>[] {
+  const selfKey = memberKey(self);
+  const byKey = new Map<string, RingNode<M>>([[selfKey, node<M>(selfKey, undefined)]]);
+  for (const member of members) {
+    const key = memberKey(member);
+    if (!byKey.has(key)) byKey.set(key, node(key, member));
+  }
+  return [...byKey.values()].sort((a, b) => a.hash - b.hash || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
+function node<M>(key: string, member: M | undefined): RingNode<M> {
+  return { key, hash: stableHash32(key), member };
+}
+
+function resolveConfig(config: Partial<HeartbeatRingConfig> = {}): HeartbeatRingConfig {
+  const allToAllMax = config.allToAllMax ?? DEFAULT_HEARTBEAT_RING_CONFIG.allToAllMax;
+  const k = config.monitoredByNrOfMembers ?? DEFAULT_HEARTBEAT_RING_CONFIG.monitoredByNrOfMembers;
+  if (!Number.isSafeInteger(allToAllMax) || allToAllMax < 0) {
+    throw new HeartbeatRingConfigError('allToAllMax', allToAllMax, 'an integer >= 0');
+  }
+  if (!Number.isSafeInteger(k) || k < 1) {
+    throw new HeartbeatRingConfigError('monitoredByNrOfMembers', k, 'an integer >= 1');
+  }
+  return { allToAllMax, monitoredByNrOfMembers: k };
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * FNV-1a 32-bit over the UTF-8 bytes, then murmur3's fmix32 finaliser: FNV alone spreads keys that
+ * differ only in their last characters (ports, uids) poorly around the ring. Not cryptographic: a
+ * member cannot choose its uid to steer the ring in a way that matters. Unsigned 32-bit result.
+ */
+export function stableHash32(text: string): number {
+  let h = 0x811c9dc5;
+  for (const byte of utf8.encode(text)) h = Math.imul(h ^ byte, 0x01000193);
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}

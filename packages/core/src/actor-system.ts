@@ -1,0 +1,522 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { AnyActorLogic, EventFromLogic, InspectionEvent, Observer } from 'xstate';
+import { ActorCell, type CellHost } from './actor-cell.js';
+import { type ActorRef, type AskOptions, LocalActorRef, type RefHost, RemoteActorRef } from './actor-ref.js';
+import {
+  type ActorAddress,
+  formatActorAddress,
+  formatNodeAddress,
+  isValidName,
+  type NodeAddress,
+  nodeKey,
+  parseActorAddress,
+  sameNode,
+  type UniqueNodeAddress,
+} from './address.js';
+import { type Clock, immediateScheduler, realClock, type TurnScheduler } from './clock.js';
+import { type DeadLetterReason, DeadLetters } from './dead-letters.js';
+import { Dispatcher, type DispatcherConfig, defaultDispatcherConfig } from './dispatcher.js';
+import {
+  ActorNameTakenError,
+  ActorSystemTerminatedError,
+  AskTimeoutError,
+  InvalidActorNameError,
+  MailboxFullError,
+} from './errors.js';
+import { silentLogger } from './logger.js';
+import { type Delivery, defaultMailboxConfig, type MailboxConfig } from './mailbox.js';
+import type { Message, Rejected, Terminated, TerminationReason } from './message.js';
+import { MessageTypes } from './message-types.js';
+import { Metrics } from './metrics.js';
+import { defaultSupervision, type SupervisionStrategy, validateSupervision } from './supervision.js';
+import { registerSystemMessages, type Unwatch, type Watch } from './system-messages.js';
+import { type Envelope, laneOf, type RemoteTransport } from './transport.js';
+
+export interface ActorSystemConfig {
+  /** Cluster name: part of every address; nodes of other clusters are refused at the handshake. */
+  readonly cluster: string;
+  /** Where this node is reachable by its peers. */
+  readonly host: string;
+  readonly port: number;
+  /** Incarnation id; random by default so a restarted process is a new incarnation. */
+  readonly uid?: string;
+  readonly logger?: Logger;
+  readonly clock?: Clock;
+  /** How dispatcher turns are scheduled (setImmediate by default; the testkit drives them). */
+  readonly scheduler?: TurnScheduler;
+  /** Randomness for backoff jitter; seeded in simulations. */
+  readonly random?: () => number;
+  readonly mailbox?: Partial<MailboxConfig>;
+  readonly supervision?: SupervisionStrategy;
+  readonly dispatcher?: Partial<DispatcherConfig>;
+  /** Observer for every xstate actor of this system (the inspector hooks in here). */
+  readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  readonly metrics?: Metrics;
+}
+
+export interface SpawnContext {
+  readonly self: ActorRef;
+  readonly system: ActorSystem;
+}
+
+export interface SpawnOptions<TInput = unknown> {
+  /** Name under the parent (letters, digits, - _ .); a generated one when absent. */
+  readonly name?: string;
+  /** `user` (default), `system` for framework actors, or a parent actor: it stops its children. */
+  readonly parent?: 'user' | 'system' | ActorRef;
+  /** Input of the logic, computed again on every restart when given as `inputFrom`. */
+  readonly input?: TInput;
+  readonly inputFrom?: (context: SpawnContext) => TInput;
+  readonly mailbox?: Partial<MailboxConfig>;
+  readonly supervision?: SupervisionStrategy;
+}
+
+interface FunctionTarget {
+  readonly handler: (message: Message, sender: string | undefined) => void;
+  readonly onTerminate?: () => void;
+}
+
+/** A local ref that may point straight at its cell, skipping a map lookup on every send. */
+class CellRef extends LocalActorRef {
+  cell: ActorCell | undefined;
+}
+
+/**
+ * One per node: spawns actors from xstate logic under paths, delivers messages locally or
+ * through the transport, supervises, watches, and keeps the dead letters.
+ */
+export class ActorSystem implements RefHost, CellHost {
+  readonly cluster: string;
+  readonly node: UniqueNodeAddress;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly random: () => number;
+  readonly metrics: Metrics;
+  readonly deadLetters: DeadLetters;
+  readonly messageTypes = new MessageTypes();
+  readonly inspect: ActorSystemConfig['inspect'];
+  private readonly dispatcher: Dispatcher;
+  private readonly mailboxDefaults: MailboxConfig;
+  private readonly supervisionDefault: SupervisionStrategy;
+  private readonly cells = new Map<string, ActorCell>();
+  private readonly functions = new Map<string, FunctionTarget>();
+  /** Remote actors we watch: node key -> watched ref id -> watcher id -> watcher. */
+  private readonly remoteWatched = new Map<
+    string,
+    Map<string, { target: ActorRef; watchers: Map<string, ActorRef> }>
+  >();
+  private transport: RemoteTransport | undefined;
+  private seq = 0;
+  private terminated = false;
+
+  constructor(config: ActorSystemConfig) {
+    this.cluster = config.cluster;
+    this.node = { host: config.host, port: config.port, uid: config.uid ?? randomBytes(8).toString('hex') };
+    this.clock = config.clock ?? realClock;
+    this.random = config.random ?? Math.random;
+    this.metrics = config.metrics ?? new Metrics();
+    this.logger = (config.logger ?? silentLogger()).child({ node: formatNodeAddress(this.node) });
+    this.deadLetters = new DeadLetters(this.logger, this.clock, this.metrics);
+    this.inspect = config.inspect;
+    this.mailboxDefaults = { ...defaultMailboxConfig, ...config.mailbox };
+    this.supervisionDefault = validateSupervision(config.supervision ?? defaultSupervision);
+    this.dispatcher = new Dispatcher(
+      config.scheduler ?? immediateScheduler,
+      { ...defaultDispatcherConfig, ...config.dispatcher },
+      (error) => this.logger.error({ event: 'dispatcher.error', err: error }, 'dispatcher error'),
+    );
+    registerSystemMessages(this.messageTypes);
+    this.functions.set('/system/death-watch', { handler: (m) => this.onDeathWatchMessage(m) });
+  }
+
+  /** Human-readable `host:port` of this node. */
+  get nodeName(): string {
+    return formatNodeAddress(this.node);
+  }
+
+  /** True when no actor has queued messages. */
+  get idle(): boolean {
+    return this.dispatcher.idle;
+  }
+
+  attachTransport(transport: RemoteTransport): void {
+    this.transport = transport;
+  }
+
+  // ---- spawning and lookup ------------------------------------------------------------------
+
+  spawn<TLogic extends AnyActorLogic>(
+    logic: TLogic,
+    options: SpawnOptions = {},
+  ): LocalActorRef<EventFromLogic<TLogic> & Message> {
+    if (this.terminated) throw new ActorSystemTerminatedError('spawn');
+    const name = options.name ?? `anon-${(++this.seq).toString(36)}`;
+    if (!isValidName(name)) throw new InvalidActorNameError(name);
+    const parentSpec = options.parent ?? 'user';
+    const parentCell = typeof parentSpec === 'string' ? undefined : this.cells.get(parentSpec.path);
+    const parentPath = typeof parentSpec === 'string' ? `/${parentSpec}` : parentSpec.path;
+    if (typeof parentSpec !== 'string' && (!parentCell || parentCell.isStopped)) {
+      throw new ActorSystemTerminatedError(`spawn under stopped parent ${parentSpec.path}`);
+    }
+    const path = `${parentPath}/${name}`;
+    if (this.cells.has(path) || this.functions.has(path)) throw new ActorNameTakenError(path);
+    const ref = this.makeLocalRef(path);
+    const context: SpawnContext = { self: ref, system: this };
+    const makeInput = options.inputFrom ? () => options.inputFrom!(context) : () => options.input;
+    const cell = new ActorCell(
+      this,
+      ref,
+      logic,
+      makeInput,
+      { ...this.mailboxDefaults, ...options.mailbox },
+      options.supervision ? validateSupervision(options.supervision) : this.supervisionDefault,
+      parentCell,
+    );
+    ref.cell = cell;
+    this.cells.set(path, cell);
+    parentCell?.children.add(cell);
+    cell.start();
+    return ref as LocalActorRef<EventFromLogic<TLogic> & Message>;
+  }
+
+  /**
+   * A local ref whose messages are handled synchronously by `handler` (no mailbox): for
+   * framework edges that turn messages into callbacks.
+   */
+  functionRef<M extends Message = Message>(
+    name: string,
+    handler: (message: Message, sender: string | undefined) => void,
+    parent: 'user' | 'system' | 'temp' = 'system',
+  ): LocalActorRef<M> {
+    const path = `/${parent}/${name}`;
+    if (!isValidName(name)) throw new InvalidActorNameError(name);
+    if (this.cells.has(path) || this.functions.has(path)) throw new ActorNameTakenError(path);
+    this.functions.set(path, { handler });
+    return this.makeLocalRef(path) as LocalActorRef<M>;
+  }
+
+  removeFunctionRef(ref: ActorRef): void {
+    this.functions.delete(ref.path);
+  }
+
+  lookup(path: string): LocalActorRef | undefined {
+    const cell = this.cells.get(path);
+    if (cell && !cell.isStopped) return cell.ref as LocalActorRef;
+    return this.functions.has(path) ? this.makeLocalRef(path) : undefined;
+  }
+
+  /** The xstate snapshot of a local actor (for management and inspection). */
+  snapshotOf(ref: ActorRef): unknown {
+    return this.cells.get(ref.path)?.getSnapshot();
+  }
+
+  subscribeSnapshots(ref: ActorRef, listener: (snapshot: unknown) => void): () => void {
+    const cell = this.cells.get(ref.path);
+    return cell ? cell.subscribe(listener) : () => {};
+  }
+
+  /** A ref from its address string: local when it names this node incarnation, remote otherwise. */
+  refFor<M extends Message = Message>(address: string | ActorAddress): ActorRef<M> {
+    const parsed = typeof address === 'string' ? parseActorAddress(address) : address;
+    if (this.isSelf(parsed.node) && parsed.cluster === this.cluster) {
+      const cell = this.cells.get(parsed.path);
+      return (cell && !cell.isStopped ? cell.ref : this.makeLocalRef(parsed.path)) as ActorRef<M>;
+    }
+    return new RemoteActorRef<M>(
+      this,
+      parsed,
+      typeof address === 'string' ? address : formatActorAddress(parsed),
+    );
+  }
+
+  /** A ref to `path` on another node incarnation. */
+  remoteRef<M extends Message = Message>(node: UniqueNodeAddress, path: string): ActorRef<M> {
+    return this.refFor<M>({ cluster: this.cluster, node, path });
+  }
+
+  stop(ref: ActorRef): void {
+    if (!ref.isLocal) return;
+    this.cells.get(ref.path)?.stop('stopped');
+    this.functions.delete(ref.path);
+  }
+
+  // ---- delivery -------------------------------------------------------------------------------
+
+  deliver(ref: ActorRef, message: Message, sender: ActorRef | undefined): void {
+    if (ref instanceof CellRef && ref.cell && !ref.cell.isStopped) {
+      this.enqueue(ref.cell, message, sender?.id);
+      return;
+    }
+    if (this.terminated) {
+      this.deadLetter(ref.id, message, sender?.id, 'system-terminated');
+      return;
+    }
+    if (ref.isLocal) {
+      this.deliverLocal(ref.path, message, sender?.id);
+      return;
+    }
+    const node = ref.address.node;
+    if (sameNode(node, this.node)) {
+      // our own address with another uid: a previous incarnation of this node
+      this.deadLetter(ref.id, message, sender?.id, 'wrong-incarnation');
+      return;
+    }
+    if (!this.transport) {
+      this.deadLetter(ref.id, message, sender?.id, 'no-transport');
+      return;
+    }
+    this.transport.send(node, { to: ref.path, toUid: node.uid, from: sender?.id, message }, laneOf(ref.path));
+  }
+
+  /** Entry point for messages from the network; the wire has validated the envelope already. */
+  receiveRemote(envelope: Envelope): void {
+    if (this.terminated) {
+      this.deadLetter(envelope.to, envelope.message, envelope.from, 'system-terminated');
+      return;
+    }
+    if (envelope.toUid !== this.node.uid) {
+      this.deadLetter(envelope.to, envelope.message, envelope.from, 'wrong-incarnation');
+      return;
+    }
+    if (envelope.message.type === 'doyen.terminated') this.forgetRemoteWatch(envelope.message as Terminated);
+    this.deliverLocal(envelope.to, envelope.message, envelope.from);
+  }
+
+  private deliverLocal(path: string, message: Message, sender: string | undefined): void {
+    const fn = this.functions.get(path);
+    if (fn) {
+      fn.handler(message, sender);
+      return;
+    }
+    const cell = this.cells.get(path);
+    if (!cell || cell.isStopped) {
+      const reason = path.includes('/temp/ask-') ? 'ask-reply-after-timeout' : 'no-such-actor';
+      this.deadLetter(this.addressOf(path), message, sender, reason);
+      return;
+    }
+    this.enqueue(cell, message, sender);
+  }
+
+  private enqueue(cell: ActorCell, message: Message, sender: string | undefined): void {
+    const result = cell.enqueue({ message, sender });
+    if (result.accepted) {
+      if (result.evicted) {
+        const e = result.evicted;
+        this.deadLetter(cell.ref.id, e.message, e.sender, 'mailbox-overflow-dropped-oldest');
+      }
+      return;
+    }
+    this.deadLetter(cell.ref.id, message, sender, 'mailbox-full');
+    if (result.policy === 'reject' && sender !== undefined && message.type !== 'doyen.rejected') {
+      const rejected: Rejected = {
+        type: 'doyen.rejected',
+        target: cell.ref.id,
+        reason: 'mailbox-full',
+        messageType: message.type,
+      };
+      this.safeRef(sender)?.send(rejected);
+    }
+  }
+
+  deadLetter(
+    recipient: string,
+    message: Message,
+    sender: string | undefined,
+    reason: DeadLetterReason,
+  ): void {
+    this.deadLetters.publish({ recipient, message, reason, ...(sender !== undefined ? { sender } : {}) });
+  }
+
+  // ---- ask ------------------------------------------------------------------------------------
+
+  ask<R extends Message>(
+    target: ActorRef,
+    build: (replyTo: ActorRef<R>) => Message,
+    options: AskOptions | undefined,
+  ): Promise<R> {
+    if (this.terminated) return Promise.reject(new ActorSystemTerminatedError('ask'));
+    const timeout = options?.timeout ?? 5000;
+    const prefix = laneOf(target.path) === 'system' ? '/system/temp' : '/temp';
+    const path = `${prefix}/ask-${(++this.seq).toString(36)}`;
+    return new Promise<R>((resolve, reject) => {
+      const finish = () => {
+        this.functions.delete(path);
+        this.clock.clearTimeout(timer);
+      };
+      const timer = this.clock.setTimeout(() => {
+        if (!this.functions.delete(path)) return;
+        reject(new AskTimeoutError(target.id, timeout));
+      }, timeout);
+      this.functions.set(path, {
+        handler: (message) => {
+          finish();
+          if (message.type === 'doyen.rejected') {
+            reject(
+              new MailboxFullError(target.id, this.cells.get(target.path)?.mailbox.config.capacity ?? 0),
+            );
+          } else {
+            resolve(message as R);
+          }
+        },
+        onTerminate: () => {
+          finish();
+          reject(new ActorSystemTerminatedError('wait for the reply'));
+        },
+      });
+      const replyTo = this.makeLocalRef(path) as unknown as ActorRef<R>;
+      try {
+        target.send(build(replyTo), replyTo);
+      } catch (error) {
+        finish();
+        reject(error);
+      }
+    });
+  }
+
+  // ---- death watch ----------------------------------------------------------------------------
+
+  /** `watcher` receives `doyen.terminated` when `target` stops, fails for good, or its node goes. */
+  watch(target: ActorRef, watcher: ActorRef): void {
+    if (target.isLocal) {
+      const cell = this.cells.get(target.path);
+      if (!cell || cell.isStopped) watcher.send(this.terminatedMessage(target, 'not-found'));
+      else cell.watchers.set(watcher.id, watcher);
+      return;
+    }
+    const key = nodeKey(target.address.node);
+    let byTarget = this.remoteWatched.get(key);
+    if (!byTarget) this.remoteWatched.set(key, (byTarget = new Map()));
+    let entry = byTarget.get(target.id);
+    if (!entry) byTarget.set(target.id, (entry = { target, watchers: new Map() }));
+    entry.watchers.set(watcher.id, watcher);
+    const watch: Watch = { type: 'doyen.watch', target: target.path, watcher };
+    this.remoteRef(target.address.node, '/system/death-watch').send(watch);
+  }
+
+  unwatch(target: ActorRef, watcher: ActorRef): void {
+    if (target.isLocal) {
+      this.cells.get(target.path)?.watchers.delete(watcher.id);
+      return;
+    }
+    this.remoteWatched.get(nodeKey(target.address.node))?.get(target.id)?.watchers.delete(watcher.id);
+    const unwatch: Unwatch = { type: 'doyen.unwatch', target: target.path, watcher };
+    this.remoteRef(target.address.node, '/system/death-watch').send(unwatch);
+  }
+
+  /**
+   * The cluster calls this when a node incarnation becomes unreachable or is removed: every
+   * watcher of an actor there gets `Terminated`, and watches held by that node are dropped.
+   * Without a uid, every incarnation at that address is meant.
+   */
+  nodeTerminated(node: NodeAddress & { uid?: string }, reason: 'node-unreachable' | 'node-removed'): void {
+    const matches = (other: UniqueNodeAddress) =>
+      sameNode(other, node) && (node.uid === undefined || node.uid === other.uid);
+    for (const [key, byTarget] of this.remoteWatched) {
+      const first = byTarget.values().next().value;
+      if (!first || !matches(first.target.address.node)) continue;
+      this.remoteWatched.delete(key);
+      for (const { target, watchers } of byTarget.values()) {
+        for (const watcher of watchers.values()) watcher.send(this.terminatedMessage(target, reason));
+      }
+    }
+    for (const cell of this.cells.values()) {
+      for (const [id, watcher] of cell.watchers)
+        if (!watcher.isLocal && matches(watcher.address.node)) cell.watchers.delete(id);
+    }
+  }
+
+  private onDeathWatchMessage(message: Message): void {
+    const m = message as Watch | Unwatch;
+    if (m.type === 'doyen.watch') {
+      const cell = this.cells.get(m.target);
+      if (!cell || cell.isStopped)
+        m.watcher.send(this.terminatedMessage(this.makeLocalRef(m.target), 'not-found'));
+      else cell.watchers.set(m.watcher.id, m.watcher);
+    } else if (m.type === 'doyen.unwatch') {
+      this.cells.get(m.target)?.watchers.delete(m.watcher.id);
+    }
+  }
+
+  private forgetRemoteWatch(message: Terminated): void {
+    const ref = message.ref;
+    if (ref.isLocal) return;
+    const byTarget = this.remoteWatched.get(nodeKey(ref.address.node));
+    byTarget?.delete(ref.id);
+  }
+
+  private terminatedMessage(ref: ActorRef, reason: TerminationReason): Terminated {
+    return { type: 'doyen.terminated', ref, reason };
+  }
+
+  // ---- cell host ------------------------------------------------------------------------------
+
+  schedule(cell: ActorCell): void {
+    this.dispatcher.schedule(cell);
+  }
+
+  onFailure(cell: ActorCell, error: Error, decision: 'restart' | 'stop', delayMs: number): void {
+    this.metrics.inc('doyen_actor_failures_total', 'Actor logic failures', { decision });
+    this.logger.error(
+      { event: 'actor.failed', path: cell.ref.path, err: error, decision, delayMs },
+      decision === 'restart'
+        ? `actor ${cell.ref.path} failed; restarting in ${delayMs} ms`
+        : `actor ${cell.ref.path} failed; stopping it`,
+    );
+  }
+
+  onStopped(cell: ActorCell, reason: TerminationReason, undelivered: Delivery[]): void {
+    if (this.cells.get(cell.ref.path) === cell) this.cells.delete(cell.ref.path);
+    (cell.ref as CellRef).cell = undefined;
+    cell.parent?.children.delete(cell);
+    for (const d of undelivered) this.deadLetter(cell.ref.id, d.message, d.sender, 'actor-stopped');
+    for (const watcher of cell.watchers.values()) watcher.send(this.terminatedMessage(cell.ref, reason));
+    cell.watchers.clear();
+    this.logger.debug(
+      { event: 'actor.stopped', path: cell.ref.path, reason },
+      `actor ${cell.ref.path} stopped`,
+    );
+  }
+
+  // ---- lifecycle ------------------------------------------------------------------------------
+
+  /** Stops every actor and fails pending asks. Idempotent. */
+  terminate(): void {
+    if (this.terminated) return;
+    for (const cell of [...this.cells.values()]) if (!cell.parent) cell.stop('stopped');
+    this.terminated = true;
+    for (const [path, fn] of [...this.functions]) {
+      if (fn.onTerminate) {
+        this.functions.delete(path);
+        fn.onTerminate();
+      }
+    }
+  }
+
+  get isTerminated(): boolean {
+    return this.terminated;
+  }
+
+  // ---- helpers --------------------------------------------------------------------------------
+
+  private isSelf(node: UniqueNodeAddress): boolean {
+    return node.uid === this.node.uid && sameNode(node, this.node);
+  }
+
+  private addressOf(path: string): string {
+    return formatActorAddress({ cluster: this.cluster, node: this.node, path });
+  }
+
+  private makeLocalRef(path: string): CellRef {
+    const address: ActorAddress = { cluster: this.cluster, node: this.node, path };
+    return new CellRef(this, address, formatActorAddress(address));
+  }
+
+  private safeRef(address: string): ActorRef | undefined {
+    try {
+      return this.refFor(address);
+    } catch {
+      return undefined;
+    }
+  }
+}

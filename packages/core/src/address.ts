@@ -1,0 +1,75 @@
+import { InvalidAddressError } from './errors.js';
+
+/** Where a node listens. Rendered `host:port` (IPv6 hosts in brackets). */
+export interface NodeAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** One incarnation of a node: the same address after a restart is a different uid. */
+export interface UniqueNodeAddress extends NodeAddress {
+  readonly uid: string;
+}
+
+/** A parsed actor address: `doyen://<cluster>@<host>:<port>/<path>#<node uid>`. */
+export interface ActorAddress {
+  readonly cluster: string;
+  readonly node: UniqueNodeAddress;
+  readonly path: string;
+}
+
+const PATH_SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$/;
+
+export function formatNodeAddress(node: NodeAddress): string {
+  return node.host.includes(':') ? `[${node.host}]:${node.port}` : `${node.host}:${node.port}`;
+}
+
+export function parseNodeAddress(text: string): NodeAddress {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]/@#]+)):(\d{1,5})$/.exec(text.trim());
+  if (!m) throw new InvalidAddressError(text, 'expected host:port');
+  const port = Number(m[3]);
+  if (port > 65535) throw new InvalidAddressError(text, 'port out of range');
+  return { host: (m[1] ?? m[2])!, port };
+}
+
+export function nodeKey(node: UniqueNodeAddress): string {
+  return `${formatNodeAddress(node)}#${node.uid}`;
+}
+
+export function sameNode(a: NodeAddress, b: NodeAddress): boolean {
+  return a.port === b.port && a.host === b.host;
+}
+
+export function isValidPath(path: string): boolean {
+  if (!path.startsWith('/') || path.length > 512) return false;
+  const segments = path.slice(1).split('/');
+  return segments.every((s) => PATH_SEGMENT.test(s));
+}
+
+export function isValidName(name: string): boolean {
+  return PATH_SEGMENT.test(name);
+}
+
+export function formatActorAddress(address: ActorAddress): string {
+  return `doyen://${address.cluster}@${formatNodeAddress(address.node)}${address.path}#${address.node.uid}`;
+}
+
+export function parseActorAddress(text: string): ActorAddress {
+  const m = /^doyen:\/\/([A-Za-z0-9_.-]+)@(\[[^\]]+\]|[^:[\]/@#]+):(\d{1,5})(\/[^#]*)#([A-Za-z0-9]+)$/.exec(
+    text,
+  );
+  if (!m) throw new InvalidAddressError(text, 'expected doyen://<cluster>@<host>:<port>/<path>#<uid>');
+  const [, cluster, rawHost, port, path, uid] = m as unknown as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
+  if (!isValidPath(path)) throw new InvalidAddressError(text, `bad path ${path}`);
+  const portNumber = Number(port);
+  if (portNumber > 65535) throw new InvalidAddressError(text, 'port out of range');
+  const host = rawHost.startsWith('[') ? rawHost.slice(1, -1) : rawHost;
+  return { cluster, node: { host, port: portNumber, uid }, path };
+}

@@ -1,0 +1,29 @@
+import type { UniqueNodeAddress } from './address.js';
+import type { Message } from './message.js';
+
+/**
+ * Traffic class of a message. Cluster protocol traffic travels on its own lane so heartbeats
+ * are never queued behind user messages.
+ */
+export type Lane = 'system' | 'user';
+
+/** What crosses the network for one message. */
+export interface Envelope {
+  /** Path of the recipient on the receiving node, e.g. `/user/orders`. */
+  readonly to: string;
+  /** The node incarnation the sender meant; a mismatch means the recipient is gone. */
+  readonly toUid: string;
+  /** Address of the sending actor, if any. */
+  readonly from: string | undefined;
+  readonly message: Message;
+}
+
+/** The network as the actor system sees it: the wire implements it with WebSockets, the testkit in memory. */
+export interface RemoteTransport {
+  send(node: UniqueNodeAddress, envelope: Envelope, lane: Lane): void;
+}
+
+/** System paths travel on the system lane, everything else on the user lane. */
+export function laneOf(path: string): Lane {
+  return path.startsWith('/system/') ? 'system' : 'user';
+}

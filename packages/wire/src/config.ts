@@ -1,0 +1,67 @@
+import { InvalidConfigError } from '@doyen/core';
+
+export interface WireConfig {
+  /** Shared cluster secret proven with HMAC during the handshake. Empty: no authentication. */
+  readonly secret: string;
+  /** Largest frame accepted or sent; larger inbound frames close the connection (1009). */
+  readonly maxFrameBytes: number;
+  /** Outbound frames aim at this size: many small messages share one frame. */
+  readonly batchBytes: number;
+  /** Messages waiting per peer and lane; beyond it new ones become dead letters. */
+  readonly systemQueueCapacity: number;
+  readonly userQueueCapacity: number;
+  /** Bytes handed to the socket but not yet written; above it we stop and wait (backpressure). */
+  readonly highWaterBytes: number;
+  /** Time a peer has to complete the handshake, either side. */
+  readonly handshakeTimeoutMs: number;
+  /** Unauthenticated connections allowed at once (a cheap guard against connection floods). */
+  readonly maxPendingHandshakes: number;
+  /** Reconnect backoff: doubles from min to max, with ±`reconnectJitter` random spread. */
+  readonly reconnectMinMs: number;
+  readonly reconnectMaxMs: number;
+  readonly reconnectJitter: number;
+}
+
+export const defaultWireConfig: WireConfig = {
+  secret: '',
+  maxFrameBytes: 1024 * 1024,
+  batchBytes: 64 * 1024,
+  systemQueueCapacity: 20_000,
+  userQueueCapacity: 200_000,
+  highWaterBytes: 4 * 1024 * 1024,
+  handshakeTimeoutMs: 5_000,
+  maxPendingHandshakes: 64,
+  reconnectMinMs: 100,
+  reconnectMaxMs: 5_000,
+  reconnectJitter: 0.2,
+};
+
+export function resolveWireConfig(partial: Partial<WireConfig> = {}): WireConfig {
+  const c = { ...defaultWireConfig, ...partial };
+  const positive = [
+    'maxFrameBytes',
+    'batchBytes',
+    'systemQueueCapacity',
+    'userQueueCapacity',
+    'highWaterBytes',
+    'handshakeTimeoutMs',
+    'maxPendingHandshakes',
+    'reconnectMinMs',
+    'reconnectMaxMs',
+  ] as const;
+  for (const key of positive) {
+    if (!(Number.isFinite(c[key]) && c[key] > 0))
+      throw new InvalidConfigError(`wire.${key} must be > 0, got ${c[key]}`);
+  }
+  if (c.batchBytes > c.maxFrameBytes)
+    throw new InvalidConfigError('wire.batchBytes must not exceed wire.maxFrameBytes');
+  if (c.reconnectMaxMs < c.reconnectMinMs)
+    throw new InvalidConfigError('wire.reconnectMaxMs < reconnectMinMs');
+  return c;
+}
+
+/** Reconnect delay after `attempt` consecutive failures (pure; `random` in [0,1)). */
+export function reconnectDelay(config: WireConfig, attempt: number, random: number): number {
+  const base = Math.min(config.reconnectMaxMs, config.reconnectMinMs * 2 ** Math.min(attempt, 30));
+  return Math.round(base * (1 - config.reconnectJitter + 2 * config.reconnectJitter * random));
+}

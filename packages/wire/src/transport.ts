@@ -1,0 +1,177 @@
+import type { AddressInfo } from 'node:net';
+import {
+  ActorSystem,
+  type ActorSystemConfig,
+  type Envelope,
+  formatNodeAddress,
+  type Lane,
+  type NodeAddress,
+  RateLimitedLog,
+  type RemoteTransport,
+  type UniqueNodeAddress,
+} from '@doyen/core';
+import { WebSocketServer } from 'ws';
+import { Association } from './association.js';
+import { resolveWireConfig, type WireConfig } from './config.js';
+import { InboundConnection } from './inbound.js';
+import { CloseCode, type RejectReason, WS_PATH } from './protocol.js';
+
+export interface PeerConnectedEvent {
+  readonly node: UniqueNodeAddress;
+  readonly lane: Lane;
+}
+
+/**
+ * The WebSocket transport of one node: a `ws` server accepting peers' outbound connections,
+ * and one association (outbound connection) per peer and lane. Connections are one-way, as in
+ * Akka's Artery: each node sends on the connections it dialled and receives on those it
+ * accepted, so the system lane never waits behind the user lane, not even in a TCP buffer.
+ */
+export class WsTransport implements RemoteTransport {
+  private readonly associations = new Map<string, Association>();
+  private readonly inbound = new Set<InboundConnection>();
+  private readonly rejectLog: RateLimitedLog;
+  private pendingHandshakes = 0;
+  private closed = false;
+
+  private constructor(
+    private readonly server: WebSocketServer,
+    readonly system: ActorSystem,
+    readonly config: WireConfig,
+  ) {
+    this.rejectLog = new RateLimitedLog(system.logger, () => Date.now(), 20);
+    server.on('connection', (socket, request) => {
+      const remote = `${request.socket.remoteAddress}:${request.socket.remotePort}`;
+      if (this.closed) {
+        socket.close(CloseCode.notReady, 'node is shutting down');
+        return;
+      }
+      if (this.pendingHandshakes >= config.maxPendingHandshakes) {
+        this.reject('too-many-handshakes', 'too many unauthenticated connections', remote);
+        socket.close(CloseCode.tooManyHandshakes, 'too many pending handshakes');
+        return;
+      }
+      this.pendingHandshakes++;
+      let counted = true;
+      const settle = () => {
+        if (counted) this.pendingHandshakes--;
+        counted = false;
+      };
+      const connection = new InboundConnection(system, config, socket, remote, {
+        reject: (reason, detail, peer) => this.reject(reason, detail, peer),
+        handshakeDone: (c) => {
+          settle();
+          this.inbound.add(c);
+          system.metrics.inc('doyen_wire_inbound_connections_total', 'Inbound connections accepted', {
+            lane: c.lane ?? 'unknown',
+          });
+        },
+        closed: (c) => {
+          settle();
+          this.inbound.delete(c);
+        },
+      });
+      void connection;
+    });
+  }
+
+  /**
+   * Binds the server (port 0 picks a free one), then creates the node's actor system at the
+   * bound address and attaches itself to it.
+   */
+  static async start(
+    options: Omit<ActorSystemConfig, 'port'> & {
+      port: number;
+      wire?: Partial<WireConfig>;
+      bindHost?: string;
+    },
+  ): Promise<WsTransport> {
+    const config = resolveWireConfig(options.wire);
+    const server = new WebSocketServer({
+      host: options.bindHost ?? options.host,
+      port: options.port,
+      path: WS_PATH,
+      maxPayload: config.maxFrameBytes,
+      perMessageDeflate: false,
+      clientTracking: true,
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('listening', resolve);
+      server.once('error', reject);
+    });
+    server.on('error', () => {});
+    const port = (server.address() as AddressInfo).port;
+    const system = new ActorSystem({ ...options, port });
+    const transport = new WsTransport(server, system, config);
+    system.attachTransport(transport);
+    if (!config.secret) {
+      system.logger.warn(
+        { event: 'wire.no-secret' },
+        'no cluster secret configured: any process that can reach this port may join',
+      );
+    }
+    return transport;
+  }
+
+  get port(): number {
+    return this.system.node.port;
+  }
+
+  send(node: UniqueNodeAddress, envelope: Envelope, lane: Lane): void {
+    if (this.closed) {
+      this.system.deadLetter(envelope.to, envelope.message, envelope.from, 'system-terminated');
+      return;
+    }
+    const key = `${lane}|${formatNodeAddress(node)}`;
+    let association = this.associations.get(key);
+    if (!association) {
+      association = new Association(this.system, this.config, { host: node.host, port: node.port }, lane);
+      this.associations.set(key, association);
+    }
+    association.enqueue(envelope);
+  }
+
+  /** Drops the associations to a node (the cluster removed it): queued messages become dead letters. */
+  forget(node: NodeAddress): void {
+    for (const lane of ['system', 'user'] as const) {
+      const key = `${lane}|${formatNodeAddress(node)}`;
+      this.associations.get(key)?.close('peer removed');
+      this.associations.delete(key);
+    }
+  }
+
+  /** Messages waiting to be sent to a node on a lane (for tests and metrics). */
+  queued(node: NodeAddress, lane: Lane): number {
+    return this.associations.get(`${lane}|${formatNodeAddress(node)}`)?.queued ?? 0;
+  }
+
+  /** Whether the outbound connection to a node on a lane has completed its handshake. */
+  isConnected(node: NodeAddress, lane: Lane): boolean {
+    return this.associations.get(`${lane}|${formatNodeAddress(node)}`)?.isReady ?? false;
+  }
+
+  get inboundConnections(): number {
+    return this.inbound.size;
+  }
+
+  private reject(reason: RejectReason, detail: string, peer: string): void {
+    this.system.metrics.inc('doyen_wire_rejected_total', 'Inbound input refused at the boundary', { reason });
+    this.rejectLog.warn(
+      `reject:${reason}`,
+      { event: 'wire.rejected', reason, detail, peer },
+      `refused input from ${peer}: ${detail}`,
+    );
+  }
+
+  /** Closes every connection and the server, then terminates the actor system. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const a of this.associations.values()) a.close('node shutting down');
+    this.associations.clear();
+    for (const c of this.inbound) c.close(CloseCode.goingAway, 'shutdown', 'node shutting down');
+    for (const client of this.server.clients) client.terminate();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.system.terminate();
+  }
+}

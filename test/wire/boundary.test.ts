@@ -1,0 +1,160 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { CloseCode } from '../../packages/wire/src/index.js';
+import { startTestNode, type TestNode } from '../support/nodes.js';
+import { batchPackr, connectRaw, handshake } from '../support/raw-peer.js';
+import { eventually } from '../support/wait.js';
+
+const nodes: TestNode[] = [];
+async function node(options: Parameters<typeof startTestNode>[0] = {}) {
+  const n = await startTestNode(options);
+  nodes.push(n);
+  return n;
+}
+afterEach(async () => {
+  await Promise.all(nodes.splice(0).map((n) => n.transport.close()));
+});
+
+const rejected = (n: TestNode, reason: string) =>
+  n.system.metrics.value('doyen_wire_rejected_total', { reason });
+
+/** After abuse, a well-behaved peer must still get through. */
+async function stillServes(n: TestNode) {
+  const peer = await node();
+  const before = n.inbox.length;
+  peer.system.refFor(n.system.lookup('/user/inbox')!.id).send({ type: 'test.ping' });
+  await eventually(() => n.inbox.length === before + 1, { what: 'a healthy peer to get through' });
+}
+
+describe('wire boundary: every bad input gets a reason and a drop or a close', () => {
+  it('wrong cluster name closes with 4001', async () => {
+    const n = await node();
+    const raw = await connectRaw(n.transport.port);
+    void handshake(raw, { cluster: 'other', secret: 'sesame' });
+    expect(await raw.closed).toMatchObject({ code: CloseCode.wrongCluster });
+    expect(rejected(n, 'wrong-cluster')).toBe(1);
+    await stillServes(n);
+  });
+
+  it('wrong protocol version closes with 4002', async () => {
+    const n = await node();
+    const raw = await connectRaw(n.transport.port);
+    void handshake(raw, { cluster: 'test', secret: 'sesame', version: 99 });
+    const closed = await raw.closed;
+    expect(closed.code).toBe(CloseCode.wrongVersion);
+    expect(closed.reason).toMatch(/protocol 99 not supported/);
+    expect(rejected(n, 'wrong-version')).toBe(1);
+  });
+
+  it('a bad proof of the secret closes with 4003 and nothing reaches an actor', async () => {
+    const n = await node();
+    const raw = await connectRaw(n.transport.port);
+    void handshake(raw, { cluster: 'test', secret: 'guess' });
+    expect(await raw.closed).toMatchObject({ code: CloseCode.badProof });
+    expect(rejected(n, 'bad-proof')).toBe(1);
+    expect(n.inbox).toHaveLength(0);
+    await stillServes(n);
+  });
+
+  it('a peer that never completes the handshake is closed with 4004', async () => {
+    const n = await node({ wire: { handshakeTimeoutMs: 100 } });
+    const raw = await connectRaw(n.transport.port);
+    expect(await raw.closed).toMatchObject({ code: CloseCode.handshakeTimeout });
+    expect(rejected(n, 'handshake-timeout')).toBe(1);
+  });
+
+  it('messages before the handshake close with 4005', async () => {
+    const n = await node();
+    const raw = await connectRaw(n.transport.port);
+    await raw.challenge;
+    raw.send([['/user/inbox', n.system.node.uid, null, { type: 'test.ping' }]]);
+    expect(await raw.closed).toMatchObject({ code: CloseCode.handshakeRequired });
+    expect(rejected(n, 'before-handshake')).toBe(1);
+    expect(n.inbox).toHaveLength(0);
+  });
+
+  it('text frames close with 1003, undecodable hello with 1007', async () => {
+    const n = await node();
+    const a = await connectRaw(n.transport.port);
+    a.sendRaw('hello');
+    expect(await a.closed).toMatchObject({ code: CloseCode.unsupportedData });
+    const b = await connectRaw(n.transport.port);
+    b.sendRaw(Buffer.from([0xc1, 0xff, 0x00]));
+    expect(await b.closed).toMatchObject({ code: CloseCode.invalidPayload });
+    expect(rejected(n, 'text-frame')).toBe(1);
+    expect(rejected(n, 'malformed-msgpack')).toBe(1);
+  });
+
+  it('after the handshake: malformed MessagePack closes with 1007', async () => {
+    const n = await node();
+    const raw = await connectRaw(n.transport.port);
+    await handshake(raw, { cluster: 'test', secret: 'sesame' });
+    raw.sendRaw(Buffer.from([0x92, 0xc1]));
+    expect(await raw.closed).toMatchObject({ code: CloseCode.invalidPayload });
+    expect(rejected(n, 'malformed-msgpack')).toBe(1);
+    await stillServes(n);
+  });
+
+  it('after the handshake: a frame that is not a batch closes with 1007', async () => {
+    const n = await node();
+    const raw = await connectRaw(n.transport.port);
+    await handshake(raw, { cluster: 'test', secret: 'sesame' });
+    raw.sendRaw(batchPackr().pack({ not: 'a batch' }));
+    expect(await raw.closed).toMatchObject({ code: CloseCode.invalidPayload });
+    expect(rejected(n, 'bad-batch')).toBe(1);
+  });
+
+  it('bad envelopes, unknown types and invalid messages are dropped one by one; good ones pass', async () => {
+    const n = await node();
+    const uid = n.system.node.uid;
+    const raw = await connectRaw(n.transport.port);
+    await handshake(raw, { cluster: 'test', secret: 'sesame' });
+    const packr = batchPackr();
+    raw.sendRaw(
+      packr.pack([
+        ['/user/inbox', uid, null, { type: 'test.ping', n: 1 }],
+        ['no-slash', uid, null, { type: 'test.ping' }],
+        ['/user/inbox', uid, null, 'not a map'],
+        ['/user/inbox', uid],
+        ['/user/inbox', uid, null, { type: 'evil.unknown' }],
+        ['/system/death-watch', uid, null, { type: 'doyen.watch', target: 42 }],
+        ['/user/nobody', uid, null, { type: 'test.ping' }],
+        ['/user/inbox', uid, null, { type: 'test.ping', n: 2 }],
+      ]),
+    );
+    await eventually(() => n.inbox.length === 2, { what: 'the two good messages' });
+    expect(n.inbox).toEqual([
+      { type: 'test.ping', n: 1 },
+      { type: 'test.ping', n: 2 },
+    ]);
+    expect(rejected(n, 'bad-envelope')).toBe(3);
+    expect(rejected(n, 'unknown-type')).toBe(1);
+    expect(rejected(n, 'invalid-message')).toBe(1);
+    await eventually(() => n.deadLetters.some((l) => l.reason === 'no-such-actor'), {
+      what: 'unknown recipient',
+    });
+    // the connection stays open: dropping envelopes is enough
+    expect(raw.socket.readyState).toBe(raw.socket.OPEN);
+    raw.socket.close();
+  });
+
+  it('a frame over the size limit closes with 1009', async () => {
+    const n = await node({ wire: { maxFrameBytes: 64 * 1024, batchBytes: 16 * 1024 } });
+    const raw = await connectRaw(n.transport.port);
+    await handshake(raw, { cluster: 'test', secret: 'sesame' });
+    raw.sendRaw(Buffer.alloc(100 * 1024));
+    expect(await raw.closed).toMatchObject({ code: CloseCode.tooBig });
+    await eventually(() => rejected(n, 'frame-too-large') === 1);
+    await stillServes(n);
+  });
+
+  it('too many unauthenticated connections are refused with 4006', async () => {
+    const n = await node({ wire: { maxPendingHandshakes: 2 } });
+    const held = [await connectRaw(n.transport.port), await connectRaw(n.transport.port)];
+    await Promise.all(held.map((h) => h.challenge));
+    const third = await connectRaw(n.transport.port);
+    expect(await third.closed).toMatchObject({ code: CloseCode.tooManyHandshakes });
+    for (const h of held) h.socket.close();
+    await Promise.all(held.map((h) => h.closed));
+    await stillServes(n);
+  });
+});
