@@ -33,6 +33,9 @@ import { defaultSupervision, type SupervisionStrategy, validateSupervision } fro
 import { registerSystemMessages, type Unwatch, type Watch } from './system-messages.js';
 import { type Envelope, laneOf, type RemoteTransport } from './transport.js';
 
+/** The uid that addresses whichever incarnation runs at an address. */
+export const ANY_INCARNATION = '*';
+
 export interface ActorSystemConfig {
   /** Cluster name: part of every address; nodes of other clusters are refused at the handshake. */
   readonly cluster: string;
@@ -230,6 +233,14 @@ export class ActorSystem implements RefHost, CellHost {
     );
   }
 
+  /**
+   * A ref to `path` on whichever incarnation runs at `node` (uid `*`): for first contact, such
+   * as a join sent to a seed whose uid is not known yet.
+   */
+  anyIncarnationRef<M extends Message = Message>(node: NodeAddress, path: string): ActorRef<M> {
+    return this.remoteRef<M>({ host: node.host, port: node.port, uid: ANY_INCARNATION }, path);
+  }
+
   /** A ref to `path` on another node incarnation. */
   remoteRef<M extends Message = Message>(node: UniqueNodeAddress, path: string): ActorRef<M> {
     return this.refFor<M>({ cluster: this.cluster, node, path });
@@ -258,6 +269,10 @@ export class ActorSystem implements RefHost, CellHost {
     }
     const node = ref.address.node;
     if (sameNode(node, this.node)) {
+      if (node.uid === ANY_INCARNATION) {
+        this.deliverLocal(ref.path, message, sender?.id);
+        return;
+      }
       // our own address with another uid: a previous incarnation of this node
       this.deadLetter(ref.id, message, sender?.id, 'wrong-incarnation');
       return;
@@ -275,7 +290,7 @@ export class ActorSystem implements RefHost, CellHost {
       this.deadLetter(envelope.to, envelope.message, envelope.from, 'system-terminated');
       return;
     }
-    if (envelope.toUid !== this.node.uid) {
+    if (envelope.toUid !== this.node.uid && envelope.toUid !== ANY_INCARNATION) {
       this.deadLetter(envelope.to, envelope.message, envelope.from, 'wrong-incarnation');
       return;
     }

@@ -55,7 +55,7 @@ export function formatActorAddress(address: ActorAddress): string {
 }
 
 export function parseActorAddress(text: string): ActorAddress {
-  const m = /^doyen:\/\/([A-Za-z0-9_.-]+)@(\[[^\]]+\]|[^:[\]/@#]+):(\d{1,5})(\/[^#]*)#([A-Za-z0-9]+)$/.exec(
+  const m = /^doyen:\/\/([A-Za-z0-9_.-]+)@(\[[^\]]+\]|[^:[\]/@#]+):(\d{1,5})(\/[^#]*)#([A-Za-z0-9]+|\*)$/.exec(
     text,
   );
   if (!m) throw new InvalidAddressError(text, 'expected doyen://<cluster>@<host>:<port>/<path>#<uid>');

@@ -1,0 +1,233 @@
+import {
+  type ActorRef,
+  type ActorSystem,
+  DoyenError,
+  formatNodeAddress,
+  type UniqueNodeAddress,
+} from '@doyen/core';
+import type { SnapshotFrom } from 'xstate';
+import { type ClusterEvent, diffMemberships } from './cluster-events.js';
+import { type ClusterConfig, resolveClusterConfig } from './config.js';
+import { createFailureDetectorMachine, HEARTBEAT_PATH } from './failure-detector-machine.js';
+import { keyOf, type Member, nodeOf } from './member.js';
+import { coordinatorOf, type Membership } from './membership.js';
+import { createMembershipMachine, type MembershipMachine } from './membership-machine.js';
+import { MEMBERSHIP_PATH, type SelfInfo } from './membership-protocol.js';
+import { registerClusterMessages } from './messages.js';
+
+export class JoinFailedError extends DoyenError {
+  constructor(reason: string) {
+    super(`could not join the cluster: ${reason}`, 'join-failed');
+  }
+}
+
+/** Where this node is in its life as a member. */
+export type NodeStatus = 'joining' | 'join-failed' | 'up' | 'leaving' | 'exiting' | 'removed' | 'down';
+
+export interface ClusterState {
+  readonly self: Member | undefined;
+  readonly status: NodeStatus;
+  readonly isCoordinator: boolean;
+  readonly coordinator: Member | undefined;
+  readonly membership: Membership | undefined;
+}
+
+export interface ClusterOptions {
+  /** Called when a member leaves the membership (removed or downed): drop its connections. */
+  readonly onMemberRemoved?: (node: UniqueNodeAddress) => void;
+}
+
+type MembershipSnapshot = SnapshotFrom<MembershipMachine>;
+
+/**
+ * A node's membership in the cluster: runs the membership and failure-detector machines under
+ * `/system`, turns membership changes into cluster events (logged with their `event` name and
+ * published to subscribers), and feeds death watch when members become unreachable or leave.
+ */
+export class Cluster {
+  readonly config: ClusterConfig;
+  readonly self: SelfInfo;
+  private readonly membershipRef: ActorRef;
+  private readonly listeners = new Set<(event: ClusterEvent) => void>();
+  private last: Membership | undefined;
+  private status: NodeStatus = 'joining';
+  private upWaiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
+  private goneWaiters: (() => void)[] = [];
+  private failure: string | undefined;
+
+  private constructor(
+    readonly system: ActorSystem,
+    config: Partial<ClusterConfig> & Pick<ClusterConfig, 'seeds'>,
+    private readonly options: ClusterOptions,
+  ) {
+    this.config = resolveClusterConfig(config);
+    registerClusterMessages(system.messageTypes);
+    const node = system.node;
+    const address = formatNodeAddress(node);
+    this.self = {
+      address,
+      uid: node.uid,
+      name: this.config.name ?? address,
+      roles: this.config.roles,
+      key: `${address}#${node.uid}`,
+      node,
+    };
+    const deps = { system, config: this.config, self: this.self };
+    system.spawn(createFailureDetectorMachine(deps), {
+      name: HEARTBEAT_PATH.split('/')[2]!,
+      parent: 'system',
+    });
+    this.membershipRef = system.spawn(createMembershipMachine(deps), {
+      name: MEMBERSHIP_PATH.split('/')[2]!,
+      parent: 'system',
+    });
+    system.subscribeSnapshots(this.membershipRef, (s) => this.onSnapshot(s as MembershipSnapshot));
+    const initial = system.snapshotOf(this.membershipRef) as MembershipSnapshot | undefined;
+    if (initial) this.onSnapshot(initial);
+  }
+
+  /** Starts joining through the configured seeds (the first seed may form the cluster). */
+  static start(
+    system: ActorSystem,
+    config: Partial<ClusterConfig> & Pick<ClusterConfig, 'seeds'>,
+    options: ClusterOptions = {},
+  ): Cluster {
+    return new Cluster(system, config, options);
+  }
+
+  state(): ClusterState {
+    const m = this.last;
+    const coordinator = m ? coordinatorOf(m) : undefined;
+    const self = m?.members.find((x) => keyOf(x) === this.self.key);
+    return {
+      self,
+      status: this.status,
+      isCoordinator: coordinator !== undefined && keyOf(coordinator) === this.self.key,
+      coordinator,
+      membership: m,
+    };
+  }
+
+  /** Resolves once this node is a member; rejects with JoinFailedError when the join gives up. */
+  whenUp(): Promise<void> {
+    if (this.status === 'join-failed') return Promise.reject(new JoinFailedError(this.failure ?? 'unknown'));
+    if (this.status !== 'joining') return Promise.resolve();
+    return new Promise((resolve, reject) => this.upWaiters.push({ resolve, reject }));
+  }
+
+  /** Leaves gracefully (leaving → exiting → removed); resolves when this node is out. */
+  leave(): Promise<void> {
+    if (this.status === 'removed' || this.status === 'down' || this.status === 'join-failed')
+      return Promise.resolve();
+    const gone = new Promise<void>((resolve) => this.goneWaiters.push(resolve));
+    this.membershipRef.send({ type: 'cluster.leave' });
+    return gone;
+  }
+
+  /** Asks the coordinator to down a member, by `host:port` or member key. */
+  down(member: string): void {
+    this.membershipRef.send({ type: 'cluster.down', member } as never);
+  }
+
+  subscribe(listener: (event: ClusterEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Cluster events as an async iterator; `return()` (or breaking out of for-await) unsubscribes. */
+  events(): AsyncIterableIterator<ClusterEvent> {
+    const queue: ClusterEvent[] = [];
+    let wake: (() => void) | undefined;
+    const unsubscribe = this.subscribe((e) => {
+      queue.push(e);
+      wake?.();
+    });
+    const iterator: AsyncIterableIterator<ClusterEvent> = {
+      next: async () => {
+        while (queue.length === 0) await new Promise<void>((r) => (wake = r));
+        return { value: queue.shift()!, done: false };
+      },
+      return: async () => {
+        unsubscribe();
+        return { value: undefined, done: true };
+      },
+      [Symbol.asyncIterator]: () => iterator,
+    };
+    return iterator;
+  }
+
+  /** Stops the cluster machines (the node is going away). */
+  stop(): void {
+    this.system.stop(this.membershipRef);
+    const fd = this.system.lookup(HEARTBEAT_PATH);
+    if (fd) this.system.stop(fd);
+  }
+
+  private onSnapshot(snapshot: MembershipSnapshot): void {
+    const status = statusOf(snapshot);
+    const next = snapshot.context.membership;
+    if (next && next !== this.last) {
+      const events = diffMemberships(this.last, next);
+      this.last = next;
+      for (const e of events) this.publish(e);
+    }
+    if (status !== this.status) {
+      this.status = status;
+      this.failure = snapshot.context.failure;
+      this.system.logger.info({ event: 'node.status', status }, `this node is ${status}`);
+      if (status === 'join-failed') {
+        for (const w of this.upWaiters.splice(0)) w.reject(new JoinFailedError(this.failure ?? 'unknown'));
+      } else if (status !== 'joining') {
+        for (const w of this.upWaiters.splice(0)) w.resolve();
+      }
+      if (status === 'removed' || status === 'down') {
+        for (const w of this.goneWaiters.splice(0)) w();
+      }
+    }
+  }
+
+  private publish(event: ClusterEvent): void {
+    const member = 'member' in event ? event.member : event.coordinator;
+    this.system.logger.info(
+      {
+        event: event.type,
+        member: member && {
+          address: member.address,
+          uid: member.uid,
+          name: member.name,
+          age: member.age,
+          status: member.status,
+        },
+        ...(event.type === 'coordinator.changed' ? { previous: event.previous?.address } : {}),
+      },
+      `${event.type} ${member ? member.address : '(none)'}`,
+    );
+    if (event.type === 'member.unreachable')
+      this.system.nodeTerminated(nodeOf(event.member), 'node-unreachable');
+    if (event.type === 'member.removed') {
+      const node = nodeOf(event.member);
+      this.system.nodeTerminated(node, 'node-removed');
+      if (keyOf(event.member) !== this.self.key) this.options.onMemberRemoved?.(node);
+    }
+    for (const l of this.listeners) {
+      try {
+        l(event);
+      } catch (error) {
+        this.system.logger.error(
+          { event: 'cluster.listener-failed', err: error },
+          'cluster event listener threw',
+        );
+      }
+    }
+  }
+}
+
+function statusOf(s: MembershipSnapshot): NodeStatus {
+  if (s.matches('joining') || s.matches('backingOff')) return 'joining';
+  if (s.matches('joinFailed')) return 'join-failed';
+  if (s.matches('up')) return 'up';
+  if (s.matches('leaving')) return 'leaving';
+  if (s.matches('exiting')) return 'exiting';
+  if (s.matches('down')) return 'down';
+  return 'removed';
+}

@@ -1,0 +1,470 @@
+import type { ActorRef, Message, NodeAddress, UniqueNodeAddress } from '@doyen/core';
+import type { ClusterConfig } from './config.js';
+import { isLive, keyOf, type Member, nodeOf } from './member.js';
+import {
+  addJoiner,
+  coordinatorOf,
+  downMembers,
+  findByAddress,
+  findMember,
+  formCluster,
+  liveMembers,
+  type Membership,
+  type NewMember,
+  removeMembers,
+  setStatus,
+  setUnreachable,
+} from './membership.js';
+import type { Ack, Join, Leave, Pull, ReachabilityReport, Update, Welcome } from './messages.js';
+
+/**
+ * The membership protocol as pure functions: (context, input) -> (context, messages to send,
+ * timers to set). The xstate machine in membership-machine.ts only wires these to states and
+ * effects, so every decision here can be tested without a network or a clock.
+ */
+
+export interface SelfInfo extends NewMember {
+  readonly key: string;
+  readonly node: UniqueNodeAddress;
+}
+
+/** A pending ResultsCollector: answers the joiner once every member acknowledged `version`. */
+export interface Collector {
+  readonly id: number;
+  readonly version: number;
+  readonly waiting: readonly string[];
+  readonly joiner: string;
+  readonly replyTo: ActorRef;
+}
+
+export interface MembershipContext {
+  readonly membership: Membership | undefined;
+  readonly attempt: number;
+  readonly collectors: readonly Collector[];
+  readonly nextCollectorId: number;
+  /** subject key -> observers (keys) that currently report it unreachable. */
+  readonly observations: Readonly<Record<string, readonly string[]>>;
+  readonly failure: string | undefined;
+}
+
+/** Where an outbound message goes. */
+export type Destination =
+  | { readonly kind: 'member'; readonly node: UniqueNodeAddress }
+  | { readonly kind: 'seed'; readonly address: NodeAddress }
+  | { readonly kind: 'ref'; readonly ref: ActorRef }
+  | { readonly kind: 'local'; readonly path: string };
+
+export interface Outbound {
+  readonly to: Destination;
+  readonly message: Message;
+}
+
+export interface Step {
+  readonly context: MembershipContext;
+  readonly out: readonly Outbound[];
+  /** Collector timeouts to schedule: raise `membership.collector-timeout` after the ack timeout. */
+  readonly timeouts: readonly number[];
+}
+
+export interface Env {
+  readonly self: SelfInfo;
+  readonly config: ClusterConfig;
+  /** This node's membership actor, the `replyTo` of updates and pulls. */
+  readonly selfRef: ActorRef;
+}
+
+export const initialContext: MembershipContext = {
+  membership: undefined,
+  attempt: 0,
+  collectors: [],
+  nextCollectorId: 1,
+  observations: {},
+  failure: undefined,
+};
+
+const noop = (context: MembershipContext): Step => ({ context, out: [], timeouts: [] });
+const FD_PATH = '/system/heartbeat';
+const MEMBERSHIP_PATH = '/system/membership';
+
+// ---- queries ----------------------------------------------------------------------------------
+
+export function selfMember(env: Env, ctx: MembershipContext): Member | undefined {
+  return ctx.membership ? findMember(ctx.membership, env.self.key) : undefined;
+}
+
+export function isCoordinator(env: Env, ctx: MembershipContext): boolean {
+  const c = ctx.membership && coordinatorOf(ctx.membership);
+  return c !== undefined && keyOf(c) === env.self.key;
+}
+
+/** The node whose address is the first seed may form the cluster when no other seed answers. */
+export function isFirstSeed(env: Env): boolean {
+  const first = env.config.seeds[0];
+  return first !== undefined && first.host === env.self.node.host && first.port === env.self.node.port;
+}
+
+export function joinBackoffMs(config: ClusterConfig, attempt: number): number {
+  return Math.min(config.joinBackoffMaxMs, config.joinBackoffMinMs * 2 ** Math.max(0, attempt - 1));
+}
+
+// ---- joining ------------------------------------------------------------------------------------
+
+export function joinAttempt(env: Env, ctx: MembershipContext): Step {
+  const join: Join = {
+    type: 'membership.join',
+    node: env.self.node,
+    name: env.self.name,
+    roles: env.self.roles,
+    replyTo: env.selfRef,
+  };
+  const out = env.config.seeds
+    .filter((s) => !(s.host === env.self.node.host && s.port === env.self.node.port))
+    .map((address): Outbound => ({ to: { kind: 'seed', address }, message: join }));
+  return { context: { ...ctx, attempt: ctx.attempt + 1 }, out, timeouts: [] };
+}
+
+export function formNewCluster(env: Env, ctx: MembershipContext): Step {
+  return adopt(env, ctx, formCluster(env.self));
+}
+
+/** A welcome (or an update naming us while we join) makes us a member. */
+export function welcomed(env: Env, ctx: MembershipContext, membership: Membership): Step {
+  return adopt(env, { ...ctx, attempt: 0 }, membership);
+}
+
+export function includesSelfLive(env: Env, m: Membership): boolean {
+  const me = findMember(m, env.self.key);
+  return me !== undefined && isLive(me.status);
+}
+
+// ---- adopting and broadcasting --------------------------------------------------------------
+
+/** Takes `next` as our membership and tells the failure detector; no broadcast. */
+function adopt(env: Env, ctx: MembershipContext, next: Membership): Step {
+  const live = new Set(next.members.map(keyOf));
+  const observations: Record<string, readonly string[]> = {};
+  for (const [subject, observers] of Object.entries(ctx.observations)) {
+    if (!live.has(subject)) continue;
+    const still = observers.filter((o) => live.has(o));
+    if (still.length > 0) observations[subject] = still;
+  }
+  return {
+    context: { ...ctx, membership: next, observations },
+    out: [
+      { to: { kind: 'local', path: FD_PATH }, message: { type: 'fd.members', membership: next } as Message },
+    ],
+    timeouts: [],
+  };
+}
+
+/** Coordinator: adopt `next` and send it to every member of the old and the new membership. */
+function publish(env: Env, ctx: MembershipContext, next: Membership): Step {
+  const prev = ctx.membership;
+  const step = adopt(env, ctx, next);
+  const recipients = new Map<string, Member>();
+  for (const m of [...(prev?.members ?? []), ...next.members]) {
+    if (keyOf(m) !== env.self.key && isLive(m.status)) recipients.set(keyOf(m), m);
+  }
+  const update: Update = { type: 'membership.update', membership: next, replyTo: env.selfRef };
+  const out = [...step.out];
+  for (const m of recipients.values()) out.push({ to: { kind: 'member', node: nodeOf(m) }, message: update });
+  return { ...step, out };
+}
+
+function chain(first: Step, next: (ctx: MembershipContext) => Step): Step {
+  const second = next(first.context);
+  return {
+    context: second.context,
+    out: [...first.out, ...second.out],
+    timeouts: [...first.timeouts, ...second.timeouts],
+  };
+}
+
+function sendTo(to: Destination, message: Message): Outbound {
+  return { to, message };
+}
+
+function coordinatorNode(ctx: MembershipContext): UniqueNodeAddress | undefined {
+  const c = ctx.membership && coordinatorOf(ctx.membership);
+  return c ? nodeOf(c) : undefined;
+}
+
+// ---- join handling (coordinator) -------------------------------------------------------------
+
+export function onJoin(env: Env, ctx: MembershipContext, join: Join): Step {
+  const m = ctx.membership;
+  if (!m) return noop(ctx);
+  if (!isCoordinator(env, ctx)) {
+    const c = coordinatorNode(ctx);
+    return c ? { context: ctx, out: [sendTo({ kind: 'member', node: c }, join)], timeouts: [] } : noop(ctx);
+  }
+  const address = `${join.node.host.includes(':') ? `[${join.node.host}]` : join.node.host}:${join.node.port}`;
+  const existing = findByAddress(m, address);
+  if (existing && existing.uid === join.node.uid) {
+    // a retry of a join we already handled: answer again, change nothing
+    const pending = ctx.collectors.some((c) => c.joiner === keyOf(existing));
+    if (pending) return noop(ctx);
+    const welcome: Welcome = { type: 'membership.welcome', membership: m };
+    return { context: ctx, out: [sendTo({ kind: 'ref', ref: join.replyTo }, welcome)], timeouts: [] };
+  }
+  const joiner: NewMember = { address, uid: join.node.uid, name: join.name, roles: join.roles };
+  const { membership: next, replaced } = addJoiner(m, joiner);
+  const joinerKey = keyOf(joiner);
+  const waiting = liveMembers(m)
+    .map(keyOf)
+    .filter((k) => k !== env.self.key && k !== (replaced && keyOf(replaced)));
+  const published = publish(env, ctx, next);
+  const withoutJoiner = published.out.filter(
+    (o) => !(o.to.kind === 'member' && `${o.to.node.host}:${o.to.node.port}#${o.to.node.uid}` === joinerKey),
+  );
+  const step: Step = { ...published, out: withoutJoiner };
+  const collector: Collector = {
+    id: ctx.nextCollectorId,
+    version: next.version,
+    waiting,
+    joiner: joinerKey,
+    replyTo: join.replyTo,
+  };
+  const withCollector: Step = {
+    context: {
+      ...step.context,
+      collectors: [...step.context.collectors, collector],
+      nextCollectorId: ctx.nextCollectorId + 1,
+    },
+    out: step.out,
+    timeouts: [collector.id],
+  };
+  return waiting.length === 0
+    ? chain(withCollector, (c) => completeCollector(env, c, collector.id))
+    : withCollector;
+}
+
+export function onAck(env: Env, ctx: MembershipContext, ack: Ack): Step {
+  let step = noop(ctx);
+  for (const collector of ctx.collectors) {
+    if (ack.version < collector.version || !collector.waiting.includes(ack.from)) continue;
+    const waiting = collector.waiting.filter((k) => k !== ack.from);
+    step = chain(step, (c) => ({
+      context: { ...c, collectors: c.collectors.map((x) => (x.id === collector.id ? { ...x, waiting } : x)) },
+      out: [],
+      timeouts: [],
+    }));
+    if (waiting.length === 0) step = chain(step, (c) => completeCollector(env, c, collector.id));
+  }
+  return step;
+}
+
+/** All acks in, or the timeout passed: answer the joiner, then mark it up. */
+export function completeCollector(env: Env, ctx: MembershipContext, id: number): Step {
+  const collector = ctx.collectors.find((c) => c.id === id);
+  if (!collector || !ctx.membership) return noop(ctx);
+  const rest = { ...ctx, collectors: ctx.collectors.filter((c) => c.id !== id) };
+  const joiner = findMember(ctx.membership, collector.joiner);
+  if (!joiner) return noop(rest);
+  const welcome: Welcome = { type: 'membership.welcome', membership: ctx.membership };
+  const answered: Step = {
+    context: rest,
+    out: [sendTo({ kind: 'ref', ref: collector.replyTo }, welcome)],
+    timeouts: [],
+  };
+  if (!isCoordinator(env, rest)) return answered;
+  return chain(answered, (c) => publish(env, c, setStatus(c.membership!, [collector.joiner], 'up')));
+}
+
+// ---- updates, pulls, versions ----------------------------------------------------------------
+
+export function onUpdate(env: Env, ctx: MembershipContext, update: Update): Step {
+  const mine = ctx.membership;
+  const theirs = update.membership;
+  const ack: Ack = { type: 'membership.ack', version: theirs.version, from: env.self.key };
+  const ackOut = sendTo({ kind: 'ref', ref: update.replyTo }, ack);
+  if (!mine) return noop(ctx);
+  if (theirs.version > mine.version) {
+    // only from our own cluster: it names us, or we are in it and learn that we were taken out
+    if (!includesSelfLive(env, theirs) && !includesSelfLive(env, mine)) return noop(ctx);
+    const step = adopt(env, ctx, theirs);
+    return { ...step, out: [...step.out, ackOut] };
+  }
+  if (theirs.version === mine.version) return { context: ctx, out: [ackOut], timeouts: [] };
+  // the sender is behind: the coordinator brings it up to date
+  if (isCoordinator(env, ctx)) {
+    const newer: Update = { type: 'membership.update', membership: mine, replyTo: env.selfRef };
+    return { context: ctx, out: [sendTo({ kind: 'ref', ref: update.replyTo }, newer)], timeouts: [] };
+  }
+  return noop(ctx);
+}
+
+export function onPull(env: Env, ctx: MembershipContext, pull: Pull): Step {
+  const m = ctx.membership;
+  if (!m || pull.version >= m.version) return noop(ctx);
+  const update: Update = { type: 'membership.update', membership: m, replyTo: env.selfRef };
+  return { context: ctx, out: [sendTo({ kind: 'ref', ref: pull.replyTo }, update)], timeouts: [] };
+}
+
+/** Periodic catch-up: a member asks the coordinator whether it missed an update. */
+export function pullFromCoordinator(env: Env, ctx: MembershipContext): Step {
+  const c = coordinatorNode(ctx);
+  if (!c || !ctx.membership) return noop(ctx);
+  const pull: Pull = { type: 'membership.pull', version: ctx.membership.version, replyTo: env.selfRef };
+  return { context: ctx, out: [sendTo({ kind: 'member', node: c }, pull)], timeouts: [] };
+}
+
+/** A heartbeat showed a peer's membership version (the seed's missed-update detection). */
+export function onVersionSeen(
+  env: Env,
+  ctx: MembershipContext,
+  peer: UniqueNodeAddress,
+  version: number,
+): Step {
+  const m = ctx.membership;
+  if (!m) return noop(ctx);
+  if (version < m.version && isCoordinator(env, ctx)) {
+    const update: Update = { type: 'membership.update', membership: m, replyTo: env.selfRef };
+    return { context: ctx, out: [sendTo({ kind: 'member', node: peer }, update)], timeouts: [] };
+  }
+  if (version > m.version) {
+    const pull: Pull = { type: 'membership.pull', version: m.version, replyTo: env.selfRef };
+    return { context: ctx, out: [sendTo({ kind: 'member', node: peer }, pull)], timeouts: [] };
+  }
+  return noop(ctx);
+}
+
+// ---- reachability and failures --------------------------------------------------------------
+
+/** Our own failure detector changed its mind: record it, tell everyone, then re-evaluate. */
+export function onOwnReachability(
+  env: Env,
+  ctx: MembershipContext,
+  subject: string,
+  reachable: boolean,
+): Step {
+  const report: ReachabilityReport = {
+    type: 'membership.reachability',
+    observer: env.self.key,
+    subject,
+    reachable,
+  };
+  const out: Outbound[] = [];
+  for (const m of ctx.membership ? liveMembers(ctx.membership) : []) {
+    if (keyOf(m) !== env.self.key && keyOf(m) !== subject) {
+      out.push(sendTo({ kind: 'member', node: nodeOf(m) }, report));
+    }
+  }
+  const step = onReachabilityReport(env, ctx, report);
+  return { ...step, out: [...out, ...step.out] };
+}
+
+export function onReachabilityReport(env: Env, ctx: MembershipContext, report: ReachabilityReport): Step {
+  const m = ctx.membership;
+  if (!m || !findMember(m, report.subject) || !findMember(m, report.observer)) return noop(ctx);
+  const current = ctx.observations[report.subject] ?? [];
+  const observers = report.reachable
+    ? current.filter((o) => o !== report.observer)
+    : current.includes(report.observer)
+      ? current
+      : [...current, report.observer];
+  const observations = { ...ctx.observations };
+  if (observers.length > 0) observations[report.subject] = observers;
+  else delete observations[report.subject];
+  return evaluate(env, { ...ctx, observations });
+}
+
+/** Members unreachable per at least one live observer (the coordinator's aggregated view). */
+export function unreachableKeys(ctx: MembershipContext): string[] {
+  return Object.entries(ctx.observations)
+    .filter(([, observers]) => observers.length > 0)
+    .map(([subject]) => subject);
+}
+
+/**
+ * The coordinator records reachability in the membership and, under `auto` downing, downs what
+ * is unreachable. A member whose older members all look failed claims coordination (the seed's
+ * claimLeadershipIfNeeded) by downing them.
+ */
+export function evaluate(env: Env, ctx: MembershipContext): Step {
+  const m = ctx.membership;
+  if (!m) return noop(ctx);
+  const unreachable = unreachableKeys(ctx).filter((k) => k !== env.self.key);
+  if (isCoordinator(env, ctx)) {
+    let next = setUnreachable(m, unreachable);
+    if (env.config.downing === 'auto' && unreachable.length > 0) next = downMembers(next, unreachable);
+    return next === m ? noop(ctx) : publish(env, ctx, next);
+  }
+  const me = selfMember(env, ctx);
+  if (env.config.downing !== 'auto' || !me || me.status !== 'up') return noop(ctx);
+  const older = m.members.filter((x) => x.status === 'up' && x.age < me.age);
+  const failed = new Set(unreachable);
+  if (older.length === 0 || !older.every((x) => failed.has(keyOf(x)))) return noop(ctx);
+  const claimed = downMembers(setUnreachable(m, unreachable), older.map(keyOf));
+  const step = publish(env, ctx, claimed);
+  // now the coordinator: down whatever else is unreachable too
+  return chain(step, (c) => evaluate(env, c));
+}
+
+/** Operator or API: down a member (by key or by `host:port`). Only the coordinator acts on it. */
+export function onDownRequest(env: Env, ctx: MembershipContext, target: string): Step {
+  const m = ctx.membership;
+  if (!m) return noop(ctx);
+  const member = findMember(m, target) ?? findByAddress(m, target);
+  if (!member) return noop(ctx);
+  if (!isCoordinator(env, ctx)) {
+    const c = coordinatorNode(ctx);
+    const forward: Message = { type: 'membership.down', member: keyOf(member) } as Message;
+    return c
+      ? { context: ctx, out: [sendTo({ kind: 'member', node: c }, forward)], timeouts: [] }
+      : noop(ctx);
+  }
+  return publish(env, ctx, downMembers(m, [keyOf(member)]));
+}
+
+// ---- leaving ----------------------------------------------------------------------------------
+
+/** This node wants to leave: the coordinator marks itself leaving; a member asks the coordinator. */
+export function requestLeave(env: Env, ctx: MembershipContext): Step {
+  const m = ctx.membership;
+  if (!m) return noop(ctx);
+  if (isCoordinator(env, ctx)) {
+    if (liveMembers(m).length === 1) return adopt(env, ctx, removeMembers(m, [env.self.key]));
+    return publish(env, ctx, setStatus(m, [env.self.key], 'leaving'));
+  }
+  const c = coordinatorNode(ctx);
+  const leave: Leave = { type: 'membership.leave', member: env.self.key };
+  return c ? { context: ctx, out: [sendTo({ kind: 'member', node: c }, leave)], timeouts: [] } : noop(ctx);
+}
+
+export function onLeave(env: Env, ctx: MembershipContext, leave: Leave): Step {
+  const m = ctx.membership;
+  if (!m) return noop(ctx);
+  const member = findMember(m, leave.member);
+  if (!member || (member.status !== 'up' && member.status !== 'joining')) return noop(ctx);
+  if (!isCoordinator(env, ctx)) {
+    const c = coordinatorNode(ctx);
+    return c ? { context: ctx, out: [sendTo({ kind: 'member', node: c }, leave)], timeouts: [] } : noop(ctx);
+  }
+  return publish(env, ctx, setStatus(m, [leave.member], 'leaving'));
+}
+
+/**
+ * The coordinator's periodic duties (Akka's leader actions): exiting members are removed,
+ * leaving members move to exiting, and joiners whose collector was lost (the coordinator
+ * changed mid-join) are moved up.
+ */
+export function leaderActions(env: Env, ctx: MembershipContext): Step {
+  const m = ctx.membership;
+  if (!m || !isCoordinator(env, ctx)) return noop(ctx);
+  let next = m;
+  const exiting = m.members.filter((x) => x.status === 'exiting').map(keyOf);
+  if (exiting.length > 0) next = removeMembers(next, exiting);
+  const leaving = m.members.filter((x) => x.status === 'leaving').map(keyOf);
+  if (leaving.length > 0) next = setStatus(next, leaving, 'exiting');
+  const stuck = m.members
+    .filter((x) => x.status === 'joining' && !ctx.collectors.some((c) => c.joiner === keyOf(x)))
+    .map(keyOf);
+  if (stuck.length > 0) next = setStatus(next, stuck, 'up');
+  if (next === m) return noop(ctx);
+  // several changes, one new version
+  const collapsed = { ...next, version: m.version + 1 };
+  return publish(env, ctx, collapsed);
+}
+
+export { MEMBERSHIP_PATH };
