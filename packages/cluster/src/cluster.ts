@@ -50,6 +50,7 @@ export class Cluster {
   private readonly membershipRef: ActorRef;
   private readonly listeners = new Set<(event: ClusterEvent) => void>();
   private last: Membership | undefined;
+  private lastSeq = 0;
   private status: NodeStatus = 'joining';
   private upWaiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
   private goneWaiters: (() => void)[] = [];
@@ -165,10 +166,11 @@ export class Cluster {
 
   private onSnapshot(snapshot: MembershipSnapshot): void {
     const status = statusOf(snapshot);
-    const next = snapshot.context.membership;
-    if (next && next !== this.last) {
-      const events = diffMemberships(this.last, next);
-      this.last = next;
+    for (const entry of snapshot.context.journal) {
+      if (entry.seq <= this.lastSeq) continue;
+      const events = diffMemberships(this.last, entry.membership);
+      this.last = entry.membership;
+      this.lastSeq = entry.seq;
       for (const e of events) this.publish(e);
     }
     if (status !== this.status) {

@@ -120,6 +120,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
     },
     guards: {
       mayFormCluster: () => isFirstSeed(env),
+      isOnlySeed: () => isFirstSeed(env) && config.seeds.length === 1,
       hasAttemptsLeft: ({ context }) => context.attempt < config.maxJoinAttempts,
       updateNamesSelf: ({ event }) =>
         event.type === 'membership.update' && includesSelfLive(env, event.membership),
@@ -145,6 +146,8 @@ export function createMembershipMachine(deps: MembershipDeps) {
     states: {
       joining: {
         entry: apply((c) => joinAttempt(env, c)),
+        // the only seed is this node: nobody to ask, form at once
+        always: [{ guard: 'isOnlySeed', target: 'up', actions: apply((c) => formNewCluster(env, c)) }],
         on: {
           'membership.welcome': {
             target: 'up',

@@ -45,7 +45,14 @@ export interface MembershipContext {
   /** subject key -> observers (keys) that currently report it unreachable. */
   readonly observations: Readonly<Record<string, readonly string[]>>;
   readonly failure: string | undefined;
+  /**
+   * Every membership adopted, newest last (bounded): one step may adopt several versions
+   * (unreachable, then downed), and the edge turns each consecutive pair into events.
+   */
+  readonly journal: readonly { readonly seq: number; readonly membership: Membership }[];
 }
+
+const JOURNAL_MAX = 32;
 
 /** Where an outbound message goes. */
 export type Destination =
@@ -80,6 +87,7 @@ export const initialContext: MembershipContext = {
   nextCollectorId: 1,
   observations: {},
   failure: undefined,
+  journal: [],
 };
 
 const noop = (context: MembershipContext): Step => ({ context, out: [], timeouts: [] });
@@ -148,8 +156,10 @@ function adopt(env: Env, ctx: MembershipContext, next: Membership): Step {
     const still = observers.filter((o) => live.has(o));
     if (still.length > 0) observations[subject] = still;
   }
+  const seq = (ctx.journal.at(-1)?.seq ?? 0) + 1;
+  const journal = [...ctx.journal, { seq, membership: next }].slice(-JOURNAL_MAX);
   return {
-    context: { ...ctx, membership: next, observations },
+    context: { ...ctx, membership: next, observations, journal },
     out: [
       { to: { kind: 'local', path: FD_PATH }, message: { type: 'fd.members', membership: next } as Message },
     ],
@@ -386,17 +396,21 @@ export function evaluate(env: Env, ctx: MembershipContext): Step {
   if (!m) return noop(ctx);
   const unreachable = unreachableKeys(ctx).filter((k) => k !== env.self.key);
   if (isCoordinator(env, ctx)) {
-    let next = setUnreachable(m, unreachable);
-    if (env.config.downing === 'auto' && unreachable.length > 0) next = downMembers(next, unreachable);
-    return next === m ? noop(ctx) : publish(env, ctx, next);
+    // two versions, so every node sees the member unreachable before it sees it downed
+    const marked = setUnreachable(m, unreachable);
+    const step = marked === m ? noop(ctx) : publish(env, ctx, marked);
+    if (env.config.downing !== 'auto' || unreachable.length === 0) return step;
+    return chain(step, (c) => publish(env, c, downMembers(c.membership!, unreachable)));
   }
   const me = selfMember(env, ctx);
   if (env.config.downing !== 'auto' || !me || me.status !== 'up') return noop(ctx);
   const older = m.members.filter((x) => x.status === 'up' && x.age < me.age);
   const failed = new Set(unreachable);
   if (older.length === 0 || !older.every((x) => failed.has(keyOf(x)))) return noop(ctx);
-  const claimed = downMembers(setUnreachable(m, unreachable), older.map(keyOf));
-  const step = publish(env, ctx, claimed);
+  const marked = setUnreachable(m, unreachable);
+  const step = chain(marked === m ? noop(ctx) : publish(env, ctx, marked), (c) =>
+    publish(env, c, downMembers(c.membership!, older.map(keyOf))),
+  );
   // now the coordinator: down whatever else is unreachable too
   return chain(step, (c) => evaluate(env, c));
 }

@@ -55,9 +55,8 @@ export function formatActorAddress(address: ActorAddress): string {
 }
 
 export function parseActorAddress(text: string): ActorAddress {
-  const m = /^doyen:\/\/([A-Za-z0-9_.-]+)@(\[[^\]]+\]|[^:[\]/@#]+):(\d{1,5})(\/[^#]*)#([A-Za-z0-9]+|\*)$/.exec(
-    text,
-  );
+  const m =
+    /^doyen:\/\/([A-Za-z0-9_.-]+)@(\[[^\]]+\]|[^:[\]/@#]+):(\d{1,5})(\/[^#]*)#([A-Za-z0-9]+|\*)$/.exec(text);
   if (!m) throw new InvalidAddressError(text, 'expected doyen://<cluster>@<host>:<port>/<path>#<uid>');
   const [, cluster, rawHost, port, path, uid] = m as unknown as [
     string,

@@ -1,0 +1,68 @@
+// doyen's in-process tell: the same counting logic as xstate-baselines.ts, spawned as a doyen actor, so
+// the difference is the mailbox and dispatcher between `ref.send` and xstate's `send`.
+import { type AnyActorLogic, assign, createMachine, fromTransition } from 'xstate';
+import { ActorSystem } from './doyen.js';
+import { perSecond } from './stats.js';
+import { withTimeout } from './timeout.js';
+
+type Inc = { type: 'inc' };
+
+/** msgs/s of `ref.send({ type: 'inc' })` to a `createMachine` actor whose only action is an `assign` that counts. */
+export function doyenMachineTellRate(messages: number): Promise<number> {
+  return tellRate(messages, (reached) =>
+    createMachine({
+      types: {} as { context: { count: number }; events: Inc },
+      context: { count: 0 },
+      on: {
+        inc: {
+          actions: assign({
+            count: ({ context }) => {
+              const count = context.count + 1;
+              if (count === messages) reached();
+              return count;
+            },
+          }),
+        },
+      },
+    }),
+  );
+}
+
+/** Same as `doyenMachineTellRate`, with a `fromTransition` reducer in place of a machine. */
+export function doyenTransitionTellRate(messages: number): Promise<number> {
+  return tellRate(messages, (reached) =>
+    fromTransition(
+      (state: { count: number }, _event: Inc) => {
+        const count = state.count + 1;
+        if (count === messages) reached();
+        return { count };
+      },
+      { count: 0 },
+    ),
+  );
+}
+
+/**
+ * Spawns the counter with room for every message, sends them all from this (non-actor) caller, and stops
+ * the clock when the actor has processed the last one: the logic itself reports it, so nothing else
+ * (a snapshot listener, a poll) runs per message.
+ */
+async function tellRate(messages: number, logicOf: (reached: () => void) => AnyActorLogic): Promise<number> {
+  const system = new ActorSystem({ cluster: 'bench', host: '127.0.0.1', port: 0 });
+  try {
+    let reached!: () => void;
+    const done = new Promise<void>((resolve) => (reached = resolve));
+    const counter = system.spawn(logicOf(reached), {
+      name: 'counter',
+      mailbox: { capacity: messages, overflow: 'drop-newest' },
+    });
+    const start = process.hrtime.bigint();
+    for (let i = 0; i < messages; i++) counter.send({ type: 'inc' });
+    await withTimeout(done, 30_000, 'doyen counter');
+    const rate = perSecond(messages, start, process.hrtime.bigint());
+    if (system.deadLetters.count > 0) throw new Error(`${system.deadLetters.count} dead letters`);
+    return rate;
+  } finally {
+    system.terminate();
+  }
+}

@@ -1,0 +1,101 @@
+// Starts and stops the doyen-node-process child, and sends it requests over IPC.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import type { ChildReady, ChildReply, CountReply, HeartbeatReply } from './bench-messages.js';
+import { withTimeout } from './timeout.js';
+
+type RequestBody =
+  | { cmd: 'reset' }
+  | { cmd: 'await-count'; n: number }
+  | { cmd: 'await-heartbeats'; n: number };
+
+export type DoyenPeer = {
+  /** Actor addresses in the child, for `system.refFor`. */
+  readonly addresses: Omit<ChildReady, 'ready'>;
+  reset(): Promise<void>;
+  /** Resolves once the child's counter has counted `n` since the last reset. */
+  awaitCount(n: number, timeoutMs: number): Promise<CountReply>;
+  /** Resolves with the heartbeat delays (µs) once `n` heartbeats arrived since the last reset. */
+  awaitHeartbeats(n: number, timeoutMs: number): Promise<number[]>;
+  stop(): Promise<void>;
+};
+
+const script = fileURLToPath(new URL('./doyen-node-process.ts', import.meta.url));
+
+export async function startDoyenPeer(): Promise<DoyenPeer> {
+  // Absolute loader URL, so the child does not depend on the caller's working directory.
+  const tsx = import.meta.resolve('tsx');
+  const child = spawn(process.execPath, ['--conditions=@doyen/source', '--import', tsx, script], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const stop = () => stopChild(child);
+  try {
+    const ready = await withTimeout(readyOf(child), 15_000, 'starting doyen-node-process');
+    return peer(child, ready, stop);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+function peer(child: ChildProcess, ready: ChildReady, stop: () => Promise<void>): DoyenPeer {
+  const pending = new Map<number, { resolve: (reply: ChildReply) => void; reject: (e: Error) => void }>();
+  let nextId = 0;
+  child.on('message', (reply: ChildReply) => {
+    const waiter = pending.get(reply.id);
+    pending.delete(reply.id);
+    waiter?.resolve(reply);
+  });
+  child.on('exit', (code, signal) => {
+    for (const waiter of pending.values()) waiter.reject(new Error(`doyen child exited (${code ?? signal})`));
+    pending.clear();
+  });
+  const request = <R extends ChildReply>(body: RequestBody, timeoutMs: number, what: string): Promise<R> => {
+    const id = nextId++;
+    const replied = new Promise<ChildReply>((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      child.send({ id, ...body });
+    });
+    return withTimeout(replied, timeoutMs, what).finally(() => pending.delete(id)) as Promise<R>;
+  };
+  const { ready: _, ...addresses } = ready;
+  return {
+    addresses,
+    reset: async () => {
+      await request({ cmd: 'reset' }, 5_000, 'resetting the doyen child');
+    },
+    awaitCount: (n, timeoutMs) =>
+      request<CountReply>({ cmd: 'await-count', n }, timeoutMs, `waiting for ${n} messages in the child`),
+    awaitHeartbeats: async (n, timeoutMs) =>
+      (
+        await request<HeartbeatReply>(
+          { cmd: 'await-heartbeats', n },
+          timeoutMs,
+          `waiting for ${n} heartbeats in the child`,
+        )
+      ).delaysUs,
+    stop,
+  };
+}
+
+function readyOf(child: ChildProcess): Promise<ChildReady> {
+  return new Promise((resolve, reject) => {
+    child.once('message', (msg: ChildReady) => resolve(msg));
+    child.once('error', reject);
+    child.once('exit', (code, signal) =>
+      reject(new Error(`doyen-node-process exited early (${code ?? signal})`)),
+    );
+  });
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  try {
+    await withTimeout(exited, 5_000, 'stopping doyen-node-process');
+  } catch {
+    child.kill('SIGKILL');
+  }
+}

@@ -1,0 +1,126 @@
+#!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { JoinFailedError } from '@doyen/cluster';
+import { createLogger, DoyenError, parseNodeAddress } from '@doyen/core';
+import type { NodeConfig } from './node-config.js';
+import { parseSeeds } from './node-config.js';
+import { startNode } from './start-node.js';
+
+/** Exit codes a supervisor (systemd, Kubernetes) can act on. */
+export const ExitCode = { ok: 0, failure: 1, usage: 2, joinFailed: 3 } as const;
+
+const USAGE = `usage: doyen node --cluster NAME --host H --port P --seeds H1:P1,H2:P2
+                  [--name N] [--roles a,b] [--http-port Q] [--secret S] [--downing auto|manual]
+                  [--bind-host B] [--config file.json] [--log-level info]
+
+Starts a cluster node. The node whose own address is the first seed may form the cluster.
+SIGTERM (or POST /cluster/leave) leaves gracefully and exits 0; a failed join exits ${ExitCode.joinFailed}.`;
+
+function fail(message: string, code: number = ExitCode.usage): never {
+  process.stderr.write(`doyen: ${message}\n`);
+  process.exit(code);
+}
+
+function readConfigFile(path: string): Partial<NodeConfig> {
+  try {
+    const raw = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+      fail(`${path}: expected a JSON object`);
+    const seeds = raw.seeds;
+    return {
+      ...(raw as Partial<NodeConfig>),
+      ...(typeof seeds === 'string' ? { seeds: parseSeeds(seeds) } : {}),
+      ...(Array.isArray(seeds)
+        ? { seeds: seeds.map((s) => (typeof s === 'string' ? parseNodeAddress(s) : s)) }
+        : {}),
+    };
+  } catch (error) {
+    fail(`cannot read config ${path}: ${(error as Error).message}`);
+  }
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (command !== 'node')
+    fail(command === undefined || command === '--help' ? USAGE : `unknown command ${command}\n${USAGE}`);
+  let values: Record<string, string | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: rest,
+      options: {
+        cluster: { type: 'string' },
+        host: { type: 'string' },
+        port: { type: 'string' },
+        seeds: { type: 'string' },
+        name: { type: 'string' },
+        roles: { type: 'string' },
+        'http-port': { type: 'string' },
+        secret: { type: 'string' },
+        downing: { type: 'string' },
+        'bind-host': { type: 'string' },
+        config: { type: 'string' },
+        'log-level': { type: 'string' },
+      },
+      strict: true,
+    }) as { values: Record<string, string | undefined> });
+  } catch (error) {
+    fail(`${(error as Error).message}\n${USAGE}`);
+  }
+  const file = values.config ? readConfigFile(values.config) : {};
+  const int = (name: string, v: string | undefined) => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n)) fail(`--${name} must be an integer, got ${v}`);
+    return n;
+  };
+  let config: NodeConfig;
+  try {
+    const downing = values.downing ?? file.clusterOptions?.downing;
+    config = {
+      ...file,
+      cluster: values.cluster ?? file.cluster ?? fail(`--cluster is required\n${USAGE}`),
+      host: values.host ?? file.host ?? fail(`--host is required\n${USAGE}`),
+      port: int('port', values.port) ?? file.port ?? fail(`--port is required\n${USAGE}`),
+      seeds: values.seeds ? parseSeeds(values.seeds) : (file.seeds ?? fail(`--seeds is required\n${USAGE}`)),
+      ...(values.name ? { name: values.name } : {}),
+      ...(values.roles ? { roles: values.roles.split(',').filter(Boolean) } : {}),
+      ...(values['http-port'] ? { httpPort: int('http-port', values['http-port'])! } : {}),
+      ...(values.secret !== undefined ? { secret: values.secret } : {}),
+      ...(values['bind-host'] ? { bindHost: values['bind-host'] } : {}),
+      ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
+      clusterOptions: { ...file.clusterOptions, ...(downing ? { downing: downing as 'auto' } : {}) },
+    };
+  } catch (error) {
+    fail((error as Error).message);
+  }
+  const logger = createLogger({ level: config.logLevel ?? 'info' });
+  let node: Awaited<ReturnType<typeof startNode>>;
+  try {
+    node = await startNode(config, { logger });
+  } catch (error) {
+    if (error instanceof JoinFailedError) {
+      logger.error({ event: 'node.join-failed', reason: error.message }, error.message);
+      fail(error.message, ExitCode.joinFailed);
+    }
+    if (error instanceof DoyenError) fail(error.message);
+    fail(`could not start: ${(error as Error).message}`, ExitCode.failure);
+  }
+  const http = node.http ? ` (http on ${node.http.port})` : '';
+  logger.info({ event: 'node.started', node: node.transport.system.nodeName }, `node up${http}`);
+  const onSignal = (signal: string) => {
+    logger.info({ event: 'node.signal', signal }, `${signal}: leaving gracefully`);
+    void node.shutdown();
+  };
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  process.once('SIGINT', () => onSignal('SIGINT'));
+  await node.closed;
+  logger.info({ event: 'node.stopped' }, 'node stopped');
+  logger.flush?.();
+  process.exit(ExitCode.ok);
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`doyen: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(ExitCode.failure);
+});

@@ -1,0 +1,3 @@
+export * from './management-http.js';
+export * from './node-config.js';
+export * from './start-node.js';

@@ -1,0 +1,158 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Cluster, keyOf, type Member } from '@doyen/cluster';
+import type { ActorSystem } from '@doyen/core';
+
+/** One row of `GET /cluster`. */
+export interface MemberView {
+  readonly address: string;
+  readonly uid: string;
+  readonly name: string;
+  readonly age: number;
+  readonly status: Member['status'];
+  readonly reachable: boolean;
+  readonly roles: readonly string[];
+}
+
+export interface ClusterView {
+  readonly self: string;
+  readonly uid: string;
+  readonly status: string;
+  readonly coordinator: string | null;
+  readonly version: number;
+  readonly members: readonly MemberView[];
+}
+
+/** Extra routes other packages add (singletons, partitions, the inspector page). */
+export type Route = (
+  request: IncomingMessage,
+  response: ServerResponse,
+  url: URL,
+) => boolean | Promise<boolean>;
+
+export function clusterView(cluster: Cluster): ClusterView {
+  const state = cluster.state();
+  const m = state.membership;
+  const unreachable = new Set(m?.unreachable ?? []);
+  const rows: MemberView[] = [];
+  for (const x of m?.members ?? []) {
+    rows.push({ ...pick(x), reachable: !unreachable.has(keyOf(x)) });
+  }
+  for (const x of m?.failed ?? []) rows.push({ ...pick(x), reachable: false });
+  return {
+    self: cluster.self.address,
+    uid: cluster.self.uid,
+    status: state.status,
+    coordinator: state.coordinator?.address ?? null,
+    version: m?.version ?? 0,
+    members: rows,
+  };
+}
+
+function pick(x: Member) {
+  return { address: x.address, uid: x.uid, name: x.name, age: x.age, status: x.status, roles: x.roles };
+}
+
+function json(response: ServerResponse, status: number, body: unknown): void {
+  const text = `${JSON.stringify(body, null, 2)}\n`;
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+  });
+  response.end(text);
+}
+
+/**
+ * The management endpoint: cluster state, health, metrics and operator actions. Read-only
+ * routes are GET; changes are POST. Unknown routes get 404, wrong methods 405, never a crash.
+ */
+export class ManagementServer {
+  private readonly routes: Route[] = [];
+
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+  ) {}
+
+  static async start(options: {
+    readonly host: string;
+    readonly port: number;
+    readonly system: ActorSystem;
+    readonly cluster: Cluster;
+    readonly onLeave: () => void;
+  }): Promise<ManagementServer> {
+    const { system, cluster } = options;
+    let self: ManagementServer | undefined;
+    const server = createServer((request, response) => {
+      void handle(request, response).catch((error: unknown) => {
+        system.logger.error({ event: 'http.error', err: error }, 'management request failed');
+        if (!response.headersSent) json(response, 500, { error: 'internal error' });
+        else response.destroy();
+      });
+    });
+    async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+      const url = new URL(request.url ?? '/', 'http://localhost');
+      const path = url.pathname.replace(/\/+$/, '') || '/';
+      const method = request.method ?? 'GET';
+      for (const route of self?.routes ?? []) if (await route(request, response, url)) return;
+      if (path === '/cluster' && method === 'GET') return json(response, 200, clusterView(cluster));
+      if (path === '/health/alive' && method === 'GET') return json(response, 200, { alive: true });
+      if (path === '/health/ready' && method === 'GET') {
+        const status = cluster.state().status;
+        return json(response, status === 'up' ? 200 : 503, { ready: status === 'up', status });
+      }
+      if (path === '/metrics' && method === 'GET') {
+        const s = cluster.state();
+        system.metrics.set(
+          'doyen_cluster_members',
+          'Members in this node view',
+          s.membership?.members.length ?? 0,
+        );
+        system.metrics.set(
+          'doyen_cluster_unreachable',
+          'Unreachable members',
+          s.membership?.unreachable.length ?? 0,
+        );
+        system.metrics.set('doyen_cluster_version', 'Membership version', s.membership?.version ?? 0);
+        system.metrics.set('doyen_cluster_is_coordinator', '1 on the coordinator', s.isCoordinator ? 1 : 0);
+        response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+        response.end(system.metrics.render());
+        return;
+      }
+      if (path === '/cluster/leave' && method === 'POST') {
+        options.onLeave();
+        return json(response, 202, { leaving: true });
+      }
+      const down = /^\/cluster\/down\/([^/]+)$/.exec(path);
+      if (down && method === 'POST') {
+        const target = decodeURIComponent(down[1]!);
+        const known = cluster
+          .state()
+          .membership?.members.some((m) => m.address === target || keyOf(m) === target);
+        if (!known) return json(response, 404, { error: `no member ${target}` });
+        cluster.down(target);
+        return json(response, 202, { downing: target });
+      }
+      const known = ['/cluster', '/health/alive', '/health/ready', '/metrics', '/cluster/leave'];
+      if (known.includes(path) || down)
+        return json(response, 405, { error: `${method} not allowed on ${path}` });
+      return json(response, 404, { error: `no route ${path}` });
+    }
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, options.host, () => resolve());
+    });
+    self = new ManagementServer(server, (server.address() as AddressInfo).port);
+    return self;
+  }
+
+  /** Adds routes tried before the built-in ones. */
+  addRoute(route: Route): void {
+    this.routes.push(route);
+  }
+
+  close(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}

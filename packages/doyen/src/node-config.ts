@@ -1,0 +1,53 @@
+import type { ClusterConfig } from '@doyen/cluster';
+import { InvalidConfigError, type NodeAddress, parseNodeAddress } from '@doyen/core';
+import type { WireConfig } from '@doyen/wire';
+
+/** Everything `startNode` and `doyen node` take. */
+export interface NodeConfig {
+  /** Cluster name; nodes of other clusters are refused at the handshake. */
+  readonly cluster: string;
+  /** Address peers reach this node at. */
+  readonly host: string;
+  /** 0 picks a free port (only sensible when this node is not a seed). */
+  readonly port: number;
+  /** Interface to bind (defaults to `host`). */
+  readonly bindHost?: string;
+  readonly seeds: readonly NodeAddress[];
+  readonly name?: string;
+  readonly roles?: readonly string[];
+  /** HTTP management port; off when absent. */
+  readonly httpPort?: number;
+  /** Shared cluster secret for the handshake. */
+  readonly secret?: string;
+  readonly logLevel?: string;
+  /** Cluster protocol tuning (downing, timeouts, failure detector). */
+  readonly clusterOptions?: Partial<Omit<ClusterConfig, 'seeds' | 'name' | 'roles'>>;
+  readonly wire?: Partial<WireConfig>;
+}
+
+export function parseSeeds(text: string): NodeAddress[] {
+  const seeds = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0)
+    .map(parseNodeAddress);
+  if (seeds.length === 0) throw new InvalidConfigError('--seeds needs at least one host:port');
+  return seeds;
+}
+
+export function validateNodeConfig(c: NodeConfig): NodeConfig {
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(c.cluster)) {
+    throw new InvalidConfigError(
+      `cluster name ${JSON.stringify(c.cluster)}: use letters, digits and - _ . (max 64)`,
+    );
+  }
+  if (!c.host) throw new InvalidConfigError('host is required');
+  if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535)
+    throw new InvalidConfigError(`bad port ${c.port}`);
+  if (c.httpPort !== undefined && (!Number.isInteger(c.httpPort) || c.httpPort < 0 || c.httpPort > 65535)) {
+    throw new InvalidConfigError(`bad http port ${c.httpPort}`);
+  }
+  if (c.seeds.length === 0)
+    throw new InvalidConfigError('at least one seed is required (use your own address to form)');
+  return c;
+}
