@@ -1,0 +1,89 @@
+import { Cluster, type ClusterConfig } from '../../packages/cluster/src/index.js';
+import type { ActorSystem, NodeAddress } from '../../packages/core/src/index.js';
+import { Simulation, type SimulationOptions } from '../../packages/testkit/src/index.js';
+
+export const GREEK = [
+  'athens',
+  'byzantium',
+  'cyrene',
+  'delphi',
+  'ephesus',
+  'fayum',
+  'gortyn',
+  'halicarnassus',
+] as const;
+
+export interface SimNode {
+  readonly name: string;
+  readonly address: NodeAddress;
+  system: ActorSystem;
+  cluster: Cluster;
+}
+
+/** A simulated cluster of named nodes at 10.0.0.x:2552 on one virtual clock. */
+export class SimCluster {
+  readonly sim: Simulation;
+  readonly nodes = new Map<string, SimNode>();
+
+  constructor(
+    options: Partial<SimulationOptions> & { seed: number },
+    private readonly config: Partial<ClusterConfig> = {},
+  ) {
+    this.sim = new Simulation(options);
+  }
+
+  addressOf(name: string): NodeAddress {
+    const index = GREEK.indexOf(name as (typeof GREEK)[number]);
+    const n = index >= 0 ? index + 1 : 100 + [...this.nodes.keys()].indexOf(name);
+    return { host: `10.0.0.${n}`, port: 2552 };
+  }
+
+  /** Starts (or restarts, as a new incarnation) a node that joins through `seeds`. */
+  start(name: string, seeds: string[] = ['athens'], config: Partial<ClusterConfig> = {}): SimNode {
+    const address = this.addressOf(name);
+    const system = this.sim.addSystem({ cluster: 'sim', host: address.host, port: address.port });
+    const cluster = Cluster.start(system, {
+      ...this.config,
+      ...config,
+      name,
+      seeds: seeds.map((s) => this.addressOf(s)),
+    });
+    const node = { name, address, system, cluster };
+    this.nodes.set(name, node);
+    return node;
+  }
+
+  get(name: string): SimNode {
+    const n = this.nodes.get(name);
+    if (!n) throw new Error(`no node ${name}`);
+    return n;
+  }
+
+  crash(name: string): void {
+    this.get(name).cluster.stop();
+    this.sim.crash(this.get(name).system);
+    this.nodes.delete(name);
+  }
+
+  /** Names of up members as `name` sees them, sorted. */
+  upMembers(name: string): string[] {
+    return (this.get(name).cluster.state().membership?.members ?? [])
+      .filter((m) => m.status === 'up')
+      .map((m) => m.name)
+      .sort();
+  }
+
+  coordinatorOf(name: string): string | undefined {
+    return this.get(name).cluster.state().coordinator?.name;
+  }
+
+  /** True when every listed node sees exactly `members` up and the same coordinator and version. */
+  converged(names: string[], members: string[] = names): boolean {
+    const want = [...members].sort().join(',');
+    const views = names.map((n) => {
+      const s = this.get(n).cluster.state();
+      return `${s.coordinator?.name}|${s.membership?.version}|${this.upMembers(n).join(',')}`;
+    });
+    return views.every((v) => v === views[0] && v.endsWith(`|${want}`));
+  }
+}
