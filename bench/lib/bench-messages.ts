@@ -7,7 +7,7 @@ export const BENCH_SECRET = 'bench-secret';
 
 /** Parent -> child `/user/counter`: `n` counts up from 0 in each phase, so the child can see a gap. */
 export type Inc = { type: 'bench.inc'; n: number };
-/** Parent -> child `/user/echo`, answered with a `Pong` of the same `n`. */
+/** Parent -> child `/user/echo` or `/user/echo-actor`, answered with a `Pong` of the same `n`. */
 export type Ping = { type: 'bench.ping'; n: number; replyTo: ActorRef<Pong> };
 export type Pong = { type: 'bench.pong'; n: number };
 /** Parent -> child `/system/hb` every 10 ms; `sentUs` is `nowUs()` in the parent. */
@@ -27,8 +27,8 @@ export function nowUs(): number {
 
 /** Parent -> child over IPC. Every request gets exactly one reply with the same `id`. */
 export type ChildRequest =
-  /** Forget counts and heartbeats: the next phase starts at `n` 0. */
-  | { id: number; cmd: 'reset' }
+  /** Forget counts and heartbeats: the next phase starts at `n` 0. `watchLoop` samples event-loop delay. */
+  | { id: number; cmd: 'reset'; watchLoop: boolean }
   /** Reply once `/user/counter` has counted `n` messages since the last reset. */
   | { id: number; cmd: 'await-count'; n: number }
   /** Reply with the heartbeat delays once `n` heartbeats have arrived since the last reset. */
@@ -42,13 +42,21 @@ export type CountReply = {
   deadLetters: number;
   rejected: number;
 };
-export type HeartbeatReply = { id: number; delaysUs: number[] };
+export type HeartbeatReply = {
+  id: number;
+  delaysUs: number[];
+  /** p99 of the child's event-loop delay since the reset, ms (NaN unless `watchLoop` was set). */
+  loopDelayP99Ms: number;
+};
 export type ChildReply = { id: number } | CountReply | HeartbeatReply;
 
 /** The child's first IPC message, once its node is listening. */
 export type ChildReady = {
   ready: true;
   counter: string;
+  /** A function actor: handled synchronously, straight from the wire. */
   echo: string;
+  /** An xstate actor: its reply goes through its mailbox and the dispatcher first. */
+  echoActor: string;
   heartbeat: string;
 };

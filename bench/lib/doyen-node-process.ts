@@ -1,8 +1,12 @@
-// Child process for the messaging bench: a doyen node on 127.0.0.1 with three function actors,
-//   /user/counter  counts `bench.inc` and checks that `n` arrives in sequence
-//   /user/echo     answers each `bench.ping` with a `bench.pong` to its `replyTo`
-//   /system/hb     records how long each `bench.hb` took from the parent's send to here (system lane)
+// Child process for the messaging bench: a doyen node on 127.0.0.1 with these actors,
+//   /user/counter     function actor: counts `bench.inc` and checks that `n` arrives in sequence
+//   /user/echo        function actor: answers each `bench.ping` with a `bench.pong` to its `replyTo`
+//   /user/echo-actor  the same as an xstate actor (`fromTransition`), so through a mailbox
+//   /system/hb        function actor: records how long each `bench.hb` took from the parent's send
+//                     to here (system lane)
 // The parent drives it over IPC (see bench-messages.ts); the node's own traffic is all doyen.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { fromTransition } from 'xstate';
 import {
   BENCH_CLUSTER,
   BENCH_SECRET,
@@ -38,6 +42,8 @@ let outOfOrder = 0;
 let countWaiter: { id: number; n: number } | undefined;
 let delaysUs: number[] = [];
 let heartbeatWaiter: { id: number; n: number } | undefined;
+/** Sampled only while the parent asks for it: the histogram's 1 ms timer is extra work for the loop. */
+let loopDelay: ReturnType<typeof monitorEventLoopDelay> | undefined;
 
 function countReply(id: number): CountReply {
   return {
@@ -55,7 +61,10 @@ function checkWaiters(): void {
     countWaiter = undefined;
   }
   if (heartbeatWaiter && delaysUs.length >= heartbeatWaiter.n) {
-    reply({ id: heartbeatWaiter.id, delaysUs });
+    const loopDelayP99Ms = loopDelay ? loopDelay.percentile(99) / 1e6 : Number.NaN;
+    loopDelay?.disable();
+    loopDelay = undefined;
+    reply({ id: heartbeatWaiter.id, delaysUs, loopDelayP99Ms });
     heartbeatWaiter = undefined;
   }
 }
@@ -79,6 +88,14 @@ const echo = system.functionRef(
   'user',
 );
 
+const echoActor = system.spawn(
+  fromTransition((state: null, event: Ping) => {
+    if (event.type === 'bench.ping') event.replyTo.send({ type: 'bench.pong', n: event.n });
+    return state;
+  }, null),
+  { name: 'echo-actor' },
+);
+
 const heartbeat = system.functionRef(
   'hb',
   (message) => {
@@ -94,6 +111,12 @@ process.on('message', (request: ChildRequest) => {
       count = 0;
       outOfOrder = 0;
       delaysUs = [];
+      loopDelay?.disable();
+      loopDelay = undefined;
+      if (request.watchLoop) {
+        loopDelay = monitorEventLoopDelay({ resolution: 1 });
+        loopDelay.enable();
+      }
       reply({ id: request.id });
       return;
     case 'await-count':
@@ -107,7 +130,13 @@ process.on('message', (request: ChildRequest) => {
   }
 });
 
-reply({ ready: true, counter: counter.id, echo: echo.id, heartbeat: heartbeat.id });
+reply({
+  ready: true,
+  counter: counter.id,
+  echo: echo.id,
+  echoActor: echoActor.id,
+  heartbeat: heartbeat.id,
+});
 
 // Never outlive the parent: the IPC channel closes when it exits, however it exits.
 process.on('disconnect', () => {

@@ -6,18 +6,19 @@ import type { ChildReady, ChildReply, CountReply, HeartbeatReply } from './bench
 import { withTimeout } from './timeout.js';
 
 type RequestBody =
-  | { cmd: 'reset' }
+  | { cmd: 'reset'; watchLoop: boolean }
   | { cmd: 'await-count'; n: number }
   | { cmd: 'await-heartbeats'; n: number };
 
 export type DoyenPeer = {
   /** Actor addresses in the child, for `system.refFor`. */
   readonly addresses: Omit<ChildReady, 'ready'>;
-  reset(): Promise<void>;
+  /** Starts a phase: counts and heartbeats from zero; `watchLoop` samples the child's event-loop delay. */
+  reset(watchLoop?: boolean): Promise<void>;
   /** Resolves once the child's counter has counted `n` since the last reset. */
   awaitCount(n: number, timeoutMs: number): Promise<CountReply>;
   /** Resolves with the heartbeat delays (µs) once `n` heartbeats arrived since the last reset. */
-  awaitHeartbeats(n: number, timeoutMs: number): Promise<number[]>;
+  awaitHeartbeats(n: number, timeoutMs: number): Promise<Omit<HeartbeatReply, 'id'>>;
   stop(): Promise<void>;
 };
 
@@ -62,19 +63,19 @@ function peer(child: ChildProcess, ready: ChildReady, stop: () => Promise<void>)
   const { ready: _, ...addresses } = ready;
   return {
     addresses,
-    reset: async () => {
-      await request({ cmd: 'reset' }, 5_000, 'resetting the doyen child');
+    reset: async (watchLoop = false) => {
+      await request({ cmd: 'reset', watchLoop }, 5_000, 'resetting the doyen child');
     },
     awaitCount: (n, timeoutMs) =>
       request<CountReply>({ cmd: 'await-count', n }, timeoutMs, `waiting for ${n} messages in the child`),
-    awaitHeartbeats: async (n, timeoutMs) =>
-      (
-        await request<HeartbeatReply>(
-          { cmd: 'await-heartbeats', n },
-          timeoutMs,
-          `waiting for ${n} heartbeats in the child`,
-        )
-      ).delaysUs,
+    awaitHeartbeats: async (n, timeoutMs) => {
+      const { id: _id, ...reply } = await request<HeartbeatReply>(
+        { cmd: 'await-heartbeats', n },
+        timeoutMs,
+        `waiting for ${n} heartbeats in the child`,
+      );
+      return reply;
+    },
     stop,
   };
 }

@@ -34,10 +34,10 @@ function consistent(c: SimCluster): string | undefined {
 }
 
 describe('membership under seeded chaos', () => {
-  it('crashes, restarts, pauses and partitions end in consistent clusters with one coordinator each', async () => {
-    const seeds = Array.from({ length: 30 }, (_, i) => 1000 + i);
+  it.each(['auto', 'keep-majority'] as const)('%s: crashes, restarts, pauses and partitions end in consistent clusters with one coordinator each', async (downing) => {
+    const seeds = Array.from({ length: 20 }, (_, i) => 1000 + i);
     await forEachSeed(seeds, async (seed) => {
-      const c = new SimCluster({ seed, network: { jitterMs: 2, dropRate: 0.01 } });
+      const c = new SimCluster({ seed, network: { jitterMs: 2, dropRate: 0.01 } }, { downing });
       const rnd = new SeededRandom(seed).fork('chaos');
       for (const n of NAMES) {
         c.start(n, ['athens', 'byzantium']);

@@ -136,6 +136,7 @@ describe('failure detection at scale', () => {
   it('the deadline detector is selectable and detects a crash after its deadline', async () => {
     const c = await cluster(['athens', 'byzantium', 'cyrene'], 52, {
       failureDetector: { kind: 'deadline', acceptableHeartbeatPauseMs: 400, heartbeatIntervalMs: 100 },
+      downing: 'auto',
     });
     c.crash('cyrene');
     const took = await c.sim.runUntil(() => c.converged(['athens', 'byzantium']), { timeoutMs: 5000 });

@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { forEachSeed, type NetworkEvent } from '../../packages/testkit/src/index.js';
 import { SimCluster } from '../support/sim-cluster.js';
 
-/** The Emergent Leader seed's own scenarios (seeds/000 and 004), on a simulated network. */
+/**
+ * The Emergent Leader seed's own scenarios (seeds/000 and 004), on a simulated network. Where
+ * failures are handled, `downing: 'auto'` is the seed's behaviour (keep-majority is the default).
+ */
 describe('emergent leader: the seed scenarios', () => {
   const orders = [
     ['athens', 'byzantium', 'cyrene'],
@@ -125,7 +128,7 @@ describe('emergent leader: the seed scenarios', () => {
 
   it('the coordinator crashes and the next oldest takes over in about a second', async () => {
     await forEachSeed([21, 22, 23], async (seed) => {
-      const c = new SimCluster({ seed });
+      const c = new SimCluster({ seed }, { downing: 'auto' });
       for (const n of ['athens', 'byzantium', 'cyrene', 'delphi']) {
         c.start(n);
         await c.sim.runFor(300);

@@ -25,6 +25,10 @@ export class SimCluster {
   readonly sim: Simulation;
   readonly nodes = new Map<string, SimNode>();
 
+  /** Downed nodes restart as new incarnations that rejoin through the members they knew. */
+  restartDowned = false;
+  readonly downedAt: { name: string; time: number }[] = [];
+
   constructor(
     options: Partial<SimulationOptions> & { seed: number },
     private readonly config: Partial<ClusterConfig> = {},
@@ -40,14 +44,28 @@ export class SimCluster {
 
   /** Starts (or restarts, as a new incarnation) a node that joins through `seeds`. */
   start(name: string, seeds: string[] = ['athens'], config: Partial<ClusterConfig> = {}): SimNode {
+    return this.startAt(name, seeds.map((s) => this.addressOf(s)), config);
+  }
+
+  private startAt(name: string, seeds: readonly NodeAddress[], config: Partial<ClusterConfig>): SimNode {
     const address = this.addressOf(name);
     const system = this.sim.addSystem({ cluster: 'sim', host: address.host, port: address.port });
-    const cluster = Cluster.start(system, {
-      ...this.config,
-      ...config,
-      name,
-      seeds: seeds.map((s) => this.addressOf(s)),
-    });
+    const cluster = Cluster.start(
+      system,
+      { ...this.config, ...config, name, seeds },
+      {
+        onDowned: (known) => {
+          this.downedAt.push({ name, time: this.sim.now });
+          if (!this.restartDowned || known.length === 0) return;
+          // like a supervisor restarting the process: a moment later, as a new incarnation
+          this.sim.clock.setTimeout(() => {
+            if (this.nodes.get(name)?.system !== system) return;
+            this.crash(name);
+            this.startAt(name, known, { ...config, mayFormCluster: false });
+          }, 10);
+        },
+      },
+    );
     const node = { name, address, system, cluster };
     this.nodes.set(name, node);
     return node;

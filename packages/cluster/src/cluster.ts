@@ -1,14 +1,13 @@
-import {
-  type ActorRef,
-  type ActorSystem,
-  DoyenError,
-  formatNodeAddress,
-  type UniqueNodeAddress,
-} from '@doyen/core';
+import { type ActorRef, type ActorSystem, DoyenError, formatNodeAddress, type NodeAddress, type UniqueNodeAddress } from '@doyen/core';
 import type { SnapshotFrom } from 'xstate';
 import { type ClusterEvent, diffMemberships } from './cluster-events.js';
 import { type ClusterConfig, resolveClusterConfig } from './config.js';
-import { createFailureDetectorMachine, HEARTBEAT_PATH } from './failure-detector-machine.js';
+import { createDowningMachine, DOWNING_PATH } from './downing/downing-machine.js';
+import {
+  createFailureDetectorMachine,
+  type FailureDetectorContext,
+  HEARTBEAT_PATH,
+} from './failure-detector-machine.js';
 import { keyOf, type Member, nodeOf } from './member.js';
 import { coordinatorOf, type Membership } from './membership.js';
 import { createMembershipMachine, type MembershipMachine } from './membership-machine.js';
@@ -35,6 +34,11 @@ export interface ClusterState {
 export interface ClusterOptions {
   /** Called when a member leaves the membership (removed or downed): drop its connections. */
   readonly onMemberRemoved?: (node: UniqueNodeAddress) => void;
+  /**
+   * Called once when this node learns it was downed, with the addresses of every member it
+   * knew: the edge exits, or restarts as a new incarnation that rejoins through them.
+   */
+  readonly onDowned?: (knownMembers: readonly NodeAddress[]) => void;
 }
 
 type MembershipSnapshot = SnapshotFrom<MembershipMachine>;
@@ -74,8 +78,20 @@ export class Cluster {
       node,
     };
     const deps = { system, config: this.config, self: this.self };
-    system.spawn(createFailureDetectorMachine(deps), {
+    const fdRef = system.spawn(createFailureDetectorMachine(deps), {
       name: HEARTBEAT_PATH.split('/')[2]!,
+      parent: 'system',
+    });
+    const ownReachable = () => {
+      const peers = (system.snapshotOf(fdRef) as { context?: FailureDetectorContext } | undefined)?.context?.peers ?? {};
+      return new Set(
+        Object.entries(peers)
+          .filter(([, status]) => status !== 'unreachable')
+          .map(([key]) => key),
+      );
+    };
+    system.spawn(createDowningMachine({ system, config: this.config, ownReachable }), {
+      name: DOWNING_PATH.split('/')[2]!,
       parent: 'system',
     });
     this.membershipRef = system.spawn(createMembershipMachine(deps), {
@@ -160,8 +176,25 @@ export class Cluster {
   /** Stops the cluster machines (the node is going away). */
   stop(): void {
     this.system.stop(this.membershipRef);
-    const fd = this.system.lookup(HEARTBEAT_PATH);
-    if (fd) this.system.stop(fd);
+    this.stopProtocolHelpers();
+  }
+
+  /** A downed or removed node stops heartbeating and deciding; its membership actor stays for /cluster. */
+  private stopProtocolHelpers(): void {
+    for (const path of [HEARTBEAT_PATH, DOWNING_PATH]) {
+      const ref = this.system.lookup(path);
+      if (ref) this.system.stop(ref);
+    }
+  }
+
+  /** Addresses of all members this node has known (live and failed), itself excluded. */
+  knownAddresses(): NodeAddress[] {
+    const m = this.last;
+    const seen = new Map<string, NodeAddress>();
+    for (const x of [...(m?.members ?? []), ...(m?.failed ?? [])]) {
+      if (x.address !== this.self.address) seen.set(x.address, nodeOf(x));
+    }
+    return [...seen.values()].map(({ host, port }) => ({ host, port }));
   }
 
   private onSnapshot(snapshot: MembershipSnapshot): void {
@@ -183,7 +216,15 @@ export class Cluster {
         for (const w of this.upWaiters.splice(0)) w.resolve();
       }
       if (status === 'removed' || status === 'down') {
+        this.stopProtocolHelpers();
         for (const w of this.goneWaiters.splice(0)) w();
+      }
+      if (status === 'down') {
+        this.system.logger.warn(
+          { event: 'member.downed', member: { address: this.self.address, uid: this.self.uid }, self: true },
+          'this node was downed: it no longer takes part in the cluster',
+        );
+        this.options.onDowned?.(this.knownAddresses());
       }
     }
   }

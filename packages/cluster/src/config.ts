@@ -1,9 +1,38 @@
 import { InvalidConfigError, type NodeAddress } from '@doyen/core';
 import type { FailureDetectorConfig } from './failure-detector/detector.js';
+import type { DowningStrategyName } from './downing/resolver.js';
 import { DEFAULT_HEARTBEAT_RING_CONFIG, type HeartbeatRingConfig } from './heartbeat-ring.js';
 
-/** How failed members are taken out. `auto` is the seed's: the coordinator downs what it cannot reach. */
-export type DowningMode = 'auto' | 'manual';
+/**
+ * How failed members are taken out. `auto` is the seed's availability-first mode (the
+ * coordinator downs what it cannot reach; split brains heal later by merging); `manual` leaves
+ * it to an operator; the rest are the Akka split-brain resolver strategies.
+ */
+export type DowningMode = DowningStrategyName;
+
+/** Anything that can arbitrate between sides (etcd, Kubernetes): see @doyen/lease. */
+export interface SbrLease {
+  acquire(owner: string): Promise<boolean>;
+  release(owner: string): Promise<void>;
+}
+
+export interface SbrSettings {
+  /** Count only members with this role (keep-majority, static-quorum, keep-oldest, lease-majority). */
+  readonly role?: string;
+  /** static-quorum: the smallest side that may keep running. */
+  readonly quorumSize?: number;
+  /** keep-oldest: an oldest member cut off from everyone downs itself instead of the rest. */
+  readonly downIfAlone: boolean;
+  /** No decision until membership and reachability were unchanged this long; default by cluster size. */
+  readonly stableAfterMs?: number;
+  /** Down everything if still undecided this long after stable-after (default 3/4 of it); 'off' disables. */
+  readonly downAllWhenUnstableMs?: number | 'off';
+  /** lease-majority: the minority waits this long before trying the lease. */
+  readonly acquireLeaseDelayForMinorityMs: number;
+  readonly lease?: SbrLease;
+  /** Singletons start on a new oldest only this long after the old one was removed; default stable-after. */
+  readonly downRemovalMarginMs?: number;
+}
 
 /**
  * Everything the cluster protocol can be tuned with, one sentence per knob. Defaults aim at a
@@ -16,6 +45,12 @@ export interface ClusterConfig {
   readonly name?: string;
   readonly roles: readonly string[];
   readonly downing: DowningMode;
+  readonly sbr: SbrSettings;
+  /**
+   * Whether this node may form a new cluster when it is the first seed and nobody answers.
+   * false for a restarted incarnation: it rejoins the cluster it knew, never forms an island.
+   */
+  readonly mayFormCluster: boolean;
   /** How long one join attempt waits for a welcome. */
   readonly joinTimeoutMs: number;
   /** Attempts before giving up with JoinFailedError (the seed uses 5). Infinity retries forever. */
@@ -39,7 +74,9 @@ export interface ClusterConfig {
 
 export const defaultClusterConfig: Omit<ClusterConfig, 'seeds'> = {
   roles: [],
-  downing: 'auto',
+  downing: 'keep-majority',
+  sbr: { downIfAlone: true, acquireLeaseDelayForMinorityMs: 2000 },
+  mayFormCluster: true,
   joinTimeoutMs: 1000,
   maxJoinAttempts: 10,
   joinBackoffMinMs: 250,
@@ -72,8 +109,24 @@ export function resolveClusterConfig(
     if (!(c[key] > 0)) throw new InvalidConfigError(`cluster.${key} must be > 0, got ${c[key]}`);
   }
   if (!(c.maxJoinAttempts >= 1)) throw new InvalidConfigError('cluster.maxJoinAttempts must be >= 1');
-  if (c.downing !== 'auto' && c.downing !== 'manual') {
-    throw new InvalidConfigError(`cluster.downing must be auto or manual, got ${String(c.downing)}`);
+  const modes: readonly DowningMode[] = [
+    'auto',
+    'manual',
+    'keep-majority',
+    'static-quorum',
+    'keep-oldest',
+    'down-all',
+    'lease-majority',
+  ];
+  if (!modes.includes(c.downing)) {
+    throw new InvalidConfigError(`cluster.downing must be one of ${modes.join(', ')}; got ${String(c.downing)}`);
   }
-  return c;
+  const sbr = { ...defaultClusterConfig.sbr, ...partial.sbr };
+  if (c.downing === 'static-quorum' && !(Number.isInteger(sbr.quorumSize) && (sbr.quorumSize ?? 0) >= 1)) {
+    throw new InvalidConfigError('static-quorum needs sbr.quorumSize >= 1');
+  }
+  if (c.downing === 'lease-majority' && !sbr.lease) {
+    throw new InvalidConfigError('lease-majority needs sbr.lease (for example an EtcdLease from @doyen/lease)');
+  }
+  return { ...c, sbr };
 }

@@ -28,3 +28,7 @@ export * from './membership.js';
 export * from './membership-machine.js';
 export * from './membership-protocol.js';
 export * from './messages.js';
+export * from './downing/indirectly-connected.js';
+export * from './downing/resolver.js';
+export * from './downing/sbr-view.js';
+export * from './downing/strategies.js';

@@ -7,6 +7,7 @@ import {
   completeCollector,
   type Env,
   evaluate,
+  executeDowning,
   formNewCluster,
   includesSelfLive,
   initialContext,
@@ -33,6 +34,7 @@ import {
   selfMember,
   welcomed,
 } from './membership-protocol.js';
+import { DOWNING_PATH, sbrViewMessage } from './downing/downing-machine.js';
 import type { Ack, DownRequest, Join, Leave, Pull, ReachabilityReport, Update, Welcome } from './messages.js';
 
 /** Local (not networked) events: from this node's failure detector and its API. */
@@ -41,7 +43,8 @@ export type MembershipLocalEvent =
   | { readonly type: 'fd.version-seen'; readonly peer: UniqueNodeAddress; readonly version: number }
   | { readonly type: 'cluster.leave' }
   | { readonly type: 'cluster.down'; readonly member: string }
-  | { readonly type: 'membership.collector-timeout'; readonly id: number };
+  | { readonly type: 'membership.collector-timeout'; readonly id: number }
+  | { readonly type: 'sbr.execute'; readonly down: readonly string[]; readonly unreachable: readonly string[] };
 
 export type MembershipEvent =
   | Join
@@ -78,6 +81,12 @@ export function createMembershipMachine(deps: MembershipDeps) {
         const result = step(context, event);
         if (result.context !== context) enqueue.assign(() => result.context);
         if (result.out.length > 0) enqueue(() => deliver(result.out));
+        const changed =
+          result.context.membership !== context.membership || result.context.observations !== context.observations;
+        if (changed && result.context.membership) {
+          const view = sbrViewMessage(self.key, result.context);
+          enqueue(() => system.lookup(DOWNING_PATH)?.send(view));
+        }
         for (const id of result.timeouts) {
           enqueue.raise({ type: 'membership.collector-timeout', id }, { delay: config.ackTimeoutMs });
         }
@@ -119,8 +128,8 @@ export function createMembershipMachine(deps: MembershipDeps) {
       leaveTimeout: config.leaveTimeoutMs,
     },
     guards: {
-      mayFormCluster: () => isFirstSeed(env),
-      isOnlySeed: () => isFirstSeed(env) && config.seeds.length === 1,
+      mayFormCluster: () => config.mayFormCluster && isFirstSeed(env),
+      isOnlySeed: () => config.mayFormCluster && isFirstSeed(env) && config.seeds.length === 1,
       hasAttemptsLeft: ({ context }) => context.attempt < config.maxJoinAttempts,
       updateNamesSelf: ({ event }) =>
         event.type === 'membership.update' && includesSelfLive(env, event.membership),
@@ -218,6 +227,12 @@ export function createMembershipMachine(deps: MembershipDeps) {
             }),
           },
           'cluster.leave': { target: 'leaving', actions: apply((c) => requestLeave(env, c)) },
+          'sbr.execute': {
+            actions: apply((c, e) => {
+              const x = e as { down: readonly string[]; unreachable: readonly string[] };
+              return executeDowning(env, c, x.down, x.unreachable);
+            }),
+          },
         },
         states: {
           member: {

@@ -168,12 +168,12 @@ function adopt(env: Env, ctx: MembershipContext, next: Membership): Step {
 }
 
 /** Coordinator: adopt `next` and send it to every member of the old and the new membership. */
-function publish(env: Env, ctx: MembershipContext, next: Membership): Step {
+function publish(env: Env, ctx: MembershipContext, next: Membership, exclude?: ReadonlySet<string>): Step {
   const prev = ctx.membership;
   const step = adopt(env, ctx, next);
   const recipients = new Map<string, Member>();
   for (const m of [...(prev?.members ?? []), ...next.members]) {
-    if (keyOf(m) !== env.self.key && isLive(m.status)) recipients.set(keyOf(m), m);
+    if (keyOf(m) !== env.self.key && isLive(m.status) && !exclude?.has(keyOf(m))) recipients.set(keyOf(m), m);
   }
   const update: Update = { type: 'membership.update', membership: next, replyTo: env.selfRef };
   const out = [...step.out];
@@ -429,6 +429,28 @@ export function onDownRequest(env: Env, ctx: MembershipContext, target: string):
       : noop(ctx);
   }
   return publish(env, ctx, downMembers(m, [keyOf(member)]));
+}
+
+/**
+ * Carries out a split-brain resolver decision taken on this node (the decider of its side):
+ * records who is unreachable, then downs `down`. Unreachable members are not sent the news
+ * (they are on the other side, which decides for itself).
+ */
+export function executeDowning(
+  env: Env,
+  ctx: MembershipContext,
+  down: readonly string[],
+  cleanUnreachable: readonly string[],
+): Step {
+  const m = ctx.membership;
+  if (!m || down.length === 0) return noop(ctx);
+  const unreachable = unreachableKeys(ctx).filter((k) => k !== env.self.key);
+  // The cleanly partitioned side decides for itself; everyone else (the indirectly connected
+  // included) must hear the outcome, or it would carry on with a stale membership.
+  const exclude = new Set(cleanUnreachable);
+  const marked = setUnreachable(m, unreachable);
+  const first = marked === m ? noop(ctx) : publish(env, ctx, marked, exclude);
+  return chain(first, (c) => publish(env, c, downMembers(c.membership!, down), exclude));
 }
 
 // ---- leaving ----------------------------------------------------------------------------------

@@ -20,6 +20,9 @@ import {
 } from './handshake.js';
 import { CloseCode, PROTOCOL_VERSION, WS_PATH } from './protocol.js';
 
+/** Bytes encoded per flush turn before yielding to the event loop. */
+const FLUSH_BUDGET_BYTES = 256 * 1024;
+
 type State = 'idle' | 'connecting' | 'ready' | 'backing-off' | 'closed';
 
 /** The identity the peer proved in its welcome. */
@@ -56,6 +59,10 @@ export class Association {
 
   get queued(): number {
     return this.queue.length;
+  }
+
+  get isClosed(): boolean {
+    return this.state === 'closed';
   }
 
   get isReady(): boolean {
@@ -217,7 +224,13 @@ export class Association {
     const socket = this.socket;
     // A closing socket would swallow what we hand it: keep the queue for the reconnect.
     if (this.state !== 'ready' || !socket || socket.readyState !== WebSocket.OPEN) return;
+    // Bounded per turn, so the other lane's flush (and everything else) gets the event loop soon.
+    const budgetEnds = this.inflightBytes + FLUSH_BUDGET_BYTES;
     while (this.queue.length > 0 && this.inflightBytes < this.config.highWaterBytes) {
+      if (this.inflightBytes >= budgetEnds) {
+        this.scheduleFlush();
+        return;
+      }
       const count = Math.min(this.queue.length, this.batchSize);
       const batch: Envelope[] = new Array(count);
       for (let i = 0; i < count; i++) batch[i] = this.queue.shift()!;

@@ -1,4 +1,4 @@
-import { type ActorSystem, formatNodeAddress, type Lane } from '@doyen/core';
+import { type ActorSystem, formatNodeAddress, type Lane, RingBuffer } from '@doyen/core';
 import type WebSocket from 'ws';
 import { BatchDecoder, decodePlain, encodePlain } from './codec.js';
 import type { WireConfig } from './config.js';
@@ -14,6 +14,9 @@ import {
 } from './handshake.js';
 import { CloseCode, PROTOCOL_VERSION, type RejectReason } from './protocol.js';
 import { checkEnvelope } from './validation.js';
+
+const INBOUND_BUDGET_MS = 2;
+const INBOUND_PAUSE_FRAMES = 4;
 
 /** Callbacks from an inbound connection to the transport that owns it. */
 export interface InboundHooks {
@@ -34,6 +37,9 @@ export class InboundConnection {
   private readonly deadline: NodeJS.Timeout;
   lane: Lane | undefined;
   peerName: string;
+  /** User-lane frames waiting for their turn: processed under a time budget so system frames get in. */
+  private readonly pending = new RingBuffer<Buffer>(16);
+  private drainScheduled = false;
 
   constructor(
     private readonly system: ActorSystem,
@@ -85,7 +91,38 @@ export class InboundConnection {
       return;
     }
     if (this.state === 'awaiting-hello') this.onHello(data);
-    else this.onBatch(data);
+    else if (this.lane === 'system') this.onBatch(data);
+    else this.enqueueUserFrame(data);
+  }
+
+  /**
+   * A flood of user frames must not hold the event loop: Node reads many chunks per socket per
+   * turn, so frames are queued, processed for at most `INBOUND_BUDGET_MS` per turn, and the
+   * socket is paused (TCP backpressure to the sender) while the queue is long.
+   */
+  private enqueueUserFrame(data: Buffer): void {
+    this.pending.push(data);
+    if (this.pending.length >= INBOUND_PAUSE_FRAMES && !this.socket.isPaused) this.socket.pause();
+    if (!this.drainScheduled) {
+      this.drainScheduled = true;
+      setImmediate(() => this.drain());
+    }
+  }
+
+  private drain(): void {
+    this.drainScheduled = false;
+    const started = performance.now();
+    while (this.pending.length > 0 && this.state === 'open') {
+      this.onBatch(this.pending.shift()!);
+      if (performance.now() - started >= INBOUND_BUDGET_MS) break;
+    }
+    if (this.state !== 'open') return;
+    if (this.pending.length > 0) {
+      this.drainScheduled = true;
+      setImmediate(() => this.drain());
+    } else if (this.socket.isPaused) {
+      this.socket.resume();
+    }
   }
 
   private onHello(data: Buffer): void {

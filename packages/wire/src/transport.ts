@@ -29,6 +29,7 @@ export interface PeerConnectedEvent {
  */
 export class WsTransport implements RemoteTransport {
   private readonly associations = new Map<string, Association>();
+  private readonly byNode = new WeakMap<UniqueNodeAddress, { system?: Association; user?: Association }>();
   private readonly inbound = new Set<InboundConnection>();
   private readonly rejectLog: RateLimitedLog;
   private pendingHandshakes = 0;
@@ -122,11 +123,19 @@ export class WsTransport implements RemoteTransport {
       this.system.deadLetter(envelope.to, envelope.message, envelope.from, 'system-terminated');
       return;
     }
-    const key = `${lane}|${formatNodeAddress(node)}`;
-    let association = this.associations.get(key);
-    if (!association) {
-      association = new Association(this.system, this.config, { host: node.host, port: node.port }, lane);
-      this.associations.set(key, association);
+    // Refs keep their node object, so most sends find their association without building a key.
+    const cached = this.byNode.get(node);
+    let association = lane === 'system' ? cached?.system : cached?.user;
+    if (!association || association.isClosed) {
+      const key = `${lane}|${formatNodeAddress(node)}`;
+      association = this.associations.get(key);
+      if (!association) {
+        association = new Association(this.system, this.config, { host: node.host, port: node.port }, lane);
+        this.associations.set(key, association);
+      }
+      const entry = cached ?? {};
+      entry[lane] = association;
+      if (!cached) this.byNode.set(node, entry);
     }
     association.enqueue(envelope);
   }

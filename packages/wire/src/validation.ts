@@ -7,6 +7,18 @@ export type EnvelopeCheck =
 
 const MAX_UID = 64;
 
+/** Recipient paths already validated: the same few paths recur in almost every envelope. */
+const validPaths = new Set<string>();
+const VALID_PATHS_MAX = 10_000;
+
+function isKnownGoodPath(path: string): boolean {
+  if (validPaths.has(path)) return true;
+  if (!isValidPath(path)) return false;
+  if (validPaths.size >= VALID_PATHS_MAX) validPaths.clear();
+  validPaths.add(path);
+  return true;
+}
+
 /**
  * Checks one decoded envelope tuple `[to, toUid, from, message]` before anything sees it:
  * the shape, the recipient path, and that the message type is registered and valid.
@@ -20,7 +32,7 @@ export function checkEnvelope(system: ActorSystem, raw: unknown): EnvelopeCheck 
     };
   }
   const [to, toUid, from, message] = raw as [unknown, unknown, unknown, unknown];
-  if (typeof to !== 'string' || !isValidPath(to)) {
+  if (typeof to !== 'string' || !isKnownGoodPath(to)) {
     return { ok: false, reason: 'bad-envelope', detail: 'recipient must be an actor path' };
   }
   if (typeof toUid !== 'string' || toUid.length === 0 || toUid.length > MAX_UID) {

@@ -1,0 +1,66 @@
+// IPC between the membership bench and its node processes (membership-node.ts). Timestamps are wall-clock
+// milliseconds with sub-ms resolution, `performance.timeOrigin + performance.now()`, so figures taken in
+// different processes on one machine can be subtracted.
+
+export const MEMBERSHIP_CLUSTER = 'bench-membership';
+export const MEMBERSHIP_SECRET = 'bench-membership-secret';
+
+/** Wall-clock ms with sub-ms resolution, comparable across processes on this machine. */
+export const wallMs = (): number => performance.timeOrigin + performance.now();
+
+export interface MemberView {
+  readonly address: string;
+  readonly uid: string;
+  readonly status: string;
+  readonly age: number;
+}
+
+/** The node is a member (startNode resolved). */
+export interface NodeUp {
+  readonly kind: 'up';
+  readonly address: string;
+  readonly uid: string;
+  readonly t: number;
+}
+
+/** A cluster event this node published, flattened. */
+export interface NodeEvent {
+  readonly kind: 'event';
+  readonly type: string;
+  /** The member the event is about (the new coordinator for `coordinator.changed`; '' when none). */
+  readonly address: string;
+  readonly uid: string;
+  readonly t: number;
+}
+
+export interface NodeState {
+  readonly kind: 'state';
+  readonly id: number;
+  readonly status: string;
+  readonly version: number;
+  readonly coordinator: string | undefined;
+  readonly members: readonly MemberView[];
+  readonly unreachable: readonly string[];
+}
+
+export interface StallDone {
+  readonly kind: 'stall-done';
+  readonly stalls: number;
+  /** Longest gap between two consecutive ticks of a 10 ms timer while stalling: what the stalls really cost. */
+  readonly maxTimerGapMs: number;
+}
+
+export interface NodeFailed {
+  readonly kind: 'failed';
+  readonly message: string;
+}
+
+export type NodeReport = NodeUp | NodeEvent | NodeState | StallDone | NodeFailed;
+
+export type NodeCommand =
+  | { readonly cmd: 'state'; readonly id: number }
+  | { readonly cmd: 'stall'; readonly busyMs: number; readonly everyMs: number; readonly forMs: number };
+
+/** `host:port#uid`, the identity of one incarnation (as cluster member keys). */
+export const keyOf = (m: { readonly address: string; readonly uid: string }): string =>
+  `${m.address}#${m.uid}`;

@@ -1,0 +1,165 @@
+// Child process for the membership bench: one doyen node (startNode) on 127.0.0.1 that reports over IPC when
+// it is up and every cluster event it publishes, with wall-clock timestamps (see membership-messages.ts).
+//   --port P             port to bind (the first seed's own port lets it form the cluster)
+//   --seeds H:P,H:P      seed addresses
+//   --stall B/E/F        once up, block the event loop for B ms every E ms, for F ms (e.g. 100/500/30000);
+//                        the parent can also start a stall over IPC ({ cmd: 'stall', ... })
+// It exits on SIGTERM (closing the node, not leaving) and when the IPC channel closes (the parent went away).
+import { parseArgs } from 'node:util';
+import type { DoyenNode } from '../../packages/doyen/src/index.js';
+import {
+  MEMBERSHIP_CLUSTER,
+  MEMBERSHIP_SECRET,
+  type NodeCommand,
+  type NodeReport,
+  wallMs,
+} from './membership-messages.js';
+
+if (!process.send) {
+  console.error('membership-node reports over IPC: spawn it with an ipc stdio channel');
+  process.exit(2);
+}
+const report = (message: NodeReport) => {
+  if (process.connected) process.send?.(message);
+};
+
+let node: DoyenNode | undefined;
+let exiting = false;
+const exit = (code: number) => {
+  if (exiting) return;
+  exiting = true;
+  // Whatever hangs on the way out (a close, a log flush into a dead pipe), the process goes.
+  setTimeout(() => process.kill(process.pid, 'SIGKILL'), 2_000);
+  void (node?.close() ?? Promise.resolve()).finally(() => process.exit(code));
+};
+// Never outlive the parent: the IPC channel closes when it exits, however it exits. Then this process ends at
+// once with SIGKILL (the kernel closes its sockets): process.exit() can deadlock on Node 20 while an import is
+// still going through the tsx loader thread, and nobody is left to see a graceful close anyway. The handler is
+// in place before the slow imports below; a re-parented process (the channel closed unnoticed) ends too.
+const orphaned = () => process.kill(process.pid, 'SIGKILL');
+process.on('disconnect', orphaned);
+process.on('SIGTERM', () => exit(0));
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent || !process.connected) orphaned();
+}, 500).unref();
+
+const { values } = parseArgs({
+  options: {
+    port: { type: 'string' },
+    seeds: { type: 'string' },
+    stall: { type: 'string' },
+  },
+  strict: true,
+});
+const port = Number(values.port);
+if (!Number.isInteger(port) || port <= 0 || !values.seeds) {
+  console.error('usage: membership-node --port P --seeds H:P[,H:P] [--stall BUSY/EVERY/FOR]');
+  process.exit(2);
+}
+const { parseNodeAddress } = await import('../../packages/core/src/index.js');
+const { startNode } = await import('../../packages/doyen/src/index.js');
+const seeds = values.seeds.split(',').map((s) => parseNodeAddress(s.trim()));
+if (!process.connected) orphaned();
+
+try {
+  node = await startNode(
+    {
+      cluster: MEMBERSHIP_CLUSTER,
+      host: '127.0.0.1',
+      port,
+      seeds,
+      secret: MEMBERSHIP_SECRET,
+      logLevel: 'warn',
+    },
+    { waitUntilUp: false },
+  );
+} catch (error) {
+  report({ kind: 'failed', message: (error as Error).message });
+  exit(1);
+}
+
+if (node) {
+  const doyen = node;
+  // Subscribe before waiting, so the events of the join itself are reported too.
+  doyen.cluster.subscribe((event) => {
+    const member = 'member' in event ? event.member : event.coordinator;
+    report({
+      kind: 'event',
+      type: event.type,
+      address: member?.address ?? '',
+      uid: member?.uid ?? '',
+      t: wallMs(),
+    });
+  });
+  try {
+    await doyen.cluster.whenUp();
+    const self = doyen.cluster.self;
+    report({ kind: 'up', address: self.address, uid: self.uid, t: wallMs() });
+  } catch (error) {
+    report({ kind: 'failed', message: (error as Error).message });
+    exit(1);
+  }
+
+  process.on('message', (command: NodeCommand) => {
+    switch (command.cmd) {
+      case 'state': {
+        const s = doyen.cluster.state();
+        report({
+          kind: 'state',
+          id: command.id,
+          status: s.status,
+          version: s.membership?.version ?? 0,
+          coordinator: s.coordinator?.address,
+          members: (s.membership?.members ?? []).map((m) => ({
+            address: m.address,
+            uid: m.uid,
+            status: m.status,
+            age: m.age,
+          })),
+          unreachable: [...(s.membership?.unreachable ?? [])],
+        });
+        return;
+      }
+      case 'stall':
+        stall(command.busyMs, command.everyMs, command.forMs);
+        return;
+    }
+  });
+
+  if (values.stall) {
+    const [busyMs, everyMs, forMs] = values.stall.split('/').map(Number);
+    if (!(busyMs! > 0 && everyMs! > 0 && forMs! > 0)) {
+      console.error(`--stall needs BUSY/EVERY/FOR in ms, got ${values.stall}`);
+      exit(2);
+    } else {
+      stall(busyMs!, everyMs!, forMs!);
+    }
+  }
+}
+
+/** Blocks this process's event loop for `busyMs` every `everyMs`, for `forMs`, then reports. */
+function stall(busyMs: number, everyMs: number, forMs: number): void {
+  const until = Date.now() + forMs;
+  let stalls = 0;
+  let lastTick = performance.now();
+  let maxTimerGapMs = 0;
+  const probe = setInterval(() => {
+    const now = performance.now();
+    maxTimerGapMs = Math.max(maxTimerGapMs, now - lastTick);
+    lastTick = now;
+  }, 10);
+  const busy = setInterval(() => {
+    if (Date.now() >= until) {
+      clearInterval(busy);
+      clearInterval(probe);
+      report({ kind: 'stall-done', stalls, maxTimerGapMs });
+      return;
+    }
+    stalls++;
+    const end = Date.now() + busyMs;
+    while (Date.now() < end) {
+      // busy: nothing else runs on this event loop meanwhile
+    }
+  }, everyMs);
+}

@@ -1,0 +1,114 @@
+import { indirectlyConnected } from './indirectly-connected.js';
+import type { SbrDecisionKind, SbrMember } from './sbr-view.js';
+import { decideStrategy, keepMajority, type StrategyConfig } from './strategies.js';
+
+/** How failures are resolved: the seed's `auto`, nobody (`manual`), or an Akka SBR strategy. */
+export type DowningStrategyName =
+  | 'auto'
+  | 'manual'
+  | 'keep-majority'
+  | 'static-quorum'
+  | 'keep-oldest'
+  | 'down-all'
+  | 'lease-majority';
+
+export interface SbrInput {
+  /** Live members of the last known membership. */
+  readonly members: readonly SbrMember[];
+  /** subject -> observers currently reporting it unreachable (ours included). */
+  readonly observations: Readonly<Record<string, readonly string[]>>;
+  readonly selfKey: string;
+  /** Peers this node's own failure detector monitors and finds reachable. */
+  readonly ownReachable: ReadonlySet<string>;
+}
+
+export interface SbrResolution {
+  readonly decision: SbrDecisionKind;
+  /** Member keys to down. */
+  readonly down: readonly string[];
+  readonly unreachable: readonly string[];
+  readonly indirectlyConnected: readonly string[];
+  readonly reason: string;
+}
+
+/** The pieces of a decision before the strategy runs: who is unreachable, who is indirectly connected. */
+export function partitionView(input: SbrInput) {
+  const live = new Set(input.members.map((m) => m.key));
+  const observations: Record<string, string[]> = {};
+  for (const [subject, observers] of Object.entries(input.observations)) {
+    const still = observers.filter((o) => live.has(o));
+    if (live.has(subject) && still.length > 0) observations[subject] = still;
+  }
+  const indirect = indirectlyConnected(observations, input.selfKey, input.ownReachable);
+  const unreachable = new Set(Object.keys(observations).filter((s) => !indirect.has(s)));
+  const clean = input.members.filter((m) => !indirect.has(m.key));
+  return { indirect, unreachable, clean };
+}
+
+/**
+ * One side's decision (pure). Indirectly connected members are downed first; the strategy
+ * decides over the rest. `lease-majority` is resolved separately (it needs the lease).
+ */
+export function resolve(strategy: StrategyConfig, input: SbrInput): SbrResolution {
+  const { indirect, unreachable, clean } = partitionView(input);
+  const base = { unreachable: [...unreachable], indirectlyConnected: [...indirect] };
+  if (unreachable.size === 0) {
+    return { ...base, decision: 'down-indirectly-connected', down: [...indirect], reason: 'only indirectly connected members' };
+  }
+  const outcome = decideStrategy(strategy, { members: clean, unreachable });
+  return { ...base, ...downSet(outcome.decision, input.members, unreachable, indirect), reason: outcome.reason };
+}
+
+/** lease-majority: does this side look like the minority (then it waits before trying the lease)? */
+export function isMinoritySide(input: SbrInput, role?: string): boolean {
+  const { unreachable, clean } = partitionView(input);
+  return keepMajority({ members: clean, unreachable }, role).decision !== 'down-unreachable';
+}
+
+/** lease-majority after the lease attempt: the holder's side survives, the other side downs itself. */
+export function resolveWithLease(input: SbrInput, acquired: boolean): SbrResolution {
+  const { indirect, unreachable } = partitionView(input);
+  const decision = acquired ? 'down-unreachable' : 'down-reachable';
+  return {
+    unreachable: [...unreachable],
+    indirectlyConnected: [...indirect],
+    ...downSet(decision, input.members, unreachable, indirect),
+    reason: acquired ? 'acquired the lease' : 'the lease is held by the other side',
+  };
+}
+
+function downSet(
+  decision: 'down-unreachable' | 'down-reachable' | 'down-all',
+  members: readonly SbrMember[],
+  unreachable: ReadonlySet<string>,
+  indirect: ReadonlySet<string>,
+): { decision: SbrDecisionKind; down: string[] } {
+  const keys = members.map((m) => m.key);
+  switch (decision) {
+    case 'down-unreachable':
+      return { decision, down: keys.filter((k) => unreachable.has(k) || indirect.has(k)) };
+    case 'down-reachable':
+      return { decision, down: keys.filter((k) => !unreachable.has(k)) };
+    case 'down-all':
+      return { decision, down: keys };
+  }
+}
+
+/**
+ * Akka's recommended stable-after per cluster size (7 s at 5 nodes … 30 s at 1000), scaled by
+ * doyen's detector, which notices a crash in ~1 s instead of Akka's ~5 s: membership news
+ * spreads in one broadcast rather than gossip rounds, so the margin can shrink with it.
+ */
+const STABLE_AFTER_TABLE: readonly (readonly [number, number])[] = [
+  [5, 1500],
+  [10, 2000],
+  [20, 2800],
+  [50, 3600],
+  [100, 4300],
+  [1000, 6400],
+];
+
+export function defaultStableAfterMs(clusterSize: number): number {
+  for (const [size, ms] of STABLE_AFTER_TABLE) if (clusterSize <= size) return ms;
+  return STABLE_AFTER_TABLE.at(-1)![1];
+}

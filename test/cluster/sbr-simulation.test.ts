@@ -1,0 +1,211 @@
+import { describe, expect, it } from 'vitest';
+import type { ClusterConfig } from '../../packages/cluster/src/index.js';
+import { forEachSeed, SeededRandom } from '../../packages/testkit/src/index.js';
+import { GREEK, SimCluster } from '../support/sim-cluster.js';
+
+const FIVE = GREEK.slice(0, 5) as unknown as string[];
+
+async function five(seed: number, config: Partial<ClusterConfig>) {
+  const c = new SimCluster({ seed, captureLogs: true }, config);
+  for (const n of FIVE) {
+    c.start(n);
+    await c.sim.runFor(200);
+  }
+  await c.sim.runUntil(() => c.converged(FIVE), { description: 'initial convergence' });
+  return c;
+}
+
+const status = (c: SimCluster, n: string) => c.get(n).cluster.state().status;
+const split = (c: SimCluster, a: string[], b: string[]) =>
+  c.sim.partition(
+    a.map((n) => c.get(n).system),
+    b.map((n) => c.get(n).system),
+  );
+
+describe('split-brain resolver on a simulated network', () => {
+  it('keep-majority (the default): a 3 | 2 split downs the two, the three carry on', async () => {
+    const c = await five(1, {});
+    const majority = ['athens', 'delphi', 'ephesus'];
+    const minority = ['byzantium', 'cyrene'];
+    const start = c.sim.now;
+    split(c, majority, minority);
+    await c.sim.runUntil(() => minority.every((n) => status(c, n) === 'down') && c.converged(majority), {
+      timeoutMs: 15_000,
+    });
+    expect(c.sim.now - start).toBeLessThan(4000);
+    const decisions = c.sim.logEntries('sbr.decision');
+    expect(decisions.map((d) => [d.node, d.decision]).sort()).toEqual([
+      ['10.0.0.1:2552', 'down-unreachable'],
+      ['10.0.0.2:2552', 'down-reachable'],
+    ]);
+    expect(decisions[0]).toHaveProperty('members');
+    expect(decisions[0]).toHaveProperty('unreachable');
+  });
+
+  it('keep-majority: the old coordinator on the minority side goes; the majority gets a new one', async () => {
+    const c = await five(2, {});
+    split(c, ['athens', 'byzantium'], ['cyrene', 'delphi', 'ephesus']);
+    await c.sim.runUntil(
+      () => status(c, 'athens') === 'down' && status(c, 'byzantium') === 'down' && c.converged(['cyrene', 'delphi', 'ephesus']),
+      { timeoutMs: 15_000 },
+    );
+    expect(c.coordinatorOf('ephesus')).toBe('cyrene');
+  });
+
+  it('static-quorum 3 of 5: the side with three survives', async () => {
+    const c = await five(3, { downing: 'static-quorum', sbr: { quorumSize: 3, downIfAlone: true, acquireLeaseDelayForMinorityMs: 0 } });
+    split(c, ['athens', 'byzantium'], ['cyrene', 'delphi', 'ephesus']);
+    await c.sim.runUntil(() => status(c, 'athens') === 'down' && c.converged(['cyrene', 'delphi', 'ephesus']), {
+      timeoutMs: 15_000,
+    });
+  });
+
+  it('keep-oldest: the side with the oldest survives even as the minority; down-if-alone sacrifices a lone oldest', async () => {
+    const c = await five(4, { downing: 'keep-oldest' });
+    split(c, ['athens', 'byzantium'], ['cyrene', 'delphi', 'ephesus']);
+    await c.sim.runUntil(() => status(c, 'cyrene') === 'down' && c.converged(['athens', 'byzantium']), { timeoutMs: 15_000 });
+
+    const d = await five(5, { downing: 'keep-oldest' });
+    split(d, ['athens'], ['byzantium', 'cyrene', 'delphi', 'ephesus']);
+    await d.sim.runUntil(() => status(d, 'athens') === 'down' && d.converged(['byzantium', 'cyrene', 'delphi', 'ephesus']), {
+      timeoutMs: 15_000,
+    });
+  });
+
+  it('down-all: both sides go down', async () => {
+    const c = await five(6, { downing: 'down-all' });
+    split(c, ['athens', 'byzantium'], ['cyrene', 'delphi', 'ephesus']);
+    await c.sim.runUntil(() => FIVE.every((n) => status(c, n) === 'down'), { timeoutMs: 15_000 });
+  });
+
+  it('indirectly connected: one broken link downs its two ends, the rest stays', async () => {
+    const c = await five(7, {});
+    c.sim.partition([c.get('delphi').system], [c.get('ephesus').system]);
+    await c.sim.runUntil(
+      () => status(c, 'delphi') === 'down' && status(c, 'ephesus') === 'down' && c.converged(['athens', 'byzantium', 'cyrene']),
+      { timeoutMs: 15_000 },
+    );
+    const decision = c.sim.logEntries('sbr.decision')[0]!;
+    expect(decision.decision).toBe('down-indirectly-connected');
+  });
+
+  it('a crashed node is downed by keep-majority well within three seconds', async () => {
+    const c = await five(8, {});
+    const start = c.sim.now;
+    c.crash('ephesus');
+    const took = await c.sim.runUntil(() => c.converged(['athens', 'byzantium', 'cyrene', 'delphi']), { timeoutMs: 10_000 });
+    expect(took).toBeLessThan(3000);
+    expect(c.sim.now - start).toBe(took);
+  });
+
+  it('a downed node restarts as a new incarnation and rejoins the survivors, never an island (even the first seed)', async () => {
+    const c = await five(9, {});
+    c.restartDowned = true;
+    split(c, ['athens', 'byzantium'], ['cyrene', 'delphi', 'ephesus']);
+    await c.sim.runUntil(() => c.downedAt.length === 2, { timeoutMs: 15_000 });
+    // the restarted athens (the first seed!) must not form its own cluster while cut off
+    await c.sim.runFor(10_000);
+    expect(status(c, 'athens')).toBe('joining');
+    c.sim.heal();
+    await c.sim.runUntil(() => c.converged(FIVE), { timeoutMs: 30_000 });
+    expect(c.coordinatorOf('athens')).toBe('cyrene');
+  });
+
+  it('down-all-when-unstable: a network that keeps flapping is shut down instead of deciding on noise', async () => {
+    const c = await five(10, { sbr: { stableAfterMs: 2000, downAllWhenUnstableMs: 1000, downIfAlone: true, acquireLeaseDelayForMinorityMs: 0 } });
+    // two links take turns failing: something is always unreachable, and the set keeps
+    // changing faster than stable-after, so no ordinary decision is ever reached
+    const l1 = [c.get('delphi').system, c.get('athens').system] as const;
+    const l2 = [c.get('ephesus').system, c.get('byzantium').system] as const;
+    c.sim.blockOneWay(...l1);
+    for (let i = 0; i < 6; i++) {
+      await c.sim.runFor(1300);
+      c.sim.blockOneWay(...(i % 2 === 0 ? l2 : l1));
+      await c.sim.runFor(1300);
+      c.sim.healLink(...(i % 2 === 0 ? l1 : l2));
+    }
+    c.sim.heal();
+    const decisions = c.sim.logEntries('sbr.decision').map((d) => d.decision);
+    expect(decisions).toContain('down-all');
+  });
+});
+
+/**
+ * Hundreds of seeded runs: clean, asymmetric and indirect partitions, flapping, crashes and
+ * pauses, under each safe strategy. Invariant: coordinator lifetimes of different nodes never
+ * overlap once each is shifted by the down-removal margin (so a singleton started after the
+ * margin never runs beside the old one); after healing and restarts, one cluster again.
+ */
+describe('split-brain resolver: seeded fault runs', () => {
+  const strategies: Partial<ClusterConfig>[] = [
+    { downing: 'keep-majority' },
+    { downing: 'static-quorum', sbr: { quorumSize: 3, downIfAlone: true, acquireLeaseDelayForMinorityMs: 0 } },
+    { downing: 'keep-oldest' },
+  ];
+  it.each(strategies.map((s) => [s.downing!, s] as const))('%s', async (_name, config) => {
+    const seeds = Array.from({ length: 70 }, (_, i) => 5000 + i);
+    await forEachSeed(seeds, async (seed) => {
+      const c = await five(seed, config);
+      c.restartDowned = true;
+      const rnd = new SeededRandom(seed).fork('faults');
+      const margin = 1500; // stable-after at 5 nodes, the default down-removal margin
+      const intervals: { node: string; uid: string; start: number; end: number }[] = [];
+      const open = new Map<string, { node: string; uid: string; start: number }>();
+      c.sim.addInvariant('coordinator intervals', () => {
+        const now = c.sim.now;
+        const current = new Set<string>();
+        for (const [name, n] of c.nodes) {
+          const s = n.cluster.state();
+          if (s.status === 'up' && s.isCoordinator) current.add(`${name}#${n.system.node.uid}`);
+        }
+        for (const id of current) if (!open.has(id)) open.set(id, { node: id.split('#')[0]!, uid: id.split('#')[1]!, start: now });
+        for (const [id, o] of open) {
+          if (!current.has(id)) {
+            intervals.push({ ...o, end: now });
+            open.delete(id);
+          }
+        }
+        return true;
+      });
+      const kind = rnd.pick(['clean', 'asymmetric', 'indirect', 'flapping', 'crash', 'pause'] as const);
+      const names = [...FIVE];
+      const sideA = names.filter(() => rnd.chance(0.5));
+      const sideB = names.filter((n) => !sideA.includes(n));
+      if (kind === 'clean' && sideA.length && sideB.length) split(c, sideA, sideB);
+      if (kind === 'asymmetric') c.sim.blockOneWay(c.get(rnd.pick(names)).system, c.get(rnd.pick(names)).system);
+      if (kind === 'indirect') {
+        const [x, y] = rnd.shuffle(names);
+        c.sim.partition([c.get(x!).system], [c.get(y!).system]);
+      }
+      if (kind === 'flapping' && sideA.length && sideB.length) {
+        for (let i = 0; i < 6; i++) {
+          split(c, sideA, sideB);
+          await c.sim.runFor(300 + rnd.int(1500));
+          c.sim.heal();
+          await c.sim.runFor(200 + rnd.int(1000));
+        }
+      }
+      if (kind === 'crash') c.crash(rnd.pick(names));
+      if (kind === 'pause') c.sim.pause(c.get(rnd.pick(names)).system, 500 + rnd.int(4000));
+      await c.sim.runFor(8000 + rnd.int(4000));
+      c.sim.heal();
+      for (const n of names) if (!c.nodes.has(n)) c.start(n, ['athens', 'byzantium', 'cyrene', 'delphi', 'ephesus'], { mayFormCluster: false });
+      await c.sim.runFor(25_000);
+      for (const [, o] of open) intervals.push({ ...o, end: c.sim.now });
+      // shifted by the margin, coordinator intervals of different incarnations never overlap
+      for (const a of intervals) {
+        for (const b of intervals) {
+          if (a === b || `${a.node}#${a.uid}` === `${b.node}#${b.uid}`) continue;
+          const overlap = Math.min(a.end, b.end) - Math.max(a.start + margin, b.start + margin);
+          if (overlap > 0 && a.start !== b.start) {
+            throw new Error(`${kind}: coordinators ${a.node} [${a.start}, ${a.end}) and ${b.node} [${b.start}, ${b.end}) overlap`);
+          }
+        }
+      }
+      // after the heal and the restarts: one cluster again (down-all style outcomes excepted)
+      const up = names.filter((n) => c.nodes.has(n) && status(c, n) === 'up');
+      if (up.length > 0) expect(c.converged(up, up)).toBe(true);
+      expect(up.length === names.length || c.downedAt.length > 0).toBe(true);
+    });
+  }, 240_000);
+});
