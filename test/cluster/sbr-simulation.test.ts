@@ -46,30 +46,44 @@ describe('split-brain resolver on a simulated network', () => {
     const c = await five(2, {});
     split(c, ['athens', 'byzantium'], ['cyrene', 'delphi', 'ephesus']);
     await c.sim.runUntil(
-      () => status(c, 'athens') === 'down' && status(c, 'byzantium') === 'down' && c.converged(['cyrene', 'delphi', 'ephesus']),
+      () =>
+        status(c, 'athens') === 'down' &&
+        status(c, 'byzantium') === 'down' &&
+        c.converged(['cyrene', 'delphi', 'ephesus']),
       { timeoutMs: 15_000 },
     );
     expect(c.coordinatorOf('ephesus')).toBe('cyrene');
   });
 
   it('static-quorum 3 of 5: the side with three survives', async () => {
-    const c = await five(3, { downing: 'static-quorum', sbr: { quorumSize: 3, downIfAlone: true, acquireLeaseDelayForMinorityMs: 0 } });
-    split(c, ['athens', 'byzantium'], ['cyrene', 'delphi', 'ephesus']);
-    await c.sim.runUntil(() => status(c, 'athens') === 'down' && c.converged(['cyrene', 'delphi', 'ephesus']), {
-      timeoutMs: 15_000,
+    const c = await five(3, {
+      downing: 'static-quorum',
+      sbr: { quorumSize: 3, downIfAlone: true, acquireLeaseDelayForMinorityMs: 0 },
     });
+    split(c, ['athens', 'byzantium'], ['cyrene', 'delphi', 'ephesus']);
+    await c.sim.runUntil(
+      () => status(c, 'athens') === 'down' && c.converged(['cyrene', 'delphi', 'ephesus']),
+      {
+        timeoutMs: 15_000,
+      },
+    );
   });
 
   it('keep-oldest: the side with the oldest survives even as the minority; down-if-alone sacrifices a lone oldest', async () => {
     const c = await five(4, { downing: 'keep-oldest' });
     split(c, ['athens', 'byzantium'], ['cyrene', 'delphi', 'ephesus']);
-    await c.sim.runUntil(() => status(c, 'cyrene') === 'down' && c.converged(['athens', 'byzantium']), { timeoutMs: 15_000 });
+    await c.sim.runUntil(() => status(c, 'cyrene') === 'down' && c.converged(['athens', 'byzantium']), {
+      timeoutMs: 15_000,
+    });
 
     const d = await five(5, { downing: 'keep-oldest' });
     split(d, ['athens'], ['byzantium', 'cyrene', 'delphi', 'ephesus']);
-    await d.sim.runUntil(() => status(d, 'athens') === 'down' && d.converged(['byzantium', 'cyrene', 'delphi', 'ephesus']), {
-      timeoutMs: 15_000,
-    });
+    await d.sim.runUntil(
+      () => status(d, 'athens') === 'down' && d.converged(['byzantium', 'cyrene', 'delphi', 'ephesus']),
+      {
+        timeoutMs: 15_000,
+      },
+    );
   });
 
   it('down-all: both sides go down', async () => {
@@ -82,7 +96,10 @@ describe('split-brain resolver on a simulated network', () => {
     const c = await five(7, {});
     c.sim.partition([c.get('delphi').system], [c.get('ephesus').system]);
     await c.sim.runUntil(
-      () => status(c, 'delphi') === 'down' && status(c, 'ephesus') === 'down' && c.converged(['athens', 'byzantium', 'cyrene']),
+      () =>
+        status(c, 'delphi') === 'down' &&
+        status(c, 'ephesus') === 'down' &&
+        c.converged(['athens', 'byzantium', 'cyrene']),
       { timeoutMs: 15_000 },
     );
     const decision = c.sim.logEntries('sbr.decision')[0]!;
@@ -93,7 +110,9 @@ describe('split-brain resolver on a simulated network', () => {
     const c = await five(8, {});
     const start = c.sim.now;
     c.crash('ephesus');
-    const took = await c.sim.runUntil(() => c.converged(['athens', 'byzantium', 'cyrene', 'delphi']), { timeoutMs: 10_000 });
+    const took = await c.sim.runUntil(() => c.converged(['athens', 'byzantium', 'cyrene', 'delphi']), {
+      timeoutMs: 10_000,
+    });
     expect(took).toBeLessThan(3000);
     expect(c.sim.now - start).toBe(took);
   });
@@ -112,7 +131,14 @@ describe('split-brain resolver on a simulated network', () => {
   });
 
   it('down-all-when-unstable: a network that keeps flapping is shut down instead of deciding on noise', async () => {
-    const c = await five(10, { sbr: { stableAfterMs: 2000, downAllWhenUnstableMs: 1000, downIfAlone: true, acquireLeaseDelayForMinorityMs: 0 } });
+    const c = await five(10, {
+      sbr: {
+        stableAfterMs: 2000,
+        downAllWhenUnstableMs: 1000,
+        downIfAlone: true,
+        acquireLeaseDelayForMinorityMs: 0,
+      },
+    });
     // two links take turns failing: something is always unreachable, and the set keeps
     // changing faster than stable-after, so no ordinary decision is ever reached
     const l1 = [c.get('delphi').system, c.get('athens').system] as const;
@@ -139,73 +165,86 @@ describe('split-brain resolver on a simulated network', () => {
 describe('split-brain resolver: seeded fault runs', () => {
   const strategies: Partial<ClusterConfig>[] = [
     { downing: 'keep-majority' },
-    { downing: 'static-quorum', sbr: { quorumSize: 3, downIfAlone: true, acquireLeaseDelayForMinorityMs: 0 } },
+    {
+      downing: 'static-quorum',
+      sbr: { quorumSize: 3, downIfAlone: true, acquireLeaseDelayForMinorityMs: 0 },
+    },
     { downing: 'keep-oldest' },
   ];
-  it.each(strategies.map((s) => [s.downing!, s] as const))('%s', async (_name, config) => {
-    const seeds = Array.from({ length: 70 }, (_, i) => 5000 + i);
-    await forEachSeed(seeds, async (seed) => {
-      const c = await five(seed, config);
-      c.restartDowned = true;
-      const rnd = new SeededRandom(seed).fork('faults');
-      const margin = 1500; // stable-after at 5 nodes, the default down-removal margin
-      const intervals: { node: string; uid: string; start: number; end: number }[] = [];
-      const open = new Map<string, { node: string; uid: string; start: number }>();
-      c.sim.addInvariant('coordinator intervals', () => {
-        const now = c.sim.now;
-        const current = new Set<string>();
-        for (const [name, n] of c.nodes) {
-          const s = n.cluster.state();
-          if (s.status === 'up' && s.isCoordinator) current.add(`${name}#${n.system.node.uid}`);
+  it.each(strategies.map((s) => [s.downing!, s] as const))(
+    '%s',
+    async (_name, config) => {
+      const seeds = Array.from({ length: 70 }, (_, i) => 5000 + i);
+      await forEachSeed(seeds, async (seed) => {
+        const c = await five(seed, config);
+        c.restartDowned = true;
+        const rnd = new SeededRandom(seed).fork('faults');
+        const margin = 1500; // stable-after at 5 nodes, the default down-removal margin
+        const intervals: { node: string; uid: string; start: number; end: number }[] = [];
+        const open = new Map<string, { node: string; uid: string; start: number }>();
+        c.sim.addInvariant('coordinator intervals', () => {
+          const now = c.sim.now;
+          const current = new Set<string>();
+          for (const [name, n] of c.nodes) {
+            const s = n.cluster.state();
+            if (s.status === 'up' && s.isCoordinator) current.add(`${name}#${n.system.node.uid}`);
+          }
+          for (const id of current)
+            if (!open.has(id)) open.set(id, { node: id.split('#')[0]!, uid: id.split('#')[1]!, start: now });
+          for (const [id, o] of open) {
+            if (!current.has(id)) {
+              intervals.push({ ...o, end: now });
+              open.delete(id);
+            }
+          }
+          return true;
+        });
+        const kind = rnd.pick(['clean', 'asymmetric', 'indirect', 'flapping', 'crash', 'pause'] as const);
+        const names = [...FIVE];
+        const sideA = names.filter(() => rnd.chance(0.5));
+        const sideB = names.filter((n) => !sideA.includes(n));
+        if (kind === 'clean' && sideA.length && sideB.length) split(c, sideA, sideB);
+        if (kind === 'asymmetric')
+          c.sim.blockOneWay(c.get(rnd.pick(names)).system, c.get(rnd.pick(names)).system);
+        if (kind === 'indirect') {
+          const [x, y] = rnd.shuffle(names);
+          c.sim.partition([c.get(x!).system], [c.get(y!).system]);
         }
-        for (const id of current) if (!open.has(id)) open.set(id, { node: id.split('#')[0]!, uid: id.split('#')[1]!, start: now });
-        for (const [id, o] of open) {
-          if (!current.has(id)) {
-            intervals.push({ ...o, end: now });
-            open.delete(id);
+        if (kind === 'flapping' && sideA.length && sideB.length) {
+          for (let i = 0; i < 6; i++) {
+            split(c, sideA, sideB);
+            await c.sim.runFor(300 + rnd.int(1500));
+            c.sim.heal();
+            await c.sim.runFor(200 + rnd.int(1000));
           }
         }
-        return true;
+        if (kind === 'crash') c.crash(rnd.pick(names));
+        if (kind === 'pause') c.sim.pause(c.get(rnd.pick(names)).system, 500 + rnd.int(4000));
+        await c.sim.runFor(8000 + rnd.int(4000));
+        c.sim.heal();
+        for (const n of names)
+          if (!c.nodes.has(n))
+            c.start(n, ['athens', 'byzantium', 'cyrene', 'delphi', 'ephesus'], { mayFormCluster: false });
+        await c.sim.runFor(25_000);
+        for (const [, o] of open) intervals.push({ ...o, end: c.sim.now });
+        // shifted by the margin, coordinator intervals of different incarnations never overlap
+        for (const a of intervals) {
+          for (const b of intervals) {
+            if (a === b || `${a.node}#${a.uid}` === `${b.node}#${b.uid}`) continue;
+            const overlap = Math.min(a.end, b.end) - Math.max(a.start + margin, b.start + margin);
+            if (overlap > 0 && a.start !== b.start) {
+              throw new Error(
+                `${kind}: coordinators ${a.node} [${a.start}, ${a.end}) and ${b.node} [${b.start}, ${b.end}) overlap`,
+              );
+            }
+          }
+        }
+        // after the heal and the restarts: one cluster again (down-all style outcomes excepted)
+        const up = names.filter((n) => c.nodes.has(n) && status(c, n) === 'up');
+        if (up.length > 0) expect(c.converged(up, up)).toBe(true);
+        expect(up.length === names.length || c.downedAt.length > 0).toBe(true);
       });
-      const kind = rnd.pick(['clean', 'asymmetric', 'indirect', 'flapping', 'crash', 'pause'] as const);
-      const names = [...FIVE];
-      const sideA = names.filter(() => rnd.chance(0.5));
-      const sideB = names.filter((n) => !sideA.includes(n));
-      if (kind === 'clean' && sideA.length && sideB.length) split(c, sideA, sideB);
-      if (kind === 'asymmetric') c.sim.blockOneWay(c.get(rnd.pick(names)).system, c.get(rnd.pick(names)).system);
-      if (kind === 'indirect') {
-        const [x, y] = rnd.shuffle(names);
-        c.sim.partition([c.get(x!).system], [c.get(y!).system]);
-      }
-      if (kind === 'flapping' && sideA.length && sideB.length) {
-        for (let i = 0; i < 6; i++) {
-          split(c, sideA, sideB);
-          await c.sim.runFor(300 + rnd.int(1500));
-          c.sim.heal();
-          await c.sim.runFor(200 + rnd.int(1000));
-        }
-      }
-      if (kind === 'crash') c.crash(rnd.pick(names));
-      if (kind === 'pause') c.sim.pause(c.get(rnd.pick(names)).system, 500 + rnd.int(4000));
-      await c.sim.runFor(8000 + rnd.int(4000));
-      c.sim.heal();
-      for (const n of names) if (!c.nodes.has(n)) c.start(n, ['athens', 'byzantium', 'cyrene', 'delphi', 'ephesus'], { mayFormCluster: false });
-      await c.sim.runFor(25_000);
-      for (const [, o] of open) intervals.push({ ...o, end: c.sim.now });
-      // shifted by the margin, coordinator intervals of different incarnations never overlap
-      for (const a of intervals) {
-        for (const b of intervals) {
-          if (a === b || `${a.node}#${a.uid}` === `${b.node}#${b.uid}`) continue;
-          const overlap = Math.min(a.end, b.end) - Math.max(a.start + margin, b.start + margin);
-          if (overlap > 0 && a.start !== b.start) {
-            throw new Error(`${kind}: coordinators ${a.node} [${a.start}, ${a.end}) and ${b.node} [${b.start}, ${b.end}) overlap`);
-          }
-        }
-      }
-      // after the heal and the restarts: one cluster again (down-all style outcomes excepted)
-      const up = names.filter((n) => c.nodes.has(n) && status(c, n) === 'up');
-      if (up.length > 0) expect(c.converged(up, up)).toBe(true);
-      expect(up.length === names.length || c.downedAt.length > 0).toBe(true);
-    });
-  }, 240_000);
+    },
+    240_000,
+  );
 });

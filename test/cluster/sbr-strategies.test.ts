@@ -89,12 +89,15 @@ describe('split-brain resolver strategies: the seed examples', () => {
 
   it('down-all downs both sides', () => {
     const all = members(4);
-    const r = resolve({ strategy: 'down-all' }, {
-      members: all,
-      observations: { [all[3]!.key]: [all[0]!.key] },
-      selfKey: all[0]!.key,
-      ownReachable: new Set(),
-    });
+    const r = resolve(
+      { strategy: 'down-all' },
+      {
+        members: all,
+        observations: { [all[3]!.key]: [all[0]!.key] },
+        selfKey: all[0]!.key,
+        ownReachable: new Set(),
+      },
+    );
     expect(r.decision).toBe('down-all');
     expect(r.down).toHaveLength(4);
   });
@@ -106,37 +109,48 @@ describe('indirectly connected members', () => {
 
   it('one broken link between two members that both see the rest: both are downed, nobody else', () => {
     const observations = { [k(4)]: [k(5)], [k(5)]: [k(4)] };
-    expect(indirectlyConnected(observations, k(1), new Set([k(2), k(3), k(4), k(5)]))).toEqual(new Set([k(4), k(5)]));
-    const r = resolve({ strategy: 'keep-majority' }, {
-      members: all,
-      observations,
-      selfKey: k(1),
-      ownReachable: new Set([k(2), k(3), k(4), k(5)]),
-    });
+    expect(indirectlyConnected(observations, k(1), new Set([k(2), k(3), k(4), k(5)]))).toEqual(
+      new Set([k(4), k(5)]),
+    );
+    const r = resolve(
+      { strategy: 'keep-majority' },
+      {
+        members: all,
+        observations,
+        selfKey: k(1),
+        ownReachable: new Set([k(2), k(3), k(4), k(5)]),
+      },
+    );
     expect(r.decision).toBe('down-indirectly-connected');
     expect([...r.down].sort()).toEqual([k(4), k(5)].sort());
   });
 
   it('a member unreachable for one observer but reachable for us is indirectly connected', () => {
     const observations = { [k(5)]: [k(3)] };
-    const r = resolve({ strategy: 'keep-majority' }, {
-      members: all,
-      observations,
-      selfKey: k(1),
-      ownReachable: new Set([k(2), k(3), k(4), k(5)]),
-    });
+    const r = resolve(
+      { strategy: 'keep-majority' },
+      {
+        members: all,
+        observations,
+        selfKey: k(1),
+        ownReachable: new Set([k(2), k(3), k(4), k(5)]),
+      },
+    );
     expect([...r.indirectlyConnected].sort()).toEqual([k(3), k(5)].sort());
   });
 
   it('indirectly connected members first, then the strategy decides the clean rest', () => {
     // 2 is cleanly gone; 4 and 5 have a broken link between them
     const observations = { [k(2)]: [k(1), k(3)], [k(4)]: [k(5)], [k(5)]: [k(4)] };
-    const r = resolve({ strategy: 'keep-majority' }, {
-      members: all,
-      observations,
-      selfKey: k(1),
-      ownReachable: new Set([k(3), k(4), k(5)]),
-    });
+    const r = resolve(
+      { strategy: 'keep-majority' },
+      {
+        members: all,
+        observations,
+        selfKey: k(1),
+        ownReachable: new Set([k(3), k(4), k(5)]),
+      },
+    );
     expect(r.decision).toBe('down-unreachable');
     expect([...r.down].sort()).toEqual([k(2), k(4), k(5)].sort());
   });
@@ -174,7 +188,9 @@ describe('property: at most one side survives any clean partition', () => {
             const view = sideView(all, ours);
             const decision = resolve(strategy, {
               members: all,
-              observations: Object.fromEntries([...view.unreachable].map((u) => [u, [all[ours[0]! - 1]!.key]])),
+              observations: Object.fromEntries(
+                [...view.unreachable].map((u) => [u, [all[ours[0]! - 1]!.key]]),
+              ),
               selfKey: all[ours[0]! - 1]!.key,
               ownReachable: new Set(all.filter((m) => ours.includes(m.age)).map((m) => m.key)),
             });
@@ -190,31 +206,40 @@ describe('property: at most one side survives any clean partition', () => {
 
   it('lease-majority: only the side that acquires the lease survives, whatever the sizes', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 2, max: 9 }), fc.integer({ min: 1, max: 8 }), fc.boolean(), (n, cut, minorityFirst) => {
-        fc.pre(cut < n);
-        const all = members(n);
-        let holder: string | undefined;
-        const tryAcquire = (owner: string) => {
-          if (holder === undefined) holder = owner;
-          return holder === owner;
-        };
-        const sides = [range(1, cut), range(cut + 1, n)];
-        // the minority waits before trying; model both orders of arrival at the lease
-        const inputs = sides.map((ours) => {
-          const view = sideView(all, ours);
-          return {
-            members: all,
-            observations: Object.fromEntries([...view.unreachable].map((u) => [u, [all[ours[0]! - 1]!.key]])),
-            selfKey: all[ours[0]! - 1]!.key,
-            ownReachable: new Set(all.filter((m) => ours.includes(m.age)).map((m) => m.key)),
+      fc.property(
+        fc.integer({ min: 2, max: 9 }),
+        fc.integer({ min: 1, max: 8 }),
+        fc.boolean(),
+        (n, cut, minorityFirst) => {
+          fc.pre(cut < n);
+          const all = members(n);
+          let holder: string | undefined;
+          const tryAcquire = (owner: string) => {
+            if (holder === undefined) holder = owner;
+            return holder === owner;
           };
-        });
-        const order = inputs
-          .map((input, i) => ({ input, i, minority: isMinoritySide(input) }))
-          .sort((a, b) => (a.minority === b.minority ? 0 : a.minority === minorityFirst ? -1 : 1));
-        const survivors = order.filter(({ input, i }) => resolveWithLease(input, tryAcquire(`side${i}`)).decision === 'down-unreachable');
-        return survivors.length === 1;
-      }),
+          const sides = [range(1, cut), range(cut + 1, n)];
+          // the minority waits before trying; model both orders of arrival at the lease
+          const inputs = sides.map((ours) => {
+            const view = sideView(all, ours);
+            return {
+              members: all,
+              observations: Object.fromEntries(
+                [...view.unreachable].map((u) => [u, [all[ours[0]! - 1]!.key]]),
+              ),
+              selfKey: all[ours[0]! - 1]!.key,
+              ownReachable: new Set(all.filter((m) => ours.includes(m.age)).map((m) => m.key)),
+            };
+          });
+          const order = inputs
+            .map((input, i) => ({ input, i, minority: isMinoritySide(input) }))
+            .sort((a, b) => (a.minority === b.minority ? 0 : a.minority === minorityFirst ? -1 : 1));
+          const survivors = order.filter(
+            ({ input, i }) => resolveWithLease(input, tryAcquire(`side${i}`)).decision === 'down-unreachable',
+          );
+          return survivors.length === 1;
+        },
+      ),
     );
   });
 });

@@ -28,6 +28,7 @@ export class SimCluster {
   /** Downed nodes restart as new incarnations that rejoin through the members they knew. */
   restartDowned = false;
   readonly downedAt: { name: string; time: number }[] = [];
+  readonly rejoins: { name: string; time: number }[] = [];
 
   constructor(
     options: Partial<SimulationOptions> & { seed: number },
@@ -44,7 +45,11 @@ export class SimCluster {
 
   /** Starts (or restarts, as a new incarnation) a node that joins through `seeds`. */
   start(name: string, seeds: string[] = ['athens'], config: Partial<ClusterConfig> = {}): SimNode {
-    return this.startAt(name, seeds.map((s) => this.addressOf(s)), config);
+    return this.startAt(
+      name,
+      seeds.map((s) => this.addressOf(s)),
+      config,
+    );
   }
 
   private startAt(name: string, seeds: readonly NodeAddress[], config: Partial<ClusterConfig>): SimNode {
@@ -62,6 +67,14 @@ export class SimCluster {
             if (this.nodes.get(name)?.system !== system) return;
             this.crash(name);
             this.startAt(name, known, { ...config, mayFormCluster: false });
+          }, 10);
+        },
+        onRejoin: (seeds) => {
+          this.rejoins.push({ name, time: this.sim.now });
+          this.sim.clock.setTimeout(() => {
+            if (this.nodes.get(name)?.system !== system) return;
+            this.crash(name);
+            this.startAt(name, seeds, { ...config, mayFormCluster: false });
           }, 10);
         },
       },

@@ -1,4 +1,11 @@
-import { type ActorRef, type ActorSystem, DoyenError, formatNodeAddress, type NodeAddress, type UniqueNodeAddress } from '@doyen/core';
+import {
+  type ActorRef,
+  type ActorSystem,
+  DoyenError,
+  formatNodeAddress,
+  type NodeAddress,
+  type UniqueNodeAddress,
+} from '@doyen/core';
 import type { SnapshotFrom } from 'xstate';
 import { type ClusterEvent, diffMemberships } from './cluster-events.js';
 import { type ClusterConfig, resolveClusterConfig } from './config.js';
@@ -13,6 +20,8 @@ import { coordinatorOf, type Membership } from './membership.js';
 import { createMembershipMachine, type MembershipMachine } from './membership-machine.js';
 import { MEMBERSHIP_PATH, type SelfInfo } from './membership-protocol.js';
 import { registerClusterMessages } from './messages.js';
+import { NotEnoughMembersError, reachableUpCount } from './quorum-protection.js';
+import { createSplitBrainCheckerMachine, SPLIT_BRAIN_CHECKER_PATH } from './split-brain-checker.js';
 
 export class JoinFailedError extends DoyenError {
   constructor(reason: string) {
@@ -39,6 +48,11 @@ export interface ClusterOptions {
    * knew: the edge exits, or restarts as a new incarnation that rejoins through them.
    */
   readonly onDowned?: (knownMembers: readonly NodeAddress[]) => void;
+  /**
+   * Called when the split-brain checker merges this node's sub-cluster into a larger one: the
+   * edge restarts the node as a new incarnation joining through `seeds` (mayFormCluster false).
+   */
+  readonly onRejoin?: (seeds: readonly NodeAddress[], reason: 'merge') => void;
 }
 
 type MembershipSnapshot = SnapshotFrom<MembershipMachine>;
@@ -83,7 +97,8 @@ export class Cluster {
       parent: 'system',
     });
     const ownReachable = () => {
-      const peers = (system.snapshotOf(fdRef) as { context?: FailureDetectorContext } | undefined)?.context?.peers ?? {};
+      const peers =
+        (system.snapshotOf(fdRef) as { context?: FailureDetectorContext } | undefined)?.context?.peers ?? {};
       return new Set(
         Object.entries(peers)
           .filter(([, status]) => status !== 'unreachable')
@@ -94,6 +109,16 @@ export class Cluster {
       name: DOWNING_PATH.split('/')[2]!,
       parent: 'system',
     });
+    system.spawn(
+      createSplitBrainCheckerMachine({
+        system,
+        config: this.config,
+        selfAddress: address,
+        probeIntervalMs: this.config.splitBrainProbeIntervalMs,
+        rejoin: (seeds, reason) => this.requestRejoin(seeds, reason),
+      }),
+      { name: SPLIT_BRAIN_CHECKER_PATH.split('/')[2]!, parent: 'system' },
+    );
     this.membershipRef = system.spawn(createMembershipMachine(deps), {
       name: MEMBERSHIP_PATH.split('/')[2]!,
       parent: 'system',
@@ -141,6 +166,29 @@ export class Cluster {
     return gone;
   }
 
+  /** Up members this node can reach (its own view: the coordinator's unreachable list and reports). */
+  reachableMemberCount(): number {
+    const snapshot = this.system.snapshotOf(this.membershipRef) as MembershipSnapshot | undefined;
+    const m = this.last;
+    if (!m || !snapshot || (this.status !== 'up' && this.status !== 'leaving')) return 0;
+    const unreachable = new Set([...m.unreachable, ...Object.keys(snapshot.context.observations)]);
+    return reachableUpCount(
+      m.members.map((x) => ({ key: keyOf(x), status: x.status })),
+      unreachable,
+    );
+  }
+
+  /** Whether at least `minimum` (default `minimumClusterSize`) members are up and reachable. */
+  hasQuorum(minimum = this.config.minimumClusterSize): boolean {
+    return this.reachableMemberCount() >= minimum;
+  }
+
+  /** Throws `NotEnoughMembersError` unless `hasQuorum(minimum)`: guard user work with it. */
+  requireQuorum(minimum = this.config.minimumClusterSize): void {
+    const present = this.reachableMemberCount();
+    if (present < minimum) throw new NotEnoughMembersError(minimum, present);
+  }
+
   /** Asks the coordinator to down a member, by `host:port` or member key. */
   down(member: string): void {
     this.membershipRef.send({ type: 'cluster.down', member } as never);
@@ -179,9 +227,23 @@ export class Cluster {
     this.stopProtocolHelpers();
   }
 
+  private rejoinRequested = false;
+
+  private requestRejoin(seeds: readonly NodeAddress[], reason: 'merge'): void {
+    if (this.rejoinRequested) return;
+    this.rejoinRequested = true;
+    this.stopProtocolHelpers();
+    if (this.options.onRejoin) this.options.onRejoin(seeds, reason);
+    else
+      this.system.logger.error(
+        { event: 'cluster.rejoin-unsupported', reason },
+        'no onRejoin handler: cannot merge',
+      );
+  }
+
   /** A downed or removed node stops heartbeating and deciding; its membership actor stays for /cluster. */
   private stopProtocolHelpers(): void {
-    for (const path of [HEARTBEAT_PATH, DOWNING_PATH]) {
+    for (const path of [HEARTBEAT_PATH, DOWNING_PATH, SPLIT_BRAIN_CHECKER_PATH]) {
       const ref = this.system.lookup(path);
       if (ref) this.system.stop(ref);
     }

@@ -1,6 +1,6 @@
 import { InvalidConfigError, type NodeAddress } from '@doyen/core';
-import type { FailureDetectorConfig } from './failure-detector/detector.js';
 import type { DowningStrategyName } from './downing/resolver.js';
+import type { FailureDetectorConfig } from './failure-detector/detector.js';
 import { DEFAULT_HEARTBEAT_RING_CONFIG, type HeartbeatRingConfig } from './heartbeat-ring.js';
 
 /**
@@ -66,6 +66,10 @@ export interface ClusterConfig {
   readonly leaderActionsIntervalMs: number;
   /** A leaving node stops waiting for the coordinator after this long and exits anyway. */
   readonly leaveTimeoutMs: number;
+  /** Hazelcast's minimum cluster size: `requireQuorum()` refuses work below it (1 = off). */
+  readonly minimumClusterSize: number;
+  /** Under `auto`, the coordinator probes failed members' addresses this often (split-brain checker). */
+  readonly splitBrainProbeIntervalMs: number;
   /** Heartbeats go out this often. */
   readonly heartbeatIntervalMs: number;
   readonly failureDetector: FailureDetectorConfig;
@@ -86,6 +90,8 @@ export const defaultClusterConfig: Omit<ClusterConfig, 'seeds'> = {
   leaderActionsIntervalMs: 100,
   leaveTimeoutMs: 10_000,
   heartbeatIntervalMs: 100,
+  splitBrainProbeIntervalMs: 1000,
+  minimumClusterSize: 1,
   failureDetector: { kind: 'phi-accrual' },
   heartbeatRing: DEFAULT_HEARTBEAT_RING_CONFIG,
 };
@@ -105,8 +111,12 @@ export function resolveClusterConfig(
     'leaderActionsIntervalMs',
     'leaveTimeoutMs',
     'heartbeatIntervalMs',
+    'splitBrainProbeIntervalMs',
   ] as const) {
     if (!(c[key] > 0)) throw new InvalidConfigError(`cluster.${key} must be > 0, got ${c[key]}`);
+  }
+  if (!(Number.isInteger(c.minimumClusterSize) && c.minimumClusterSize >= 1)) {
+    throw new InvalidConfigError('cluster.minimumClusterSize must be an integer >= 1');
   }
   if (!(c.maxJoinAttempts >= 1)) throw new InvalidConfigError('cluster.maxJoinAttempts must be >= 1');
   const modes: readonly DowningMode[] = [
@@ -119,14 +129,18 @@ export function resolveClusterConfig(
     'lease-majority',
   ];
   if (!modes.includes(c.downing)) {
-    throw new InvalidConfigError(`cluster.downing must be one of ${modes.join(', ')}; got ${String(c.downing)}`);
+    throw new InvalidConfigError(
+      `cluster.downing must be one of ${modes.join(', ')}; got ${String(c.downing)}`,
+    );
   }
   const sbr = { ...defaultClusterConfig.sbr, ...partial.sbr };
   if (c.downing === 'static-quorum' && !(Number.isInteger(sbr.quorumSize) && (sbr.quorumSize ?? 0) >= 1)) {
     throw new InvalidConfigError('static-quorum needs sbr.quorumSize >= 1');
   }
   if (c.downing === 'lease-majority' && !sbr.lease) {
-    throw new InvalidConfigError('lease-majority needs sbr.lease (for example an EtcdLease from @doyen/lease)');
+    throw new InvalidConfigError(
+      'lease-majority needs sbr.lease (for example an EtcdLease from @doyen/lease)',
+    );
   }
   return { ...c, sbr };
 }

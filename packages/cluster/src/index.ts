@@ -1,6 +1,11 @@
 export * from './cluster.js';
 export * from './cluster-events.js';
 export * from './config.js';
+export * from './downing/downing-machine.js';
+export * from './downing/indirectly-connected.js';
+export * from './downing/resolver.js';
+export * from './downing/sbr-view.js';
+export * from './downing/strategies.js';
 export {
   DEFAULT_DEADLINE_CONFIG,
   type DeadlineConfig,
@@ -28,7 +33,5 @@ export * from './membership.js';
 export * from './membership-machine.js';
 export * from './membership-protocol.js';
 export * from './messages.js';
-export * from './downing/indirectly-connected.js';
-export * from './downing/resolver.js';
-export * from './downing/sbr-view.js';
-export * from './downing/strategies.js';
+export * from './quorum-protection.js';
+export * from './split-brain-checker.js';

@@ -1,6 +1,7 @@
 import type { ActorRef, ActorSystem, Message, UniqueNodeAddress } from '@doyen/core';
 import { assign, enqueueActions, setup } from 'xstate';
 import type { ClusterConfig } from './config.js';
+import { DOWNING_PATH, sbrViewMessage } from './downing/downing-machine.js';
 import { isLive } from './member.js';
 import type { Membership } from './membership.js';
 import {
@@ -34,8 +35,8 @@ import {
   selfMember,
   welcomed,
 } from './membership-protocol.js';
-import { DOWNING_PATH, sbrViewMessage } from './downing/downing-machine.js';
 import type { Ack, DownRequest, Join, Leave, Pull, ReachabilityReport, Update, Welcome } from './messages.js';
+import { SPLIT_BRAIN_CHECKER_PATH, sbcView } from './split-brain-checker.js';
 
 /** Local (not networked) events: from this node's failure detector and its API. */
 export type MembershipLocalEvent =
@@ -44,7 +45,11 @@ export type MembershipLocalEvent =
   | { readonly type: 'cluster.leave' }
   | { readonly type: 'cluster.down'; readonly member: string }
   | { readonly type: 'membership.collector-timeout'; readonly id: number }
-  | { readonly type: 'sbr.execute'; readonly down: readonly string[]; readonly unreachable: readonly string[] };
+  | {
+      readonly type: 'sbr.execute';
+      readonly down: readonly string[];
+      readonly unreachable: readonly string[];
+    };
 
 export type MembershipEvent =
   | Join
@@ -82,10 +87,15 @@ export function createMembershipMachine(deps: MembershipDeps) {
         if (result.context !== context) enqueue.assign(() => result.context);
         if (result.out.length > 0) enqueue(() => deliver(result.out));
         const changed =
-          result.context.membership !== context.membership || result.context.observations !== context.observations;
+          result.context.membership !== context.membership ||
+          result.context.observations !== context.observations;
         if (changed && result.context.membership) {
           const view = sbrViewMessage(self.key, result.context);
-          enqueue(() => system.lookup(DOWNING_PATH)?.send(view));
+          const checkerView = sbcView(self.key, result.context);
+          enqueue(() => {
+            system.lookup(DOWNING_PATH)?.send(view);
+            system.lookup(SPLIT_BRAIN_CHECKER_PATH)?.send(checkerView);
+          });
         }
         for (const id of result.timeouts) {
           enqueue.raise({ type: 'membership.collector-timeout', id }, { delay: config.ackTimeoutMs });

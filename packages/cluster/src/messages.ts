@@ -164,4 +164,7 @@ export function registerClusterMessages(types: MessageTypes): void {
     check({ observer: isKey, subject: isKey, reachable: (v) => typeof v === 'boolean' }),
   );
   types.register(['heartbeat.ping', 'heartbeat.pong'], check({ from: isNode, version: isInt }));
+  types.register('sbc.probe', check({ coordinator: isNode, size: isInt, replyTo: isRef }));
+  types.register('sbc.probe-reply', check({ coordinator: isNode, size: isInt }));
+  types.register('sbc.merge', check({ from: isKey, target: (v) => isNode({ ...(v as object), uid: 'x' }) }));
 }

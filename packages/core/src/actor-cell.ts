@@ -10,7 +10,7 @@ import type { Clock } from './clock.js';
 import type { Runnable } from './dispatcher.js';
 import { toError } from './errors.js';
 import { type Delivery, Mailbox, type MailboxConfig } from './mailbox.js';
-import type { TerminationReason } from './message.js';
+import type { Message, TerminationReason } from './message.js';
 import { decideRestart, type SupervisionStrategy } from './supervision.js';
 
 /** What a cell needs from its system. */
@@ -89,8 +89,8 @@ export class ActorCell implements Runnable {
     if (this.status === 'running' && this.mailbox.size > 0) this.host.schedule(this);
   }
 
-  enqueue(delivery: Delivery): ReturnType<Mailbox['offer']> {
-    const result = this.mailbox.offer(delivery);
+  enqueue(message: Message, sender: string | undefined): ReturnType<Mailbox['offer']> {
+    const result = this.mailbox.offerMessage(message, sender);
     if (result.accepted && this.status === 'running' && !this.scheduled) this.host.schedule(this);
     return result;
   }
@@ -102,10 +102,10 @@ export class ActorCell implements Runnable {
   runBatch(max: number): number {
     let n = 0;
     while (n < max && this.status === 'running') {
-      const delivery = this.mailbox.take();
-      if (delivery === undefined) break;
+      const message = this.mailbox.takeMessage();
+      if (message === undefined) break;
       n++;
-      this.actor!.send(delivery.message);
+      this.actor!.send(message);
     }
     return n;
   }

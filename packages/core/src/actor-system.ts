@@ -314,7 +314,7 @@ export class ActorSystem implements RefHost, CellHost {
   }
 
   private enqueue(cell: ActorCell, message: Message, sender: string | undefined): void {
-    const result = cell.enqueue({ message, sender });
+    const result = cell.enqueue(message, sender);
     if (result.accepted) {
       if (result.evicted) {
         const e = result.evicted;

@@ -23,14 +23,26 @@ export type OfferResult =
   | { readonly accepted: true; readonly evicted?: Delivery }
   | { readonly accepted: false; readonly policy: OverflowPolicy };
 
+/** A message that came with a sender; messages without one are queued bare (no allocation). */
+class WithSender {
+  constructor(
+    readonly message: Message,
+    readonly sender: string,
+  ) {}
+}
+
+const ACCEPTED: OfferResult = { accepted: true };
+
 /** A bounded FIFO of deliveries for one actor. Overflow never blocks: it drops or rejects. */
 export class Mailbox {
-  private readonly queue = new RingBuffer<Delivery>(8);
+  private readonly queue = new RingBuffer<Message | WithSender>(8);
+  private readonly rejected: OfferResult;
 
   constructor(readonly config: MailboxConfig) {
     if (!Number.isInteger(config.capacity) || config.capacity < 1) {
       throw new InvalidConfigError(`mailbox capacity must be a positive integer, got ${config.capacity}`);
     }
+    this.rejected = { accepted: false, policy: config.overflow };
   }
 
   get size(): number {
@@ -38,23 +50,41 @@ export class Mailbox {
   }
 
   offer(delivery: Delivery): OfferResult {
+    return this.offerMessage(delivery.message, delivery.sender);
+  }
+
+  offerMessage(message: Message, sender: string | undefined): OfferResult {
+    const item = sender === undefined ? message : new WithSender(message, sender);
     if (this.queue.length < this.config.capacity) {
-      this.queue.push(delivery);
-      return { accepted: true };
+      this.queue.push(item);
+      return ACCEPTED;
     }
     if (this.config.overflow === 'drop-oldest') {
-      const evicted = this.queue.shift()!;
-      this.queue.push(delivery);
+      const evicted = toDelivery(this.queue.shift()!);
+      this.queue.push(item);
       return { accepted: true, evicted };
     }
-    return { accepted: false, policy: this.config.overflow };
+    return this.rejected;
   }
 
   take(): Delivery | undefined {
-    return this.queue.shift();
+    const item = this.queue.shift();
+    return item === undefined ? undefined : toDelivery(item);
+  }
+
+  /** The next message alone: the hot path of the dispatcher. */
+  takeMessage(): Message | undefined {
+    const item = this.queue.shift();
+    return item instanceof WithSender ? item.message : item;
   }
 
   drain(): Delivery[] {
-    return this.queue.drain();
+    return this.queue.drain().map(toDelivery);
   }
+}
+
+function toDelivery(item: Message | WithSender): Delivery {
+  return item instanceof WithSender
+    ? { message: item.message, sender: item.sender }
+    : { message: item, sender: undefined };
 }

@@ -1,21 +1,26 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { JoinFailedError } from '@doyen/cluster';
+import { defaultClusterConfig, JoinFailedError } from '@doyen/cluster';
 import { createLogger, DoyenError, parseNodeAddress } from '@doyen/core';
+import { EtcdLease } from '@doyen/lease';
 import type { NodeConfig } from './node-config.js';
 import { parseSeeds } from './node-config.js';
 import { startNode } from './start-node.js';
 
 /** Exit codes a supervisor (systemd, Kubernetes) can act on. */
-export const ExitCode = { ok: 0, failure: 1, usage: 2, joinFailed: 3 } as const;
+export const ExitCode = { ok: 0, failure: 1, usage: 2, joinFailed: 3, downed: 4 } as const;
 
 const USAGE = `usage: doyen node --cluster NAME --host H --port P --seeds H1:P1,H2:P2
-                  [--name N] [--roles a,b] [--http-port Q] [--secret S] [--downing auto|manual]
-                  [--bind-host B] [--config file.json] [--log-level info]
+                  [--name N] [--roles a,b] [--http-port Q] [--secret S]
+                  [--downing keep-majority|static-quorum|keep-oldest|down-all|lease-majority|auto|manual]
+                  [--quorum-size N] [--on-downed restart|exit] [--bind-host B] [--config file.json]
+                  [--log-level info]
 
 Starts a cluster node. The node whose own address is the first seed may form the cluster.
-SIGTERM (or POST /cluster/leave) leaves gracefully and exits 0; a failed join exits ${ExitCode.joinFailed}.`;
+SIGTERM (or POST /cluster/leave) leaves gracefully and exits 0; a failed join exits ${ExitCode.joinFailed};
+a node downed by the split-brain resolver restarts as a new incarnation, or with
+--on-downed exit, exits ${ExitCode.downed}. lease-majority needs an etcd: set "lease" in --config.`;
 
 function fail(message: string, code: number = ExitCode.usage): never {
   process.stderr.write(`doyen: ${message}\n`);
@@ -40,6 +45,34 @@ function readConfigFile(path: string): Partial<NodeConfig> {
   }
 }
 
+function onDowned(v: string): 'restart' | 'exit' {
+  if (v !== 'restart' && v !== 'exit') fail(`--on-downed must be restart or exit, got ${v}`);
+  return v;
+}
+
+/** `"lease": { "endpoints": ["http://127.0.0.1:2379"], "ttlMs": 5000 }` in the config file. */
+interface LeaseFileConfig {
+  readonly endpoints: string[];
+  readonly ttlMs?: number;
+  readonly timeoutMs?: number;
+}
+
+async function withLease(config: NodeConfig, lease: LeaseFileConfig | undefined): Promise<NodeConfig> {
+  if (config.clusterOptions?.downing !== 'lease-majority') return config;
+  if (!lease || !Array.isArray(lease.endpoints)) {
+    fail('--downing lease-majority needs "lease": { "endpoints": [...] } in the --config file');
+  }
+  const etcd = new EtcdLease({
+    endpoints: lease.endpoints,
+    cluster: config.cluster,
+    name: 'sbr',
+    ttlMs: lease.ttlMs ?? 5000,
+    timeoutMs: lease.timeoutMs ?? 2000,
+  });
+  const sbr = { ...defaultClusterConfig.sbr, ...config.clusterOptions.sbr, lease: etcd };
+  return { ...config, clusterOptions: { ...config.clusterOptions, sbr } };
+}
+
 export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (command !== 'node')
@@ -58,6 +91,8 @@ export async function main(argv: string[]): Promise<void> {
         'http-port': { type: 'string' },
         secret: { type: 'string' },
         downing: { type: 'string' },
+        'quorum-size': { type: 'string' },
+        'on-downed': { type: 'string' },
         'bind-host': { type: 'string' },
         config: { type: 'string' },
         'log-level': { type: 'string' },
@@ -89,8 +124,22 @@ export async function main(argv: string[]): Promise<void> {
       ...(values.secret !== undefined ? { secret: values.secret } : {}),
       ...(values['bind-host'] ? { bindHost: values['bind-host'] } : {}),
       ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
-      clusterOptions: { ...file.clusterOptions, ...(downing ? { downing: downing as 'auto' } : {}) },
+      clusterOptions: {
+        ...file.clusterOptions,
+        ...(downing ? { downing: downing as 'auto' } : {}),
+        ...(values['quorum-size']
+          ? {
+              sbr: {
+                ...defaultClusterConfig.sbr,
+                ...file.clusterOptions?.sbr,
+                quorumSize: int('quorum-size', values['quorum-size'])!,
+              },
+            }
+          : {}),
+      },
+      ...(values['on-downed'] ? { onDowned: onDowned(values['on-downed']) } : {}),
     };
+    config = await withLease(config, (file as { lease?: LeaseFileConfig }).lease);
   } catch (error) {
     fail((error as Error).message);
   }
@@ -114,10 +163,10 @@ export async function main(argv: string[]): Promise<void> {
   };
   process.once('SIGTERM', () => onSignal('SIGTERM'));
   process.once('SIGINT', () => onSignal('SIGINT'));
-  await node.closed;
-  logger.info({ event: 'node.stopped' }, 'node stopped');
+  const reason = await node.closed;
+  logger.info({ event: 'node.stopped', reason }, `node stopped (${reason})`);
   logger.flush?.();
-  process.exit(ExitCode.ok);
+  process.exit(reason === 'downed' ? ExitCode.downed : ExitCode.ok);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

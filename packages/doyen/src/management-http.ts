@@ -77,20 +77,20 @@ export class ManagementServer {
   static async start(options: {
     readonly host: string;
     readonly port: number;
-    readonly system: ActorSystem;
-    readonly cluster: Cluster;
+    /** Read on every request: the node's system and cluster change when it restarts. */
+    readonly node: { readonly system: ActorSystem; readonly cluster: Cluster };
     readonly onLeave: () => void;
   }): Promise<ManagementServer> {
-    const { system, cluster } = options;
     let self: ManagementServer | undefined;
     const server = createServer((request, response) => {
       void handle(request, response).catch((error: unknown) => {
-        system.logger.error({ event: 'http.error', err: error }, 'management request failed');
+        options.node.system.logger.error({ event: 'http.error', err: error }, 'management request failed');
         if (!response.headersSent) json(response, 500, { error: 'internal error' });
         else response.destroy();
       });
     });
     async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+      const { system, cluster } = options.node;
       const url = new URL(request.url ?? '/', 'http://localhost');
       const path = url.pathname.replace(/\/+$/, '') || '/';
       const method = request.method ?? 'GET';

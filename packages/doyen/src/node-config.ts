@@ -23,6 +23,11 @@ export interface NodeConfig {
   /** Cluster protocol tuning (downing, timeouts, failure detector). */
   readonly clusterOptions?: Partial<Omit<ClusterConfig, 'seeds' | 'name' | 'roles'>>;
   readonly wire?: Partial<WireConfig>;
+  /**
+   * What a node does when the split-brain resolver downs it: `restart` as a new incarnation
+   * that rejoins through the members it knew (default), or `exit` (the CLI exits with code 4).
+   */
+  readonly onDowned?: 'restart' | 'exit';
 }
 
 export function parseSeeds(text: string): NodeAddress[] {

@@ -1,20 +1,152 @@
 import { Cluster } from '@doyen/cluster';
-import { createLogger, type Logger } from '@doyen/core';
+import { type ActorSystem, createLogger, type Logger, type NodeAddress } from '@doyen/core';
 import { WsTransport } from '@doyen/wire';
 import { ManagementServer } from './management-http.js';
 import { type NodeConfig, validateNodeConfig } from './node-config.js';
 
+/** Why a node stopped: asked to (signal, API, HTTP), downed with `onDowned: 'exit'`, or closed. */
+export type StopReason = 'shutdown' | 'downed' | 'closed';
+
 export interface DoyenNode {
+  /** The current incarnation's transport, system and cluster (they change when the node restarts). */
   readonly transport: WsTransport;
+  readonly system: ActorSystem;
   readonly cluster: Cluster;
   readonly http: ManagementServer | undefined;
   readonly logger: Logger;
+  /** How many incarnations this node has run (1 until it restarts after a downing or a merge). */
+  readonly incarnations: number;
   /** Leaves the cluster gracefully (bounded by the leave timeout), then closes everything. */
   shutdown(): Promise<void>;
   /** Closes at once, without leaving: what a crash looks like to the others. */
   close(): Promise<void>;
-  /** Resolves once the node has closed, whoever asked (API, HTTP, signal). */
-  readonly closed: Promise<void>;
+  /** Resolves once the node has stopped for good, with the reason. */
+  readonly closed: Promise<StopReason>;
+}
+
+interface Incarnation {
+  readonly transport: WsTransport;
+  readonly cluster: Cluster;
+}
+
+/**
+ * Runs a node across incarnations: a node that is downed (with `onDowned: 'restart'`) or merged
+ * into a larger sub-cluster closes its transport and starts again at the same address with a
+ * new uid, joining through the members it knew and never forming a cluster of its own.
+ */
+class NodeRunner implements DoyenNode {
+  private current!: Incarnation;
+  private stopping: Promise<void> | undefined;
+  private restarting = false;
+  private finish: (reason: StopReason) => void = () => {};
+  readonly closed = new Promise<StopReason>((resolve) => (this.finish = resolve));
+  http: ManagementServer | undefined;
+  incarnations = 0;
+
+  constructor(
+    private readonly config: NodeConfig,
+    readonly logger: Logger,
+  ) {}
+
+  get transport(): WsTransport {
+    return this.current.transport;
+  }
+
+  get system(): ActorSystem {
+    return this.current.transport.system;
+  }
+
+  get cluster(): Cluster {
+    return this.current.cluster;
+  }
+
+  async startIncarnation(seeds: readonly NodeAddress[], mayFormCluster: boolean): Promise<void> {
+    const config = this.config;
+    const transport = await WsTransport.start({
+      cluster: config.cluster,
+      host: config.host,
+      port: config.port,
+      logger: this.logger,
+      wire: { ...config.wire, ...(config.secret !== undefined ? { secret: config.secret } : {}) },
+      ...(config.bindHost ? { bindHost: config.bindHost } : {}),
+    });
+    const cluster = Cluster.start(
+      transport.system,
+      {
+        ...config.clusterOptions,
+        seeds,
+        mayFormCluster: mayFormCluster && (config.clusterOptions?.mayFormCluster ?? true),
+        roles: config.roles ?? [],
+        ...(config.name ? { name: config.name } : {}),
+      },
+      {
+        onMemberRemoved: (node) => transport.forget(node),
+        onDowned: (known) => void this.onDowned(known),
+        onRejoin: (rejoinSeeds, reason) => void this.restart(rejoinSeeds, reason),
+      },
+    );
+    this.current = { transport, cluster };
+    this.incarnations++;
+  }
+
+  private async onDowned(known: readonly NodeAddress[]): Promise<void> {
+    if ((this.config.onDowned ?? 'restart') === 'exit' || known.length === 0) {
+      this.logger.warn({ event: 'node.downed-exit' }, 'downed: stopping this node');
+      await this.stop('downed');
+      return;
+    }
+    await this.restart(known, 'downed');
+  }
+
+  private async restart(seeds: readonly NodeAddress[], reason: 'downed' | 'merge'): Promise<void> {
+    if (this.restarting || this.stopping) return;
+    this.restarting = true;
+    const old = this.current;
+    this.logger.warn(
+      {
+        event: 'node.restart',
+        reason,
+        seeds: seeds.map((s) => `${s.host}:${s.port}`),
+        node: old.transport.system.nodeName,
+      },
+      `restarting as a new incarnation (${reason})`,
+    );
+    try {
+      old.cluster.stop();
+      await old.transport.close();
+      await this.startIncarnation(seeds, false);
+    } catch (error) {
+      this.logger.error({ event: 'node.restart-failed', err: error }, 'restart failed: stopping');
+      await this.stop('closed');
+    } finally {
+      this.restarting = false;
+    }
+  }
+
+  private stop(reason: StopReason): Promise<void> {
+    this.stopping ??= (async () => {
+      this.current.cluster.stop();
+      await this.http?.close();
+      await this.current.transport.close();
+      this.finish(reason);
+    })();
+    return this.stopping;
+  }
+
+  close(): Promise<void> {
+    return this.stop('closed');
+  }
+
+  private leaving: Promise<void> | undefined;
+
+  shutdown(): Promise<void> {
+    this.leaving ??= (async () => {
+      this.logger.info({ event: 'node.shutdown', node: this.system.nodeName }, 'leaving the cluster');
+      await this.current.cluster.leave();
+      await this.stop('shutdown');
+    })();
+    return this.leaving;
+  }
 }
 
 /**
@@ -27,60 +159,21 @@ export async function startNode(
 ): Promise<DoyenNode> {
   const config = validateNodeConfig(input);
   const logger = options.logger ?? createLogger({ level: config.logLevel ?? 'info' });
-  const transport = await WsTransport.start({
-    cluster: config.cluster,
-    host: config.host,
-    port: config.port,
-    logger,
-    wire: { ...config.wire, ...(config.secret !== undefined ? { secret: config.secret } : {}) },
-    ...(config.bindHost ? { bindHost: config.bindHost } : {}),
-  });
-  const cluster = Cluster.start(
-    transport.system,
-    {
-      ...config.clusterOptions,
-      seeds: config.seeds,
-      roles: config.roles ?? [],
-      ...(config.name ? { name: config.name } : {}),
-    },
-    { onMemberRemoved: (node) => transport.forget(node) },
-  );
-  let closing: Promise<void> | undefined;
-  let http: ManagementServer | undefined;
-  let markClosed: () => void = () => {};
-  const closedPromise = new Promise<void>((resolve) => (markClosed = resolve));
-  const close = () => {
-    closing ??= (async () => {
-      cluster.stop();
-      await http?.close();
-      await transport.close();
-      markClosed();
-    })();
-    return closing;
-  };
-  let shuttingDown: Promise<void> | undefined;
-  const shutdown = () => {
-    shuttingDown ??= (async () => {
-      logger.info({ event: 'node.shutdown', node: transport.system.nodeName }, 'leaving the cluster');
-      await cluster.leave();
-      await close();
-    })();
-    return shuttingDown;
-  };
+  const node = new NodeRunner(config, logger);
+  await node.startIncarnation(config.seeds, true);
   try {
     if (config.httpPort !== undefined) {
-      http = await ManagementServer.start({
+      node.http = await ManagementServer.start({
         host: config.bindHost ?? config.host,
         port: config.httpPort,
-        system: transport.system,
-        cluster,
-        onLeave: () => void shutdown(),
+        node,
+        onLeave: () => void node.shutdown(),
       });
     }
-    if (options.waitUntilUp !== false) await cluster.whenUp();
+    if (options.waitUntilUp !== false) await node.cluster.whenUp();
   } catch (error) {
-    await close();
+    await node.close();
     throw error;
   }
-  return { transport, cluster, http, logger, shutdown, close, closed: closedPromise };
+  return node;
 }

@@ -21,7 +21,7 @@ import {
 import { CloseCode, PROTOCOL_VERSION, WS_PATH } from './protocol.js';
 
 /** Bytes encoded per flush turn before yielding to the event loop. */
-const FLUSH_BUDGET_BYTES = 256 * 1024;
+const FLUSH_BUDGET_BYTES = 128 * 1024;
 
 type State = 'idle' | 'connecting' | 'ready' | 'backing-off' | 'closed';
 

@@ -15,8 +15,8 @@ import {
 import { CloseCode, PROTOCOL_VERSION, type RejectReason } from './protocol.js';
 import { checkEnvelope } from './validation.js';
 
-const INBOUND_BUDGET_MS = 2;
-const INBOUND_PAUSE_FRAMES = 4;
+const INBOUND_BUDGET_MS = 1;
+const INBOUND_PAUSE_FRAMES = 2;
 
 /** Callbacks from an inbound connection to the transport that owns it. */
 export interface InboundHooks {

@@ -90,14 +90,19 @@ export function createDowningMachine(deps: DowningDeps) {
     config.downing === 'keep-majority'
       ? { strategy: 'keep-majority', ...(sbr.role ? { role: sbr.role } : {}) }
       : config.downing === 'static-quorum'
-        ? { strategy: 'static-quorum', quorumSize: sbr.quorumSize ?? 1, ...(sbr.role ? { role: sbr.role } : {}) }
+        ? {
+            strategy: 'static-quorum',
+            quorumSize: sbr.quorumSize ?? 1,
+            ...(sbr.role ? { role: sbr.role } : {}),
+          }
         : config.downing === 'keep-oldest'
           ? { strategy: 'keep-oldest', downIfAlone: sbr.downIfAlone, ...(sbr.role ? { role: sbr.role } : {}) }
           : config.downing === 'down-all'
             ? { strategy: 'down-all' }
             : undefined;
   const active = strategy !== undefined || config.downing === 'lease-majority';
-  const stableAfter = (ctx: DowningContext) => sbr.stableAfterMs ?? defaultStableAfterMs(ctx.view?.members.length ?? 1);
+  const stableAfter = (ctx: DowningContext) =>
+    sbr.stableAfterMs ?? defaultStableAfterMs(ctx.view?.members.length ?? 1);
   const unstableLimit = (ctx: DowningContext) => {
     const extra = sbr.downAllWhenUnstableMs;
     if (extra === 'off') return 365 * 24 * 3600 * 1000;
@@ -109,14 +114,17 @@ export function createDowningMachine(deps: DowningDeps) {
     if (!view) return false;
     const ownReachable = deps.ownReachable();
     const { unreachable } = partitionView(inputOf(view, ownReachable));
-    const subjects = new Set(Object.keys(view.observations).filter((k) => (view.observations[k]?.length ?? 0) > 0));
+    const subjects = new Set(
+      Object.keys(view.observations).filter((k) => (view.observations[k]?.length ?? 0) > 0),
+    );
     // Candidates are the members this node can count on hearing from: itself, those nobody
     // reports unreachable, and those its own detector reaches. Indirectly connected members
     // that still talk to this side may decide (often the coordinator is one): one writer per
     // side. A member that is only "indirect" because a dead node once reported it cannot.
     const here = view.members.filter(
       (m) =>
-        !unreachable.has(m.key) && (m.key === view.selfKey || !subjects.has(m.key) || ownReachable.has(m.key)),
+        !unreachable.has(m.key) &&
+        (m.key === view.selfKey || !subjects.has(m.key) || ownReachable.has(m.key)),
     );
     const candidates = here.some((m) => m.status === 'up') ? here.filter((m) => m.status === 'up') : here;
     const lowest = [...candidates].sort((a, b) => a.age - b.age)[0];
@@ -182,7 +190,9 @@ export function createDowningMachine(deps: DowningDeps) {
       downAllWhenUnstable: () => sbr.downAllWhenUnstableMs !== 'off',
     },
     actors: {
-      acquireLease: fromPromise<boolean, { owner: string }>(async ({ input }) => sbr.lease!.acquire(input.owner)),
+      acquireLease: fromPromise<boolean, { owner: string }>(async ({ input }) =>
+        sbr.lease!.acquire(input.owner),
+      ),
     },
   }).createMachine({
     id: 'downing',
@@ -233,7 +243,11 @@ export function createDowningMachine(deps: DowningDeps) {
           waiting: {
             on: {
               'sbr.view': [
-                { guard: ({ event }) => !troubled(event, deps.ownReachable()), target: '#downing.stable', actions: 'takeView' },
+                {
+                  guard: ({ event }) => !troubled(event, deps.ownReachable()),
+                  target: '#downing.stable',
+                  actions: 'takeView',
+                },
                 { guard: 'changed', target: 'waiting', reenter: true, actions: 'takeView' },
                 { actions: 'takeView' },
               ],
@@ -284,7 +298,11 @@ export function createDowningMachine(deps: DowningDeps) {
       decided: {
         on: {
           'sbr.view': [
-            { guard: ({ event }) => !troubled(event, deps.ownReachable()), target: 'stable', actions: 'takeView' },
+            {
+              guard: ({ event }) => !troubled(event, deps.ownReachable()),
+              target: 'stable',
+              actions: 'takeView',
+            },
             { guard: 'changed', target: 'unstable', actions: 'takeView' },
             { actions: 'takeView' },
           ],

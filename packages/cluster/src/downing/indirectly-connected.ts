@@ -12,7 +12,11 @@ export function indirectlyConnected(
   selfKey: string,
   ownReachable: ReadonlySet<string>,
 ): Set<string> {
-  const subjects = new Set(Object.entries(observations).filter(([, o]) => o.length > 0).map(([s]) => s));
+  const subjects = new Set(
+    Object.entries(observations)
+      .filter(([, o]) => o.length > 0)
+      .map(([s]) => s),
+  );
   const observers = new Set(Object.values(observations).flat());
   const result = new Set<string>();
   for (const o of observers) if (subjects.has(o)) result.add(o);

@@ -53,10 +53,19 @@ export function resolve(strategy: StrategyConfig, input: SbrInput): SbrResolutio
   const { indirect, unreachable, clean } = partitionView(input);
   const base = { unreachable: [...unreachable], indirectlyConnected: [...indirect] };
   if (unreachable.size === 0) {
-    return { ...base, decision: 'down-indirectly-connected', down: [...indirect], reason: 'only indirectly connected members' };
+    return {
+      ...base,
+      decision: 'down-indirectly-connected',
+      down: [...indirect],
+      reason: 'only indirectly connected members',
+    };
   }
   const outcome = decideStrategy(strategy, { members: clean, unreachable });
-  return { ...base, ...downSet(outcome.decision, input.members, unreachable, indirect), reason: outcome.reason };
+  return {
+    ...base,
+    ...downSet(outcome.decision, input.members, unreachable, indirect),
+    reason: outcome.reason,
+  };
 }
 
 /** lease-majority: does this side look like the minority (then it waits before trying the lease)? */

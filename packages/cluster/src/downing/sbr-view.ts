@@ -19,7 +19,11 @@ export interface SbrView {
   readonly unreachable: ReadonlySet<string>;
 }
 
-export type SbrDecisionKind = 'down-unreachable' | 'down-reachable' | 'down-all' | 'down-indirectly-connected';
+export type SbrDecisionKind =
+  | 'down-unreachable'
+  | 'down-reachable'
+  | 'down-all'
+  | 'down-indirectly-connected';
 
 /** `host:port` ordered by host then numeric port: "the lowest address" of Akka's tie-break. */
 export function compareAddress(a: string, b: string): number {

@@ -1,4 +1,11 @@
-import { compareAddress, isCounted, type SbrDecisionKind, type SbrMember, type SbrView, withRole } from './sbr-view.js';
+import {
+  compareAddress,
+  isCounted,
+  type SbrDecisionKind,
+  type SbrMember,
+  type SbrView,
+  withRole,
+} from './sbr-view.js';
 
 /**
  * The Akka split-brain resolver strategies (seeds/003) as pure functions of one side's view.
