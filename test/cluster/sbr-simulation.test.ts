@@ -248,3 +248,38 @@ describe('split-brain resolver: seeded fault runs', () => {
     240_000,
   );
 });
+
+describe('lease-majority on the simulated network (in-memory lease arbiter on simulated time)', () => {
+  it('the side that acquires the lease survives; the minority tries only after its delay', async () => {
+    const { InMemoryLeaseArbiter } = await import('../../packages/lease/src/index.js');
+    const c = new SimCluster({ seed: 91, captureLogs: true });
+    const arbiter = new InMemoryLeaseArbiter(() => c.sim.now);
+    for (const n of FIVE) {
+      c.start(n, ['athens'], {
+        downing: 'lease-majority',
+        sbr: {
+          downIfAlone: true,
+          acquireLeaseDelayForMinorityMs: 2000,
+          lease: arbiter.lease('sbr', { ttlMs: 5000, timeoutMs: 1000 }),
+        },
+      });
+      await c.sim.runFor(200);
+    }
+    await c.sim.runUntil(() => c.converged(FIVE));
+    split(c, ['athens', 'byzantium'], ['cyrene', 'delphi', 'ephesus']);
+    await c.sim.runUntil(
+      () =>
+        status(c, 'athens') === 'down' &&
+        status(c, 'byzantium') === 'down' &&
+        c.converged(['cyrene', 'delphi', 'ephesus']),
+      { timeoutMs: 20_000 },
+    );
+    const decisions = c.sim.logEntries('sbr.decision');
+    expect(decisions.find((d) => d.node === '10.0.0.3:2552')).toMatchObject({
+      decision: 'down-unreachable',
+      reason: 'acquired the lease',
+    });
+    expect(decisions.find((d) => d.node === '10.0.0.1:2552')).toMatchObject({ decision: 'down-reachable' });
+    expect(arbiter.holder('sbr')).toMatch(/^10\.0\.0\.3:2552#/);
+  });
+});
