@@ -30,7 +30,7 @@ async function start(port: number, httpPort: number, seed: number, extra = {}) {
 const http = (port: number, path: string, method = 'GET') =>
   fetch(`http://127.0.0.1:${port}${path}`, { method }).then(async (r) => ({
     status: r.status,
-    body: await r.json(),
+    body: (await r.json()) as any,
   }));
 
 describe('HTTP management', () => {
