@@ -1,5 +1,6 @@
-// `pnpm bench membership [--nodes 3] [--kills 10] [--stall-seconds 30] [--join-runs 3]`: cluster membership
-// figures. Prints a table, then one JSON line.
+// `pnpm bench membership [--nodes 3] [--kills 10] [--stall-seconds 30] [--join-runs 3] [--downing MODE]`:
+// cluster membership figures. Prints a table, then one JSON line. 1 and 2 use the cluster's default downing
+// mode unless --downing names one (e.g. auto); 3 and 4 always use the defaults.
 //   1. crash detection: kill -9 one of 3 node processes (alternately a member and the coordinator); time to
 //      the first `member.unreachable` in any survivor and to `member.downed` in all survivors (p50, p99)
 //   2. false suspicions: one node process blocks its event loop 100 ms every 500 ms for 30 s; count the
@@ -10,6 +11,7 @@
 //   4. heartbeat traffic of the converged N = 10 and N = 50 clusters, beside the all-to-all figure
 // Node processes, ports and sockets are all on 127.0.0.1, ports picked at run time; every wait is bounded,
 // and no node process outlives the bench (see lib/membership-processes.ts).
+import { defaultClusterConfig } from '../packages/cluster/src/index.js';
 import {
   type KillSample,
   ProcessCluster,
@@ -26,7 +28,9 @@ import { installSignalCleanup, nodeWarnings } from './lib/membership-processes.j
 import { median, percentile, printResult } from './lib/stats.js';
 import { formatFigure, formatTable } from './lib/table.js';
 
-const args = parseFlags(process.argv.slice(2));
+const { numbers: args, downing: DOWNING } = parseFlags(process.argv.slice(2));
+/** Downing mode of the node processes (1, 2): the cluster's default unless --downing says otherwise. */
+const DOWNING_LABEL = DOWNING ?? `${defaultClusterConfig.downing} (cluster default)`;
 const NODES = args.nodes ?? 3;
 if (NODES < 2) throw new Error('--nodes must be at least 2');
 const KILLS = args.kills ?? 10;
@@ -57,10 +61,10 @@ const progress = (line: string) => process.stderr.write(`${line}\n`);
 const kills: KillSample[] = [];
 let stall: StallOutcome | undefined;
 if (KILLS > 0 || STALL_SECONDS > 0) {
-  progress(`1. crash detection: starting ${NODES} node processes …`);
+  progress(`1. crash detection: starting ${NODES} node processes, downing ${DOWNING_LABEL} …`);
   let cluster: ProcessCluster | undefined;
   try {
-    cluster = await ProcessCluster.start(NODES);
+    cluster = await ProcessCluster.start(NODES, DOWNING);
     await sleep(1_000); // a second of heartbeats before the first kill
     for (let i = 0; i < KILLS; i++) {
       const kind: VictimKind = i % 2 === 0 ? 'member' : 'coordinator';
@@ -91,6 +95,8 @@ type JoinCase = {
   label: string;
   /** Run this case at all (decided when its turn comes, from the cases before it). */
   when?: () => boolean;
+  /** Fewer runs than JOIN_RUNS, to keep the bench's time bounded. */
+  maxRuns?: number;
   traffic?: () => boolean;
   cluster?: JoinOptions['cluster'];
 };
@@ -118,14 +124,16 @@ const joinCases: JoinCase[] = [
     },
     traffic: () => stableTraffic('join50').length === 0,
     cluster: { failureDetector: { kind: 'phi-accrual', acceptableHeartbeatPauseMs: 5_000 } },
+    maxRuns: 2,
   },
 ];
 for (const c of JOIN_RUNS > 0 ? joinCases : []) {
   if (c.when && !c.when()) continue;
   const outcomes: JoinOutcome[] = [];
   joins.set(c.key, outcomes);
-  for (let run = 0; run < JOIN_RUNS; run++) {
-    progress(`3. join convergence: ${c.label}, run ${run + 1}/${JOIN_RUNS} …`);
+  const runCount = Math.min(JOIN_RUNS, c.maxRuns ?? JOIN_RUNS);
+  for (let run = 0; run < runCount; run++) {
+    progress(`3. join convergence: ${c.label}, run ${run + 1}/${runCount} …`);
     try {
       const outcome = await joinConvergence(c.n, {
         ...(c.traffic?.() ? { trafficMs: TRAFFIC_MS } : {}),
@@ -174,7 +182,7 @@ const remove = (ks: KillSample[]) => ks.map((k) => k.removeMs);
 const failover = coordinator.map((k) => k.failoverMs!);
 
 rows.push(
-  `1. kill -9, ${NODES} node processes, ${kills.length} kills (${member.length} member, ${coordinator.length} coordinator)`,
+  `1. kill -9, ${NODES} node processes, downing ${DOWNING_LABEL}, ${kills.length} kills (${member.length} member, ${coordinator.length} coordinator)`,
 );
 const crashRows: [string, string, number[], Target | undefined][] = [
   ['all kills: first member.unreachable, p50', 'detectP50Ms', detect(kills), undefined],
@@ -231,13 +239,14 @@ rows.push({
 });
 Object.assign(result, {
   crashNodes: NODES,
+  downing: DOWNING ?? defaultClusterConfig.downing,
   kills: kills.length,
   crashOtherUnreachable: otherUnreachable,
   akkaDefaultDetectionMs: AKKA_DETECTION_MS,
 });
 
 rows.push(
-  `2. one node stalls ${STALL.busyMs} ms every ${STALL.everyMs} ms for ${STALL_SECONDS} s (${NODES} nodes)`,
+  `2. one node stalls ${STALL.busyMs} ms every ${STALL.everyMs} ms for ${STALL_SECONDS} s (${NODES} nodes, same cluster)`,
 );
 if (stall) {
   rows.push({ label: '  stalls done', unit: 'count', value: stall.stalls });
@@ -276,7 +285,7 @@ if (stall) {
   });
 }
 
-rows.push(`3. join convergence, N nodes in one process started at once (median of ${JOIN_RUNS} runs)`);
+rows.push(`3. join convergence, N nodes in one process started at once (median of the runs)`);
 for (const c of joinCases) {
   const outcomes = joins.get(c.key);
   if (!outcomes) continue;
@@ -409,18 +418,24 @@ function sleep(msToWait: number): Promise<void> {
   return new Promise((r) => setTimeout(r, msToWait));
 }
 
-function parseFlags(argv: string[]): Record<string, number | undefined> {
+function parseFlags(argv: string[]): { numbers: Record<string, number | undefined>; downing?: string } {
   const known = new Set(['nodes', 'kills', 'stall-seconds', 'join-runs']);
-  const flags: Record<string, number | undefined> = {};
+  const numbers: Record<string, number | undefined> = {};
+  let downing: string | undefined;
   for (let i = 0; i < argv.length; i += 2) {
     const name = argv[i]!.replace(/^--/, '');
-    const value = Number(argv[i + 1]);
+    const raw = argv[i + 1];
+    if (name === 'downing' && raw) {
+      downing = raw;
+      continue;
+    }
+    const value = Number(raw);
     if (!known.has(name) || !Number.isInteger(value) || value < 0) {
       throw new Error(
-        `usage: pnpm bench membership [--nodes N] [--kills N] [--stall-seconds S] [--join-runs N]`,
+        'usage: pnpm bench membership [--nodes N] [--kills N] [--stall-seconds S] [--join-runs N] [--downing MODE]',
       );
     }
-    flags[name] = value;
+    numbers[name] = value;
   }
-  return flags;
+  return downing === undefined ? { numbers } : { numbers, downing };
 }

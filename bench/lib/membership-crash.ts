@@ -41,18 +41,25 @@ const CONVERGE_TIMEOUT_MS = 20_000;
 const REMOVAL_TIMEOUT_MS = 15_000;
 
 export class ProcessCluster {
-  private constructor(private readonly nodes: NodeProcess[]) {}
+  private constructor(
+    private readonly nodes: NodeProcess[],
+    private readonly nodeArgs: readonly string[],
+  ) {}
 
-  /** Starts `n` node processes on free ports and waits until they agree on an all-up membership. */
-  static async start(n: number): Promise<ProcessCluster> {
+  /**
+   * Starts `n` node processes on free ports and waits until they agree on an all-up membership.
+   * `downing` overrides the cluster's default downing mode.
+   */
+  static async start(n: number, downing?: string): Promise<ProcessCluster> {
     const ports = await freePorts(n);
     const seed = `127.0.0.1:${ports[0]}`;
     const nodes: NodeProcess[] = [];
-    const cluster = new ProcessCluster(nodes);
+    const nodeArgs = downing ? ['--downing', downing] : [];
+    const cluster = new ProcessCluster(nodes, nodeArgs);
     try {
-      nodes.push(NodeProcess.spawn(ports[0]!, [seed]));
+      nodes.push(NodeProcess.spawn(ports[0]!, [seed], nodeArgs));
       await nodes[0]!.whenUp();
-      for (const port of ports.slice(1)) nodes.push(NodeProcess.spawn(port, [seed]));
+      for (const port of ports.slice(1)) nodes.push(NodeProcess.spawn(port, [seed], nodeArgs));
       await Promise.all(nodes.map((node) => node.whenUp()));
       await cluster.converged();
       return cluster;
@@ -150,7 +157,7 @@ export class ProcessCluster {
     const seeds = survivors
       .map((n) => n.address)
       .sort((a, b) => +(b === after.coordinator) - +(a === after.coordinator));
-    this.nodes[slot] = NodeProcess.spawn(victim.port, seeds);
+    this.nodes[slot] = NodeProcess.spawn(victim.port, seeds, this.nodeArgs);
     await this.nodes[slot]!.whenUp();
     await this.converged();
     return sample;

@@ -45,7 +45,7 @@ interface Node {
   readonly sent: Map<string, number>;
 }
 
-const CONVERGE_TIMEOUT_MS = 20_000;
+const CONVERGE_TIMEOUT_MS = 12_000;
 
 export interface JoinOptions {
   /** Measure heartbeat traffic for this long after convergence. */

@@ -2,6 +2,7 @@
 // it is up and every cluster event it publishes, with wall-clock timestamps (see membership-messages.ts).
 //   --port P             port to bind (the first seed's own port lets it form the cluster)
 //   --seeds H:P,H:P      seed addresses
+//   --downing MODE       cluster downing mode (the cluster's default when absent)
 //   --stall B/E/F        once up, block the event loop for B ms every E ms, for F ms (e.g. 100/500/30000);
 //                        the parent can also start a stall over IPC ({ cmd: 'stall', ... })
 // It exits on SIGTERM (closing the node, not leaving) and when the IPC channel closes (the parent went away).
@@ -49,12 +50,15 @@ const { values } = parseArgs({
     port: { type: 'string' },
     seeds: { type: 'string' },
     stall: { type: 'string' },
+    downing: { type: 'string' },
   },
   strict: true,
 });
 const port = Number(values.port);
 if (!Number.isInteger(port) || port <= 0 || !values.seeds) {
-  console.error('usage: membership-node --port P --seeds H:P[,H:P] [--stall BUSY/EVERY/FOR]');
+  console.error(
+    'usage: membership-node --port P --seeds H:P[,H:P] [--downing MODE] [--stall BUSY/EVERY/FOR]',
+  );
   process.exit(2);
 }
 const { parseNodeAddress } = await import('../../packages/core/src/index.js');
@@ -71,6 +75,7 @@ try {
       seeds,
       secret: MEMBERSHIP_SECRET,
       logLevel: 'warn',
+      ...(values.downing ? { clusterOptions: { downing: values.downing as never } } : {}),
     },
     { waitUntilUp: false },
   );

@@ -73,7 +73,8 @@ describe('membership under seeded chaos', () => {
           if (rnd.chance(0.5)) c.sim.heal();
         }
         c.sim.heal();
-        await c.sim.runFor(20_000);
+        await c.sim.runUntil(() => consistent(c) === undefined, { timeoutMs: 20_000 }).catch(() => undefined);
+        await c.sim.runFor(3000);
         expect(consistent(c)).toBeUndefined();
       });
     },

@@ -25,6 +25,9 @@ export class SimCluster {
   readonly sim: Simulation;
   readonly nodes = new Map<string, SimNode>();
 
+  /** Runs for every node incarnation right after its cluster starts (e.g. to register singletons). */
+  onNodeStart: ((node: SimNode) => void) | undefined;
+
   /** Downed nodes restart as new incarnations that rejoin through the members they knew. */
   restartDowned = false;
   readonly downedAt: { name: string; time: number }[] = [];
@@ -81,6 +84,7 @@ export class SimCluster {
     );
     const node = { name, address, system, cluster };
     this.nodes.set(name, node);
+    this.onNodeStart?.(node);
     return node;
   }
 

@@ -167,3 +167,27 @@ describe('remote messaging over WebSocket', () => {
     ]);
   });
 });
+
+describe('fault injection (blackhole), for tests and demos', () => {
+  it('drops traffic to and from a blackholed peer until healed', async () => {
+    const a = await node();
+    const b = await node();
+    const toB = a.system.refFor(b.system.lookup('/user/inbox')!.id);
+    const toA = b.system.refFor(a.system.lookup('/user/inbox')!.id);
+    toB.send({ type: 'test.ping' });
+    toA.send({ type: 'test.ping' });
+    await eventually(() => a.inbox.length === 1 && b.inbox.length === 1, { what: 'warm-up' });
+    a.transport.blackhole([b.system.nodeName]);
+    toB.send({ type: 'test.n', n: 1 } as Message);
+    toA.send({ type: 'test.n', n: 2 } as Message);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(b.inbox).toHaveLength(1);
+    expect(a.inbox).toHaveLength(1);
+    a.transport.heal();
+    toB.send({ type: 'test.n', n: 3 } as Message);
+    toA.send({ type: 'test.n', n: 4 } as Message);
+    await eventually(() => a.inbox.length === 2 && b.inbox.length === 2, { what: 'traffic after the heal' });
+    expect(b.inbox[1]).toEqual({ type: 'test.n', n: 3 });
+    expect(a.inbox[1]).toEqual({ type: 'test.n', n: 4 });
+  });
+});

@@ -10,6 +10,7 @@ import type { SnapshotFrom } from 'xstate';
 import { type ClusterEvent, diffMemberships } from './cluster-events.js';
 import { type ClusterConfig, resolveClusterConfig } from './config.js';
 import { createDowningMachine, DOWNING_PATH } from './downing/downing-machine.js';
+import { defaultStableAfterMs } from './downing/resolver.js';
 import {
   createFailureDetectorMachine,
   type FailureDetectorContext,
@@ -67,6 +68,7 @@ export class Cluster {
   readonly self: SelfInfo;
   private readonly membershipRef: ActorRef;
   private readonly listeners = new Set<(event: ClusterEvent) => void>();
+  private readonly membershipListeners = new Set<(membership: Membership) => void>();
   private last: Membership | undefined;
   private lastSeq = 0;
   private status: NodeStatus = 'joining';
@@ -166,6 +168,12 @@ export class Cluster {
     return gone;
   }
 
+  /** The margin singletons wait after a downing (sbr.downRemovalMarginMs, default stable-after). */
+  downRemovalMarginMs(): number {
+    const size = this.last?.members.length ?? 1;
+    return this.config.sbr.downRemovalMarginMs ?? this.config.sbr.stableAfterMs ?? defaultStableAfterMs(size);
+  }
+
   /** Up members this node can reach (its own view: the coordinator's unreachable list and reports). */
   reachableMemberCount(): number {
     const snapshot = this.system.snapshotOf(this.membershipRef) as MembershipSnapshot | undefined;
@@ -192,6 +200,13 @@ export class Cluster {
   /** Asks the coordinator to down a member, by `host:port` or member key. */
   down(member: string): void {
     this.membershipRef.send({ type: 'cluster.down', member } as never);
+  }
+
+  /** Called with every membership this node adopts (and at once with the current one). */
+  subscribeMembership(listener: (membership: Membership) => void): () => void {
+    this.membershipListeners.add(listener);
+    if (this.last) listener(this.last);
+    return () => this.membershipListeners.delete(listener);
   }
 
   subscribe(listener: (event: ClusterEvent) => void): () => void {
@@ -267,6 +282,13 @@ export class Cluster {
       this.last = entry.membership;
       this.lastSeq = entry.seq;
       for (const e of events) this.publish(e);
+      for (const l of this.membershipListeners) {
+        try {
+          l(entry.membership);
+        } catch (error) {
+          this.system.logger.error({ event: 'cluster.listener-failed', err: error }, 'membership listener threw');
+        }
+      }
     }
     if (status !== this.status) {
       this.status = status;

@@ -1,6 +1,6 @@
 import type { ActorRef, Message, NodeAddress, UniqueNodeAddress } from '@doyen/core';
 import type { ClusterConfig } from './config.js';
-import { isLive, keyOf, type Member, nodeOf } from './member.js';
+import { isLive, keyOf, keyOfNode, type Member, nodeOf } from './member.js';
 import {
   addJoiner,
   coordinatorOf,
@@ -95,6 +95,12 @@ const FD_PATH = '/system/heartbeat';
 const MEMBERSHIP_PATH = '/system/membership';
 
 // ---- queries ----------------------------------------------------------------------------------
+
+/** Whether `ref` belongs to a live member of `m` (by its node incarnation). */
+function isLiveMember(m: Membership, ref: ActorRef): boolean {
+  const member = findMember(m, keyOfNode(ref.address.node));
+  return member !== undefined && isLive(member.status);
+}
 
 export function selfMember(env: Env, ctx: MembershipContext): Member | undefined {
   return ctx.membership ? findMember(ctx.membership, env.self.key) : undefined;
@@ -259,13 +265,18 @@ export function onAck(env: Env, ctx: MembershipContext, ack: Ack): Step {
       out: [],
       timeouts: [],
     }));
-    if (waiting.length === 0) step = chain(step, (c) => completeCollector(env, c, collector.id));
+    if (waiting.length === 0) step = chain(step, (c) => completeCollector(env, c, collector.id, true));
   }
   return step;
 }
 
-/** All acks in, or the timeout passed: answer the joiner, then mark it up. */
-export function completeCollector(env: Env, ctx: MembershipContext, id: number): Step {
+/**
+ * All acks in, or the timeout passed: answer the joiner. It is marked up only when every member
+ * acknowledged and nobody is unreachable (Akka's convergence rule): a member that became up
+ * while part of the cluster could not hear of it would count differently on the two sides of a
+ * partition, and the split-brain resolver's sides would disagree.
+ */
+export function completeCollector(env: Env, ctx: MembershipContext, id: number, allAcked = false): Step {
   const collector = ctx.collectors.find((c) => c.id === id);
   if (!collector || !ctx.membership) return noop(ctx);
   const rest = { ...ctx, collectors: ctx.collectors.filter((c) => c.id !== id) };
@@ -277,7 +288,7 @@ export function completeCollector(env: Env, ctx: MembershipContext, id: number):
     out: [sendTo({ kind: 'ref', ref: collector.replyTo }, welcome)],
     timeouts: [],
   };
-  if (!isCoordinator(env, rest)) return answered;
+  if (!isCoordinator(env, rest) || !allAcked || unreachableKeys(rest).length > 0) return answered;
   return chain(answered, (c) => publish(env, c, setStatus(c.membership!, [collector.joiner], 'up')));
 }
 
@@ -289,6 +300,9 @@ export function onUpdate(env: Env, ctx: MembershipContext, update: Update): Step
   const ack: Ack = { type: 'membership.ack', version: theirs.version, from: env.self.key };
   const ackOut = sendTo({ kind: 'ref', ref: update.replyTo }, ack);
   if (!mine) return noop(ctx);
+  // Only members of our own cluster may change our view: after a partition the other side's
+  // coordinator (whom we downed, or who downed us) may have a higher version of another history.
+  if (!isLiveMember(mine, update.replyTo)) return noop(ctx);
   if (theirs.version > mine.version) {
     // only from our own cluster: it names us, or we are in it and learn that we were taken out
     if (!includesSelfLive(env, theirs) && !includesSelfLive(env, mine)) return noop(ctx);
@@ -306,7 +320,7 @@ export function onUpdate(env: Env, ctx: MembershipContext, update: Update): Step
 
 export function onPull(env: Env, ctx: MembershipContext, pull: Pull): Step {
   const m = ctx.membership;
-  if (!m || pull.version >= m.version) return noop(ctx);
+  if (!m || pull.version >= m.version || !isLiveMember(m, pull.replyTo)) return noop(ctx);
   const update: Update = { type: 'membership.update', membership: m, replyTo: env.selfRef };
   return { context: ctx, out: [sendTo({ kind: 'ref', ref: pull.replyTo }, update)], timeouts: [] };
 }
@@ -328,6 +342,8 @@ export function onVersionSeen(
 ): Step {
   const m = ctx.membership;
   if (!m) return noop(ctx);
+  const peerMember = findMember(m, keyOfNode(peer));
+  if (!peerMember || !isLive(peerMember.status)) return noop(ctx);
   if (version < m.version && isCoordinator(env, ctx)) {
     const update: Update = { type: 'membership.update', membership: m, replyTo: env.selfRef };
     return { context: ctx, out: [sendTo({ kind: 'member', node: peer }, update)], timeouts: [] };
@@ -398,9 +414,10 @@ export function evaluate(env: Env, ctx: MembershipContext): Step {
   if (isCoordinator(env, ctx)) {
     // two versions, so every node sees the member unreachable before it sees it downed
     const marked = setUnreachable(m, unreachable);
-    const step = marked === m ? noop(ctx) : publish(env, ctx, marked);
+    const step = marked === m ? noop(ctx) : publish(env, ctx, marked, new Set(unreachable));
     if (env.config.downing !== 'auto' || unreachable.length === 0) return step;
-    return chain(step, (c) => publish(env, c, downMembers(c.membership!, unreachable)));
+    // the downed are not told: they are on the other side and form their own cluster
+    return chain(step, (c) => publish(env, c, downMembers(c.membership!, unreachable), new Set(unreachable)));
   }
   const me = selfMember(env, ctx);
   if (env.config.downing !== 'auto' || !me || me.status !== 'up') return noop(ctx);
@@ -408,8 +425,9 @@ export function evaluate(env: Env, ctx: MembershipContext): Step {
   const failed = new Set(unreachable);
   if (older.length === 0 || !older.every((x) => failed.has(keyOf(x)))) return noop(ctx);
   const marked = setUnreachable(m, unreachable);
-  const step = chain(marked === m ? noop(ctx) : publish(env, ctx, marked), (c) =>
-    publish(env, c, downMembers(c.membership!, older.map(keyOf))),
+  const cut = new Set(unreachable);
+  const step = chain(marked === m ? noop(ctx) : publish(env, ctx, marked, cut), (c) =>
+    publish(env, c, downMembers(c.membership!, older.map(keyOf)), cut),
   );
   // now the coordinator: down whatever else is unreachable too
   return chain(step, (c) => evaluate(env, c));
@@ -493,9 +511,11 @@ export function leaderActions(env: Env, ctx: MembershipContext): Step {
   if (exiting.length > 0) next = removeMembers(next, exiting);
   const leaving = m.members.filter((x) => x.status === 'leaving').map(keyOf);
   if (leaving.length > 0) next = setStatus(next, leaving, 'exiting');
-  const stuck = m.members
-    .filter((x) => x.status === 'joining' && !ctx.collectors.some((c) => c.joiner === keyOf(x)))
-    .map(keyOf);
+  // joiners whose collector timed out or was lost: up once nobody is unreachable (convergence)
+  const converged = unreachableKeys(ctx).length === 0;
+  const stuck = converged
+    ? m.members.filter((x) => x.status === 'joining' && !ctx.collectors.some((c) => c.joiner === keyOf(x))).map(keyOf)
+    : [];
   if (stuck.length > 0) next = setStatus(next, stuck, 'up');
   if (next === m) return noop(ctx);
   // several changes, one new version

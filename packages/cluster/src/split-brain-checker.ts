@@ -8,6 +8,9 @@ import type { MembershipContext } from './membership-protocol.js';
 
 export const SPLIT_BRAIN_CHECKER_PATH = '/system/split-brain-checker';
 
+/** Time for the merge orders to reach the other members before the initiator restarts. */
+const MERGE_SEND_GRACE_MS = 250;
+
 /** Membership -> checker: what it needs to know, after every change. */
 export interface SbcView {
   readonly type: 'sbc.view';
@@ -121,7 +124,8 @@ export function createSplitBrainCheckerMachine(deps: SplitBrainCheckerDeps) {
         );
       }
     }
-    deps.rejoin([merge.target], 'merge');
+    // the merge orders must leave before this node's transport closes for its own restart
+    system.clock.setTimeout(() => deps.rejoin([merge.target], 'merge'), MERGE_SEND_GRACE_MS);
   };
 
   return setup({

@@ -49,8 +49,16 @@ export class ActorCell implements Runnable {
     mailbox: MailboxConfig,
     private readonly supervision: SupervisionStrategy,
     readonly parent: ActorCell | undefined,
+    /** A persisted snapshot to resume from on the first start (e.g. a handed-over singleton). */
+    private initialSnapshot?: unknown,
   ) {
     this.mailbox = new Mailbox(mailbox);
+  }
+
+  /** xstate's persisted snapshot of the running actor (plain data), for hand-over. */
+  getPersistedSnapshot(): unknown {
+    const actor = this.actor as { getPersistedSnapshot?: () => unknown } | undefined;
+    return actor?.getPersistedSnapshot?.();
   }
 
   get isStopped(): boolean {
@@ -68,8 +76,11 @@ export class ActorCell implements Runnable {
   }
 
   start(): void {
+    const snapshot = this.initialSnapshot;
+    this.initialSnapshot = undefined;
     const actor = createActor(this.logic, {
       input: this.makeInput(),
+      ...(snapshot !== undefined ? { snapshot: snapshot as never } : {}),
       clock: this.host.clock,
       id: this.ref.path,
       ...(this.host.inspect ? { inspect: this.host.inspect } : {}),

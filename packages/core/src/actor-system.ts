@@ -73,6 +73,8 @@ export interface SpawnOptions<TInput = unknown> {
   readonly inputFrom?: (context: SpawnContext) => TInput;
   readonly mailbox?: Partial<MailboxConfig>;
   readonly supervision?: SupervisionStrategy;
+  /** Resume from a persisted xstate snapshot instead of the initial state (first start only). */
+  readonly snapshot?: unknown;
 }
 
 interface FunctionTarget {
@@ -175,6 +177,7 @@ export class ActorSystem implements RefHost, CellHost {
       { ...this.mailboxDefaults, ...options.mailbox },
       options.supervision ? validateSupervision(options.supervision) : this.supervisionDefault,
       parentCell,
+      options.snapshot,
     );
     ref.cell = cell;
     this.cells.set(path, cell);
@@ -212,6 +215,21 @@ export class ActorSystem implements RefHost, CellHost {
   /** The xstate snapshot of a local actor (for management and inspection). */
   snapshotOf(ref: ActorRef): unknown {
     return this.cells.get(ref.path)?.getSnapshot();
+  }
+
+  /** Paths of the running local actors (spawned ones, not function refs), e.g. for inspection. */
+  actorPaths(prefix = '/'): string[] {
+    return [...this.cells.keys()].filter((p) => p.startsWith(prefix));
+  }
+
+  /** Messages waiting in a local actor's mailbox. */
+  mailboxSize(ref: ActorRef): number {
+    return this.cells.get(ref.path)?.mailbox.size ?? 0;
+  }
+
+  /** xstate's persisted (serialisable) snapshot of a local actor. */
+  persistedSnapshotOf(ref: ActorRef): unknown {
+    return this.cells.get(ref.path)?.getPersistedSnapshot();
   }
 
   subscribeSnapshots(ref: ActorRef, listener: (snapshot: unknown) => void): () => void {

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { defaultClusterConfig, JoinFailedError } from '@doyen/cluster';
 import { createLogger, DoyenError, parseNodeAddress } from '@doyen/core';
 import { EtcdLease } from '@doyen/lease';
+import { INSPECTOR_USAGE, runInspectorServerCommand } from './inspector/server-cli.js';
 import type { NodeConfig } from './node-config.js';
 import { parseSeeds } from './node-config.js';
 import { startNode } from './start-node.js';
@@ -15,12 +16,16 @@ const USAGE = `usage: doyen node --cluster NAME --host H --port P --seeds H1:P1,
                   [--name N] [--roles a,b] [--http-port Q] [--secret S]
                   [--downing keep-majority|static-quorum|keep-oldest|down-all|lease-majority|auto|manual]
                   [--quorum-size N] [--on-downed restart|exit] [--bind-host B] [--config file.json]
-                  [--log-level info]
+                  [--enable-fault-injection] (tests and demos: POST /fault/blackhole, /fault/heal)
+                  [--log-level info] [--inspect] [--inspect-url ws://localhost:8080]
+       doyen inspector [--port 8080] [--open]
 
 Starts a cluster node. The node whose own address is the first seed may form the cluster.
 SIGTERM (or POST /cluster/leave) leaves gracefully and exits 0; a failed join exits ${ExitCode.joinFailed};
 a node downed by the split-brain resolver restarts as a new incarnation, or with
---on-downed exit, exits ${ExitCode.downed}. lease-majority needs an etcd: set "lease" in --config.`;
+--on-downed exit, exits ${ExitCode.downed}. lease-majority needs an etcd: set "lease" in --config.
+--inspect sends every machine to Stately's inspector through the server \`doyen inspector\` runs;
+with --http-port, GET /inspector serves a local live state chart page.`;
 
 function fail(message: string, code: number = ExitCode.usage): never {
   process.stderr.write(`doyen: ${message}\n`);
@@ -75,9 +80,21 @@ async function withLease(config: NodeConfig, lease: LeaseFileConfig | undefined)
 
 export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  if (command === 'inspector') {
+    if (rest.includes('--help')) fail(INSPECTOR_USAGE, ExitCode.ok);
+    const server = await runInspectorServerCommand(rest);
+    if ('error' in server) fail(server.error);
+    for (const signal of ['SIGINT', 'SIGTERM'] as const)
+      process.once(signal, () => {
+        server.stop();
+        process.exit(ExitCode.ok);
+      });
+    return;
+  }
   if (command !== 'node')
     fail(command === undefined || command === '--help' ? USAGE : `unknown command ${command}\n${USAGE}`);
   let values: Record<string, string | undefined>;
+  let inspectFlag = false;
   try {
     ({ values } = parseArgs({
       args: rest,
@@ -93,12 +110,16 @@ export async function main(argv: string[]): Promise<void> {
         downing: { type: 'string' },
         'quorum-size': { type: 'string' },
         'on-downed': { type: 'string' },
+        'enable-fault-injection': { type: 'boolean' },
         'bind-host': { type: 'string' },
         config: { type: 'string' },
         'log-level': { type: 'string' },
+        inspect: { type: 'boolean' },
+        'inspect-url': { type: 'string' },
       },
       strict: true,
-    }) as { values: Record<string, string | undefined> });
+    }) as unknown as { values: Record<string, string | undefined> });
+    inspectFlag = (values as Record<string, unknown>).inspect === true;
   } catch (error) {
     fail(`${(error as Error).message}\n${USAGE}`);
   }
@@ -138,6 +159,14 @@ export async function main(argv: string[]): Promise<void> {
           : {}),
       },
       ...(values['on-downed'] ? { onDowned: onDowned(values['on-downed']) } : {}),
+      ...((values as Record<string, unknown>)['enable-fault-injection'] === true
+        ? { faultInjection: true }
+        : {}),
+      ...(values['inspect-url']
+        ? { inspect: { url: values['inspect-url'] } }
+        : inspectFlag
+          ? { inspect: true }
+          : {}),
     };
     config = await withLease(config, (file as { lease?: LeaseFileConfig }).lease);
   } catch (error) {

@@ -1,3 +1,5 @@
 export * from './management-http.js';
 export * from './node-config.js';
 export * from './start-node.js';
+export * from './inspector/index.js';
+export * from './fault-injection.js';

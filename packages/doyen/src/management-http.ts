@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { type Cluster, keyOf, type Member } from '@doyen/cluster';
 import type { ActorSystem } from '@doyen/core';
 
@@ -29,6 +30,9 @@ export type Route = (
   response: ServerResponse,
   url: URL,
 ) => boolean | Promise<boolean>;
+
+/** Takes over an HTTP upgrade (WebSocket) request; returns true when it handled it. */
+export type UpgradeRoute = (request: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
 
 export function clusterView(cluster: Cluster): ClusterView {
   const state = cluster.state();
@@ -68,11 +72,26 @@ function json(response: ServerResponse, status: number, body: unknown): void {
  */
 export class ManagementServer {
   private readonly routes: Route[] = [];
+  private readonly upgradeRoutes: UpgradeRoute[] = [];
+  private readonly upgraded = new Set<Duplex>();
 
   private constructor(
     private readonly server: Server,
     readonly port: number,
-  ) {}
+  ) {
+    server.on('upgrade', (request: IncomingMessage, socket: Socket, head: Buffer) => {
+      this.upgraded.add(socket);
+      socket.once('close', () => this.upgraded.delete(socket));
+      socket.on('error', () => socket.destroy());
+      try {
+        for (const route of this.upgradeRoutes) if (route(request, socket, head)) return;
+      } catch {
+        socket.destroy();
+        return;
+      }
+      socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    });
+  }
 
   static async start(options: {
     readonly host: string;
@@ -151,7 +170,13 @@ export class ManagementServer {
     this.routes.push(route);
   }
 
+  /** Adds a handler for upgrade (WebSocket) requests; the sockets are closed with the server. */
+  onUpgrade(route: UpgradeRoute): void {
+    this.upgradeRoutes.push(route);
+  }
+
   close(): Promise<void> {
+    for (const socket of this.upgraded) socket.destroy();
     this.server.closeAllConnections();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }

@@ -28,6 +28,14 @@ export interface NodeConfig {
    * that rejoins through the members it knew (default), or `exit` (the CLI exits with code 4).
    */
   readonly onDowned?: 'restart' | 'exit';
+  /**
+   * Sends every machine of the node to Stately's inspector through `@statelyai/inspect`'s
+   * WebSocket inspector server (`doyen inspector`): `true` for `ws://localhost:8080`, or its `url`.
+   * The local page at `GET /inspector` of the HTTP endpoint needs no option.
+   */
+  readonly inspect?: boolean | { readonly url?: string };
+  /** Mount POST /fault/blackhole and /fault/heal (tests and demos only; never in production). */
+  readonly faultInjection?: boolean;
 }
 
 export function parseSeeds(text: string): NodeAddress[] {
@@ -51,6 +59,18 @@ export function validateNodeConfig(c: NodeConfig): NodeConfig {
     throw new InvalidConfigError(`bad port ${c.port}`);
   if (c.httpPort !== undefined && (!Number.isInteger(c.httpPort) || c.httpPort < 0 || c.httpPort > 65535)) {
     throw new InvalidConfigError(`bad http port ${c.httpPort}`);
+  }
+  if (typeof c.inspect === 'object' && c.inspect !== null && c.inspect.url !== undefined) {
+    let protocol = '';
+    try {
+      protocol = new URL(c.inspect.url).protocol;
+    } catch {
+      // reported below
+    }
+    if (protocol !== 'ws:' && protocol !== 'wss:')
+      throw new InvalidConfigError(
+        `inspect url must be ws:// or wss://, got ${JSON.stringify(c.inspect.url)}`,
+      );
   }
   if (c.seeds.length === 0)
     throw new InvalidConfigError('at least one seed is required (use your own address to form)');

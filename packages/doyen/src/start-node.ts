@@ -1,6 +1,9 @@
 import { Cluster } from '@doyen/cluster';
 import { type ActorSystem, createLogger, type Logger, type NodeAddress } from '@doyen/core';
 import { WsTransport } from '@doyen/wire';
+import { faultInjectionRoute } from './fault-injection.js';
+import { attachLocalInspector, type LocalInspector } from './inspector/local-inspector.js';
+import { inspectorUrlOf, StatelyBridge } from './inspector/stately.js';
 import { ManagementServer } from './management-http.js';
 import { type NodeConfig, validateNodeConfig } from './node-config.js';
 
@@ -41,12 +44,18 @@ class NodeRunner implements DoyenNode {
   private finish: (reason: StopReason) => void = () => {};
   readonly closed = new Promise<StopReason>((resolve) => (this.finish = resolve));
   http: ManagementServer | undefined;
+  localInspector: LocalInspector | undefined;
+  /** Sends every incarnation's machines to the Stately inspector (`inspect` in the config). */
+  readonly stately: StatelyBridge | undefined;
   incarnations = 0;
 
   constructor(
     private readonly config: NodeConfig,
     readonly logger: Logger,
-  ) {}
+  ) {
+    const url = inspectorUrlOf(config.inspect);
+    if (url) this.stately = new StatelyBridge({ url, logger });
+  }
 
   get transport(): WsTransport {
     return this.current.transport;
@@ -62,6 +71,7 @@ class NodeRunner implements DoyenNode {
 
   async startIncarnation(seeds: readonly NodeAddress[], mayFormCluster: boolean): Promise<void> {
     const config = this.config;
+    let label = `${config.host}:${config.port}#`;
     const transport = await WsTransport.start({
       cluster: config.cluster,
       host: config.host,
@@ -69,7 +79,9 @@ class NodeRunner implements DoyenNode {
       logger: this.logger,
       wire: { ...config.wire, ...(config.secret !== undefined ? { secret: config.secret } : {}) },
       ...(config.bindHost ? { bindHost: config.bindHost } : {}),
+      ...(this.stately ? { inspect: this.stately.observerFor(() => label) } : {}),
     });
+    label = incarnationLabel(transport.system);
     const cluster = Cluster.start(
       transport.system,
       {
@@ -114,6 +126,7 @@ class NodeRunner implements DoyenNode {
     try {
       old.cluster.stop();
       await old.transport.close();
+      this.stately?.forget(incarnationLabel(old.transport.system));
       await this.startIncarnation(seeds, false);
     } catch (error) {
       this.logger.error({ event: 'node.restart-failed', err: error }, 'restart failed: stopping');
@@ -126,8 +139,11 @@ class NodeRunner implements DoyenNode {
   private stop(reason: StopReason): Promise<void> {
     this.stopping ??= (async () => {
       this.current.cluster.stop();
+      this.localInspector?.close();
       await this.http?.close();
-      await this.current.transport.close();
+      // `closed` is what a crash looks like: no grace for queued messages
+      await this.current.transport.close(reason === 'closed' ? 0 : undefined);
+      this.stately?.stop();
       this.finish(reason);
     })();
     return this.stopping;
@@ -149,6 +165,11 @@ class NodeRunner implements DoyenNode {
   }
 }
 
+/** Names an incarnation for the Stately inspector: `host:port#uid`. */
+function incarnationLabel(system: ActorSystem): string {
+  return `${system.nodeName}#${system.node.uid}`;
+}
+
 /**
  * Starts a node: binds the transport, starts joining, serves HTTP management, and resolves
  * once the node is up. Rejects with `JoinFailedError` when no seed lets it in.
@@ -160,7 +181,12 @@ export async function startNode(
   const config = validateNodeConfig(input);
   const logger = options.logger ?? createLogger({ level: config.logLevel ?? 'info' });
   const node = new NodeRunner(config, logger);
-  await node.startIncarnation(config.seeds, true);
+  try {
+    await node.startIncarnation(config.seeds, true);
+  } catch (error) {
+    node.stately?.stop();
+    throw error;
+  }
   try {
     if (config.httpPort !== undefined) {
       node.http = await ManagementServer.start({
@@ -169,6 +195,23 @@ export async function startNode(
         node,
         onLeave: () => void node.shutdown(),
       });
+      if (config.faultInjection) {
+        node.http.addRoute(faultInjectionRoute(() => node.transport));
+        logger.warn(
+          { event: 'fault.enabled' },
+          'fault injection is enabled: POST /fault/blackhole, /fault/heal',
+        );
+      }
+      node.localInspector = attachLocalInspector(node.http, node);
+    }
+    const page = node.http ? `http://${config.host}:${node.http.port}/inspector` : undefined;
+    if (node.stately) {
+      logger.info(
+        { event: 'inspect.enabled', url: node.stately.url, open: node.stately.pageUrl, page },
+        `Stately inspector: machines go to ${node.stately.url}; open ${node.stately.pageUrl} (run \`doyen inspector\` there; it loads stately.ai, online only)${page ? `; local inspector: ${page}` : ''}`,
+      );
+    } else if (page) {
+      logger.debug({ event: 'inspector.page', page }, `local inspector: ${page}`);
     }
     if (options.waitUntilUp !== false) await node.cluster.whenUp();
   } catch (error) {

@@ -84,6 +84,30 @@ export class Association {
     else if (this.state === 'idle') this.connect();
   }
 
+  /** Nothing queued and nothing handed to the socket unwritten. */
+  get isFlushed(): boolean {
+    return this.queue.length === 0 && this.inflightBytes === 0;
+  }
+
+  /**
+   * Closes once what is queued has been written (a removed member must still get the message
+   * that tells it so), or after `graceMs` at the latest. Not connected: closes at once.
+   */
+  closeWhenFlushed(graceMs: number, reason = 'association closed'): Promise<void> {
+    return new Promise((resolve) => {
+      const deadline = Date.now() + graceMs;
+      const check = () => {
+        if (this.state !== 'ready' || this.isFlushed || Date.now() >= deadline) {
+          this.close(reason);
+          resolve();
+          return;
+        }
+        setTimeout(check, 5).unref();
+      };
+      check();
+    });
+  }
+
   /** Stops for good: queued messages become dead letters. */
   close(reason = 'association closed'): void {
     if (this.state === 'closed') return;

@@ -20,6 +20,8 @@ const INBOUND_PAUSE_FRAMES = 2;
 
 /** Callbacks from an inbound connection to the transport that owns it. */
 export interface InboundHooks {
+  /** Fault injection (tests, demos): true while traffic from this peer address must vanish. */
+  readonly blackholed?: (peerAddress: string) => boolean;
   readonly reject: (reason: RejectReason, detail: string, peer: string) => void;
   readonly handshakeDone: (connection: InboundConnection) => void;
   readonly closed: (connection: InboundConnection) => void;
@@ -146,6 +148,7 @@ export class InboundConnection {
       return;
     }
     this.peerName = `${formatNodeAddress(hello)}#${hello.uid}`;
+    this.peerAddress = formatNodeAddress(hello);
     if (hello.version !== PROTOCOL_VERSION) {
       this.close(
         CloseCode.wrongVersion,
@@ -176,6 +179,8 @@ export class InboundConnection {
     this.hooks.handshakeDone(this);
   }
 
+  private peerAddress: string | undefined;
+
   private onBatch(data: Buffer): void {
     let batch: unknown;
     try {
@@ -189,6 +194,8 @@ export class InboundConnection {
       return;
     }
     if (batch === 'reset') return;
+    // decoded all the same: the record definitions in it must not be lost
+    if (this.peerAddress !== undefined && this.hooks.blackholed?.(this.peerAddress)) return;
     if (!Array.isArray(batch)) {
       this.close(CloseCode.invalidPayload, 'bad-batch', 'a frame must be an array of envelopes');
       return;

@@ -16,6 +16,11 @@ import { resolveWireConfig, type WireConfig } from './config.js';
 import { InboundConnection } from './inbound.js';
 import { CloseCode, type RejectReason, WS_PATH } from './protocol.js';
 
+/** How long a removed peer's queued messages may take to leave. */
+const FORGET_GRACE_MS = 1000;
+/** How long a closing node waits for its queues to drain. */
+const CLOSE_GRACE_MS = 250;
+
 export interface PeerConnectedEvent {
   readonly node: UniqueNodeAddress;
   readonly lane: Lane;
@@ -29,6 +34,11 @@ export interface PeerConnectedEvent {
  */
 export class WsTransport implements RemoteTransport {
   private readonly associations = new Map<string, Association>();
+  /**
+   * Peers whose traffic silently vanishes in both directions (Akka's test-conductor blackhole).
+   * Only for tests and demos: a node exposes it only when started with fault injection enabled.
+   */
+  private readonly blackholed = new Set<string>();
   private readonly byNode = new WeakMap<UniqueNodeAddress, { system?: Association; user?: Association }>();
   private readonly inbound = new Set<InboundConnection>();
   private readonly rejectLog: RateLimitedLog;
@@ -60,6 +70,7 @@ export class WsTransport implements RemoteTransport {
       };
       const connection = new InboundConnection(system, config, socket, remote, {
         reject: (reason, detail, peer) => this.reject(reason, detail, peer),
+        blackholed: (peer) => this.blackholed.has(peer),
         handshakeDone: (c) => {
           settle();
           this.inbound.add(c);
@@ -123,6 +134,7 @@ export class WsTransport implements RemoteTransport {
       this.system.deadLetter(envelope.to, envelope.message, envelope.from, 'system-terminated');
       return;
     }
+    if (this.blackholed.size > 0 && this.blackholed.has(formatNodeAddress(node))) return;
     // Refs keep their node object, so most sends find their association without building a key.
     const cached = this.byNode.get(node);
     let association = lane === 'system' ? cached?.system : cached?.user;
@@ -140,13 +152,30 @@ export class WsTransport implements RemoteTransport {
     association.enqueue(envelope);
   }
 
-  /** Drops the associations to a node (the cluster removed it): queued messages become dead letters. */
+  /**
+   * Drops the associations to a node the cluster removed. What is already queued (such as the
+   * update telling it that it was downed) still goes out, within a short grace period.
+   */
   forget(node: NodeAddress): void {
     for (const lane of ['system', 'user'] as const) {
       const key = `${lane}|${formatNodeAddress(node)}`;
-      this.associations.get(key)?.close('peer removed');
+      const association = this.associations.get(key);
+      if (!association) continue;
       this.associations.delete(key);
+      void association.closeWhenFlushed(FORGET_GRACE_MS, 'peer removed');
     }
+  }
+
+  /** Fault injection: drop all traffic to and from these `host:port` peers until `heal`. */
+  blackhole(peers: readonly string[]): void {
+    for (const p of peers) this.blackholed.add(p);
+    this.system.logger.warn({ event: 'fault.blackhole', peers: [...this.blackholed] }, 'fault injection: blackholing peers');
+  }
+
+  heal(peers?: readonly string[]): void {
+    if (peers) for (const p of peers) this.blackholed.delete(p);
+    else this.blackholed.clear();
+    this.system.logger.warn({ event: 'fault.heal', peers: [...this.blackholed] }, 'fault injection: healed');
   }
 
   /** Messages waiting to be sent to a node on a lane (for tests and metrics). */
@@ -172,11 +201,14 @@ export class WsTransport implements RemoteTransport {
     );
   }
 
-  /** Closes every connection and the server, then terminates the actor system. */
-  async close(): Promise<void> {
+  /**
+   * Closes every connection and the server, then terminates the actor system. Queued system
+   * messages (a last membership update, a merge order) get `graceMs` to go out first.
+   */
+  async close(graceMs = CLOSE_GRACE_MS): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const a of this.associations.values()) a.close('node shutting down');
+    await Promise.all([...this.associations.values()].map((a) => a.closeWhenFlushed(graceMs, 'node shutting down')));
     this.associations.clear();
     for (const c of this.inbound) c.close(CloseCode.goingAway, 'shutdown', 'node shutting down');
     for (const client of this.server.clients) client.terminate();

@@ -34,9 +34,16 @@ export interface SbrResolution {
 /** The pieces of a decision before the strategy runs: who is unreachable, who is indirectly connected. */
 export function partitionView(input: SbrInput) {
   const live = new Set(input.members.map((m) => m.key));
+  // Reports from observers this node itself cannot reach are stale: they describe the world
+  // before the cut (and would make cleanly partitioned members look indirectly connected).
+  const cutOffFromMe = new Set(
+    Object.entries(input.observations)
+      .filter(([, observers]) => observers.includes(input.selfKey))
+      .map(([subject]) => subject),
+  );
   const observations: Record<string, string[]> = {};
   for (const [subject, observers] of Object.entries(input.observations)) {
-    const still = observers.filter((o) => live.has(o));
+    const still = observers.filter((o) => live.has(o) && !cutOffFromMe.has(o));
     if (live.has(subject) && still.length > 0) observations[subject] = still;
   }
   const indirect = indirectlyConnected(observations, input.selfKey, input.ownReachable);

@@ -84,16 +84,19 @@ export function oldestOf(members: readonly SbrMember[]): SbrMember | undefined {
 export function keepOldest(view: SbrView, downIfAlone: boolean, role?: string): StrategyOutcome {
   const oldest = oldestOf(withRole(view.members, role));
   if (!oldest) return yieldSide('no oldest member');
+  // "Alone" is judged pessimistically for both sides: our Joining members may not be Up
+  // anywhere yet (they do not keep the oldest company), while unreachable ones may be Up over
+  // there (they may). Two views that differ only in a joiner then still agree.
   const all = view.members;
-  const reachableAll = all.filter((m) => !view.unreachable.has(m.key));
+  const reachableCounted = all.filter((m) => !view.unreachable.has(m.key) && isCounted(m));
   const unreachableAll = all.filter((m) => view.unreachable.has(m.key));
   if (!view.unreachable.has(oldest.key)) {
-    if (downIfAlone && reachableAll.length === 1 && unreachableAll.length > 0) {
+    if (downIfAlone && reachableCounted.length === 1 && unreachableAll.length > 0) {
       return yieldSide(`oldest ${oldest.address} is alone here (down-if-alone)`);
     }
     return survive(`oldest ${oldest.address} is here`);
   }
-  if (downIfAlone && unreachableAll.length === 1 && reachableAll.length > 0) {
+  if (downIfAlone && unreachableAll.length === 1 && reachableCounted.length > 0) {
     return survive(`oldest ${oldest.address} is alone over there (down-if-alone)`);
   }
   return yieldSide(`oldest ${oldest.address} is over there`);

@@ -1,0 +1,202 @@
+import { type Cluster, keyOf, type Membership } from '@doyen/cluster';
+import {
+  type ActorRef,
+  type ActorSystem,
+  DoyenError,
+  type LocalActorRef,
+  type Message,
+  type SpawnOptions,
+} from '@doyen/core';
+import type { AnyActorLogic, EventFromLogic } from 'xstate';
+import { createManagerMachine, managerPath, proxyPath } from './manager-machine.js';
+import { registerSingletonMessages } from './messages.js';
+import { oldestOf } from './oldest.js';
+import { createProxyMachine } from './proxy-machine.js';
+
+export interface SingletonOptions {
+  /** Run only on the oldest member with this role. */
+  readonly role?: string;
+  readonly input?: unknown;
+  /** Pass the instance's persisted xstate snapshot to the new oldest on a graceful hand-over. */
+  readonly handOverSnapshot?: boolean;
+  /** The new oldest re-asks for the hand-over this often… */
+  readonly handOverRetryIntervalMs?: number;
+  /** …and logs a stuck hand-over after this many attempts (it then waits for the removal). */
+  readonly maxHandOverRetries?: number;
+  /** Wait after the former oldest was downed; default the cluster's down-removal margin. */
+  readonly downRemovalMarginMs?: number;
+  /** Proxy buffer while no instance is known (default 1000; the oldest are dropped). */
+  readonly bufferSize?: number;
+  /** Refuse proxy asks with NotEnoughMembers below this many reachable members. */
+  readonly minimumClusterSize?: number;
+  readonly mailbox?: SpawnOptions['mailbox'];
+}
+
+export class SingletonNameTakenError extends DoyenError {
+  constructor(name: string) {
+    super(`a singleton named ${name} is already registered on this node`, 'singleton-name-taken');
+  }
+}
+
+export interface SingletonInfo {
+  readonly name: string;
+  /** `host:port` of the node that runs it, as this node knows it. */
+  readonly oldest: string | null;
+  readonly runsHere: boolean;
+  readonly managerState: unknown;
+}
+
+interface Registered {
+  readonly name: string;
+  readonly role: string | undefined;
+  readonly manager: LocalActorRef;
+  readonly proxy: LocalActorRef;
+  instance: LocalActorRef | undefined;
+}
+
+/**
+ * Cluster singletons of one node: each registered singleton gets a manager (runs the instance
+ * when this node is the oldest) and a proxy (the ref everyone uses). Register the same
+ * singletons on every node.
+ */
+export class ClusterSingletons {
+  private readonly registered = new Map<string, Registered>();
+  private membership: Membership | undefined;
+
+  constructor(
+    readonly system: ActorSystem,
+    readonly cluster: Cluster,
+  ) {
+    registerSingletonMessages(system.messageTypes);
+    cluster.subscribeMembership((m) => {
+      this.membership = m;
+      for (const r of this.registered.values()) {
+        const msg = { type: 'singleton.membership', membership: m } as Message;
+        (r.manager as LocalActorRef).send(msg);
+        r.proxy.send(msg);
+      }
+    });
+  }
+
+  /** Registers a singleton; returns its proxy: `send` and `ask` work from any node. */
+  register<TLogic extends AnyActorLogic>(
+    name: string,
+    logic: TLogic,
+    options: SingletonOptions = {},
+  ): ActorRef<EventFromLogic<TLogic> & Message> {
+    if (this.registered.has(name)) throw new SingletonNameTakenError(name);
+    const { system, cluster } = this;
+    const instancePath = `/user/singleton-${name}`;
+    const inboxName = `singleton-${name}`;
+    let instance: LocalActorRef | undefined;
+    const registered: Partial<Registered> = { name, role: options.role };
+    const effects = {
+      startInstance: (snapshot: unknown) => {
+        instance = system.spawn(logic, {
+          name: `singleton-${name}-instance`,
+          ...(options.input !== undefined ? { input: options.input } : {}),
+          ...(options.mailbox ? { mailbox: options.mailbox } : {}),
+          ...(snapshot ? { snapshot } : {}),
+        });
+        (registered as Registered).instance = instance;
+        // The inbox forwards to the instance and reports proxies' drained markers to the manager.
+        system.removeFunctionRef(system.remoteRef(system.node, instancePath));
+        return system.functionRef(
+          inboxName,
+          (message) => {
+            if (message.type === 'singleton.drained') {
+              manager.send({ type: 'singleton.drain-progress', proxy: (message as unknown as { proxy: string }).proxy });
+            } else {
+              instance?.send(message);
+            }
+          },
+          'user',
+        );
+      },
+      stopInstance: (reason: string) => {
+        const ref = instance;
+        if (!ref) return undefined;
+        const snapshot = options.handOverSnapshot ? system.persistedSnapshotOf(ref) : undefined;
+        system.stop(ref);
+        system.removeFunctionRef(system.remoteRef(system.node, instancePath));
+        instance = undefined;
+        (registered as Registered).instance = undefined;
+        system.logger.info(
+          { event: 'singleton.stopped', singleton: name, node: system.nodeName, reason },
+          `singleton ${name} stopped (${reason})`,
+        );
+        return snapshot;
+      },
+      instanceBacklog: () => (instance ? system.mailboxSize(instance) : 0),
+    };
+    const manager = system.spawn(
+      createManagerMachine(
+        system,
+        {
+          name,
+          role: options.role,
+          handOverRetryIntervalMs: options.handOverRetryIntervalMs ?? 100,
+          maxHandOverRetries: options.maxHandOverRetries ?? 50,
+          downRemovalMarginMs:
+            options.downRemovalMarginMs ?? cluster.config.sbr.downRemovalMarginMs ?? cluster.downRemovalMarginMs(),
+          drainTimeoutMs: 1000,
+        },
+        effects,
+      ),
+      { name: managerPath(name).split('/')[2]!, parent: 'system' },
+    );
+    const proxy = system.spawn(
+      createProxyMachine(system, {
+        name,
+        role: options.role,
+        bufferSize: options.bufferSize ?? 1000,
+        identifyIntervalMs: 100,
+      }),
+      { name: proxyPath(name).split('/')[2]!, parent: 'system' },
+    );
+    Object.assign(registered, { manager, proxy });
+    this.registered.set(name, registered as Registered);
+    if (this.membership) {
+      manager.send({ type: 'singleton.membership', membership: this.membership });
+      proxy.send({ type: 'singleton.membership', membership: this.membership } as Message);
+    }
+    return this.guarded(proxy, options.minimumClusterSize) as unknown as ActorRef<EventFromLogic<TLogic> & Message>;
+  }
+
+  /** The proxy of a registered singleton. */
+  proxy<M extends Message = Message>(name: string): ActorRef<M> | undefined {
+    return this.registered.get(name)?.proxy as ActorRef<M> | undefined;
+  }
+
+  list(): SingletonInfo[] {
+    return [...this.registered.values()].map((r) => {
+      const oldest = this.membership ? oldestOf(this.membership, r.role) : undefined;
+      return {
+        name: r.name,
+        oldest: oldest?.address ?? null,
+        runsHere: r.instance !== undefined,
+        managerState: (this.system.snapshotOf(r.manager) as { value?: unknown } | undefined)?.value,
+      };
+    });
+  }
+
+  /** Where a singleton runs as this node knows it (member key), for tests and tools. */
+  oldestKey(name: string): string | undefined {
+    const r = this.registered.get(name);
+    const o = r && this.membership ? oldestOf(this.membership, r.role) : undefined;
+    return o && keyOf(o);
+  }
+
+  /** Wraps the proxy so that asks are refused with NotEnoughMembers below the minimum. */
+  private guarded(proxy: LocalActorRef, minimum: number | undefined): ActorRef {
+    if (minimum === undefined) return proxy;
+    const cluster = this.cluster;
+    const ask = proxy.ask.bind(proxy);
+    return Object.assign(Object.create(proxy) as LocalActorRef, {
+      ask: (build: never, opts?: never) => {
+        cluster.requireQuorum(minimum);
+        return ask(build, opts);
+      },
+    });
+  }
+}

@@ -1,0 +1,8 @@
+import { describe, it } from 'vitest';
+import { SBR_RUNS, sbrSeededRuns } from '../support/sbr-runs.js';
+
+describe('split-brain resolver under keep-majority: seeded fault runs', () => {
+  it(`one surviving side, then one cluster (${SBR_RUNS} seeded runs)`, async () => {
+    await sbrSeededRuns({ downing: 'keep-majority' }, 5000);
+  }, 400_000);
+});

@@ -1,0 +1,416 @@
+/**
+ * Real network partitions for CLI nodes: every node runs in its own network namespace (its own
+ * "host"), all wired through veth pairs to a Linux bridge in one more namespace. Partitions are
+ * firewall rules (nftables, or iptables when nft is missing) inside each host namespace, so a
+ * cut is directional per group and heals without touching links. Needs root and iproute2.
+ *
+ * Nothing here touches the machine's own interfaces: veth pairs are created inside the bridge
+ * namespace with their peer moved straight into the host namespace. Names carry the pid of the
+ * test process so that parallel runs do not collide.
+ */
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = 'packages/doyen/src/cli.ts';
+const TABLE = 'dyn_partition';
+
+export const NETNS_SKIP_MESSAGE = 'network-namespace tests need root and iproute2; skipped';
+
+function sh(cmd: string, args: string[], input?: string): string {
+  return execFileSync(cmd, args, {
+    input,
+    encoding: 'utf8',
+    stdio: ['pipe', 'pipe', 'pipe'],
+    timeout: 10_000,
+  });
+}
+
+function works(cmd: string, args: string[]): boolean {
+  try {
+    sh(cmd, args);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+type Firewall = 'nft' | 'iptables';
+
+let firewallTool: Firewall | undefined;
+
+function firewall(): Firewall | undefined {
+  firewallTool ??= works('nft', ['--version'])
+    ? 'nft'
+    : works('iptables', ['--version'])
+      ? 'iptables'
+      : undefined;
+  return firewallTool;
+}
+
+const hasCurl = () => works('curl', ['--version']);
+
+/** Namespaces of earlier runs that died without tearing down (their pid is gone). */
+function removeStaleNamespaces(): void {
+  let list = '';
+  try {
+    list = sh('ip', ['netns', 'list']);
+  } catch {
+    return;
+  }
+  for (const line of list.split('\n')) {
+    const name = line.split(' ')[0] ?? '';
+    const m = /^dyn-(?:br|h\d+)-(\d+)$/.exec(name);
+    if (!m) continue;
+    const pid = Number(m[1]);
+    if (pid === process.pid || isAlive(pid)) continue;
+    deleteNamespace(name);
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Kills what still runs inside one of our namespaces, then deletes it. */
+function deleteNamespace(ns: string): void {
+  try {
+    for (const pid of sh('ip', ['netns', 'pids', ns]).split(/\s+/).filter(Boolean)) {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  } catch {
+    // no such namespace
+  }
+  try {
+    sh('ip', ['netns', 'delete', ns]);
+  } catch {
+    // already gone
+  }
+}
+
+/** Runs a command to completion; rejects with its stderr on a non-zero exit. */
+function run(cmd: string, args: string[], input?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(cmd, args, { encoding: 'utf8', timeout: 10_000 }, (error, stdout, stderr) =>
+      error ? reject(new Error(`${cmd} ${args.join(' ')}: ${stderr || error.message}`)) : resolve(stdout),
+    );
+    child.stdin?.end(input ?? '');
+  });
+}
+
+let usable: boolean | undefined;
+
+/**
+ * True only when running as root, `ip netns` can create and delete a namespace, and nft or
+ * iptables is installed. Cached.
+ */
+export function canUseNetns(): boolean {
+  if (usable !== undefined) return usable;
+  usable = false;
+  if (process.platform !== 'linux' || process.getuid?.() !== 0) return usable;
+  const probe = `dyn-probe-${process.pid}`;
+  let ok = false;
+  try {
+    sh('ip', ['netns', 'add', probe]);
+    sh('ip', ['-n', probe, 'link', 'set', 'lo', 'up']);
+    ok = true;
+  } catch {
+    ok = false;
+  }
+  if (!works('ip', ['netns', 'delete', probe])) ok = false;
+  usable = ok && firewall() !== undefined;
+  if (usable) removeStaleNamespaces();
+  return usable;
+}
+
+export interface NetnsHost {
+  readonly name: string;
+  readonly index: number;
+  readonly ns: string;
+  readonly ip: string;
+}
+
+export interface ExitStatus {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+export interface NetnsNode {
+  readonly host: NetnsHost;
+  readonly process: ChildProcess;
+  /** Every stdout/stderr line. */
+  readonly logs: string[];
+  readonly exited: Promise<ExitStatus>;
+  /** The exit status once the process has exited. */
+  exitStatus(): ExitStatus | undefined;
+  /** Parsed JSON log lines with an `event` field. */
+  events(): Record<string, any>[];
+}
+
+export interface Topology {
+  readonly subnet: string;
+  readonly bridgeNs: string;
+  readonly hosts: readonly NetnsHost[];
+  host(name: string): NetnsHost;
+  /**
+   * Drops all IPv4 traffic between the two groups (host names), inbound and outbound on every
+   * host of both groups. Replaces an earlier partition of the same hosts.
+   */
+  partition(groupA: readonly string[], groupB: readonly string[]): Promise<void>;
+  /** Removes every partition rule. */
+  heal(): Promise<void>;
+  /** Starts `doyen node ...` inside a host's namespace. */
+  spawnNode(name: string, args: readonly string[]): NetnsNode;
+  /** GET from inside a host's namespace; undefined when it does not answer (or is not JSON). */
+  getJson(name: string, url: string, timeoutMs?: number): Promise<any>;
+  /** Any method from inside a host's namespace; undefined on failure, a non-2xx status or non-JSON. */
+  requestJson(name: string, url: string, options?: { method?: string; timeoutMs?: number }): Promise<any>;
+  /** SIGKILLs every node process started through this topology and waits for them. */
+  killNodes(): Promise<void>;
+  /** Kills every process and deletes every namespace; safe to call twice. */
+  teardown(): Promise<void>;
+}
+
+/**
+ * A bridge namespace `dyn-br-<pid>` and one namespace `dyn-h<i>-<pid>` per name, each with
+ * address 10.201.<k>.<i>/24 (k from the pid) on a veth whose peer is a bridge port.
+ */
+export function createTopology(names: readonly string[]): Topology {
+  const pid = process.pid;
+  const k = (pid % 250) + 1;
+  const subnet = `10.201.${k}.0/24`;
+  const bridgeNs = `dyn-br-${pid}`;
+  const hosts: NetnsHost[] = names.map((name, i) => ({
+    name,
+    index: i + 1,
+    ns: `dyn-h${i + 1}-${pid}`,
+    ip: `10.201.${k}.${i + 1}`,
+  }));
+  const namespaces = [bridgeNs, ...hosts.map((h) => h.ns)];
+  const nodes: NetnsNode[] = [];
+  const pending = new Set<ChildProcess>();
+  let tornDown = false;
+
+  const teardownSync = () => {
+    if (tornDown) return;
+    tornDown = true;
+    for (const child of pending) {
+      try {
+        child.kill('SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    for (const n of nodes) {
+      if (n.exitStatus() === undefined) n.process.kill('SIGKILL');
+    }
+    for (const ns of namespaces) deleteNamespace(ns);
+  };
+  process.once('exit', teardownSync);
+
+  const ipIn = (ns: string, ...args: string[]) => sh('ip', ['-n', ns, ...args]);
+  try {
+    for (const ns of namespaces) deleteNamespace(ns); // leftovers of a pid reused
+    sh('ip', ['netns', 'add', bridgeNs]);
+    ipIn(bridgeNs, 'link', 'set', 'lo', 'up');
+    ipIn(bridgeNs, 'link', 'add', 'br0', 'type', 'bridge');
+    ipIn(bridgeNs, 'link', 'set', 'br0', 'up');
+    for (const h of hosts) {
+      sh('ip', ['netns', 'add', h.ns]);
+      ipIn(h.ns, 'link', 'set', 'lo', 'up');
+      const port = `v${h.index}`;
+      ipIn(bridgeNs, 'link', 'add', port, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', h.ns);
+      ipIn(bridgeNs, 'link', 'set', port, 'master', 'br0');
+      ipIn(bridgeNs, 'link', 'set', port, 'up');
+      ipIn(h.ns, 'addr', 'add', `${h.ip}/24`, 'dev', 'eth0');
+      ipIn(h.ns, 'link', 'set', 'eth0', 'up');
+    }
+  } catch (error) {
+    teardownSync();
+    process.removeListener('exit', teardownSync);
+    throw error;
+  }
+
+  const byName = new Map(hosts.map((h) => [h.name, h]));
+  const host = (name: string): NetnsHost => {
+    const h = byName.get(name);
+    if (!h) throw new Error(`no host ${name}`);
+    return h;
+  };
+
+  const inNs = (h: NetnsHost, args: string[], input?: string) =>
+    run('ip', ['netns', 'exec', h.ns, ...args], input);
+
+  // One atomic nft transaction per host: (re)create our table with the blocked addresses.
+  const block = async (h: NetnsHost, others: readonly NetnsHost[]) => {
+    const ips = others.map((o) => o.ip);
+    if (firewall() === 'nft') {
+      const script = [
+        `table inet ${TABLE} {}`,
+        `delete table inet ${TABLE}`,
+        `table inet ${TABLE} {`,
+        `  set blocked { type ipv4_addr; elements = { ${ips.join(', ')} } }`,
+        '  chain input { type filter hook input priority -10; policy accept; ip saddr @blocked drop; }',
+        '  chain output { type filter hook output priority -10; policy accept; ip daddr @blocked drop; }',
+        '}',
+      ].join('\n');
+      await inNs(h, ['nft', '-f', '-'], `${script}\n`);
+    } else {
+      await unblock(h);
+      for (const ip of ips) {
+        await inNs(h, ['iptables', '-w', '-A', 'INPUT', '-s', ip, '-j', 'DROP']);
+        await inNs(h, ['iptables', '-w', '-A', 'OUTPUT', '-d', ip, '-j', 'DROP']);
+      }
+    }
+  };
+
+  const unblock = async (h: NetnsHost) => {
+    if (firewall() === 'nft') {
+      await inNs(h, ['nft', '-f', '-'], `table inet ${TABLE} {}\ndelete table inet ${TABLE}\n`);
+    } else {
+      // our own fresh namespace: INPUT and OUTPUT hold nothing but partition rules
+      await inNs(h, ['iptables', '-w', '-F', 'INPUT']);
+      await inNs(h, ['iptables', '-w', '-F', 'OUTPUT']);
+    }
+  };
+
+  const useCurl = hasCurl();
+
+  const requestJson = (
+    name: string,
+    url: string,
+    { method = 'GET', timeoutMs = 2000 }: { method?: string; timeoutMs?: number } = {},
+  ): Promise<any> => {
+    const h = host(name);
+    const cmd = useCurl
+      ? ['netns', 'exec', h.ns, 'curl', '-s', '-f', '-X', method, '-m', String(timeoutMs / 1000), url]
+      : [
+          'netns',
+          'exec',
+          h.ns,
+          process.execPath,
+          '-e',
+          `fetch(process.argv[1],{method:process.argv[2],signal:AbortSignal.timeout(${timeoutMs})})` +
+            '.then(r=>r.ok?r.text():Promise.reject()).then(t=>process.stdout.write(t),()=>process.exit(1))',
+          url,
+          method,
+        ];
+    return new Promise((resolve) => {
+      const child = execFile('ip', cmd, { timeout: timeoutMs + 3000, encoding: 'utf8' }, (error, stdout) => {
+        pending.delete(child);
+        if (error) return resolve(undefined);
+        try {
+          resolve(JSON.parse(stdout));
+        } catch {
+          resolve(undefined);
+        }
+      });
+      pending.add(child);
+    });
+  };
+
+  /** SIGKILLs the nodes still running; waits for them (bounded, so a hook cannot hang). */
+  const killAll = async () => {
+    const waiting = nodes.map((n) => n.exited);
+    for (const n of nodes) if (n.exitStatus() === undefined) n.process.kill('SIGKILL');
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(waiting), new Promise((r) => (timer = setTimeout(r, 5000)))]);
+    clearTimeout(timer);
+  };
+
+  return {
+    subnet,
+    bridgeNs,
+    hosts,
+    host,
+    async partition(groupA, groupB) {
+      const a = groupA.map(host);
+      const b = groupB.map(host);
+      const overlap = a.filter((h) => b.includes(h));
+      if (overlap.length > 0) throw new Error(`${overlap[0]!.name} is on both sides`);
+      // all hosts at once, so the cut is as simultaneous as a real one
+      await Promise.all([...a.map((h) => block(h, b)), ...b.map((h) => block(h, a))]);
+    },
+    async heal() {
+      await Promise.all(hosts.map(unblock));
+    },
+    spawnNode(name, args) {
+      const h = host(name);
+      const child = spawn(
+        'ip',
+        [
+          'netns',
+          'exec',
+          h.ns,
+          process.execPath,
+          '--import',
+          'tsx',
+          '--conditions=@doyen/source',
+          CLI,
+          ...args,
+        ],
+        { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, DOYEN_LOG_LEVEL: 'info' } },
+      );
+      const logs: string[] = [];
+      const collect = (stream: NodeJS.ReadableStream) => {
+        let rest = '';
+        stream.on('data', (chunk: Buffer) => {
+          const parts = (rest + chunk.toString()).split('\n');
+          rest = parts.pop() ?? '';
+          logs.push(...parts.filter(Boolean));
+        });
+        stream.on('end', () => {
+          if (rest) logs.push(rest);
+          rest = '';
+        });
+      };
+      collect(child.stdout!);
+      collect(child.stderr!);
+      let status: ExitStatus | undefined;
+      // 'close' (not 'exit'): every line is in `logs` once it fires
+      const exited = new Promise<ExitStatus>((resolve) =>
+        child.on('close', (code, signal) => resolve((status = { code, signal }))),
+      );
+      const node: NetnsNode = {
+        host: h,
+        process: child,
+        logs,
+        exited,
+        exitStatus: () => status,
+        events: () =>
+          logs.flatMap((l) => {
+            if (!l.startsWith('{')) return [];
+            try {
+              const j = JSON.parse(l) as Record<string, any>;
+              return typeof j.event === 'string' ? [j] : [];
+            } catch {
+              return [];
+            }
+          }),
+      };
+      nodes.push(node);
+      return node;
+    },
+    getJson: (name, url, timeoutMs = 2000) => requestJson(name, url, { timeoutMs }),
+    requestJson,
+    async killNodes() {
+      await killAll();
+      nodes.length = 0;
+    },
+    async teardown() {
+      if (tornDown) return;
+      await killAll();
+      teardownSync();
+      process.removeListener('exit', teardownSync);
+    },
+  };
+}

@@ -1,0 +1,52 @@
+import { expect } from 'vitest';
+import type { ClusterConfig } from '../../packages/cluster/src/index.js';
+import { forEachSeed, SeededRandom } from '../../packages/testkit/src/index.js';
+import { GREEK, SimCluster } from './sim-cluster.js';
+import { withNotebook } from './sim-singletons.js';
+
+const FIVE = GREEK.slice(0, 5) as unknown as string[];
+
+/** How many seeded runs per strategy (170 × 3 strategies = 510); DOYEN_SINGLETON_RUNS overrides. */
+export const SINGLETON_RUNS = Number(process.env.DOYEN_SINGLETON_RUNS ?? 170);
+
+/**
+ * Seeded runs with crashes, pauses, partitions and graceful leaves under one downing strategy:
+ * the notebook singleton never has two instances alive at the same instant (checked after
+ * every simulated step).
+ */
+export async function singletonSeededRuns(config: Partial<ClusterConfig>, firstSeed: number): Promise<void> {
+  const seeds = Array.from({ length: SINGLETON_RUNS }, (_, i) => firstSeed + i);
+  await forEachSeed(seeds, async (seed) => {
+    const c = new SimCluster({ seed }, config);
+    c.restartDowned = true;
+    for (const n of FIVE) {
+      c.start(n);
+      await c.sim.runFor(100);
+    }
+    await c.sim.runUntil(() => c.converged(FIVE), { description: 'initial convergence' });
+    const nb = withNotebook(c);
+    const rnd = new SeededRandom(seed).fork('singleton-faults');
+    await c.sim.runFor(300);
+    for (let step = 0; step < 3; step++) {
+      const names = [...c.nodes.keys()];
+      const roll = rnd.next();
+      if (roll < 0.3 && names.length > 1) c.crash(rnd.pick(names));
+      else if (roll < 0.55) c.sim.pause(c.get(rnd.pick(names)).system, 300 + rnd.int(2500));
+      else if (roll < 0.8) {
+        const side = names.filter(() => rnd.chance(0.5));
+        const other = names.filter((n) => !side.includes(n));
+        if (side.length && other.length) {
+          c.sim.partition(
+            side.map((n) => c.get(n).system),
+            other.map((n) => c.get(n).system),
+          );
+        }
+      } else if (names.includes('athens')) void c.get(names[0]!).cluster.leave();
+      await c.sim.runFor(1000 + rnd.int(3000));
+      if (rnd.chance(0.6)) c.sim.heal();
+    }
+    c.sim.heal();
+    await c.sim.runFor(4000);
+    expect(nb.peak()).toBeLessThanOrEqual(1);
+  });
+}
