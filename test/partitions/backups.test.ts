@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { allocate, movedBackups, type PartitionTable } from '../../packages/partitions/src/index.js';
+import {
+  allocate,
+  movedBackups,
+  type PartitionTable,
+  partitionsOwnedBy,
+} from '../../packages/partitions/src/index.js';
+import { optimalBackupMoves } from './min-cost-backups.js';
 import {
   backupCounts,
   backupLowerBound,
@@ -46,6 +52,7 @@ describe('backups', () => {
       const keys = keysOf(range(n + 1));
       expect(expectWellFormed(after, keys, backupCount)).toEqual([]);
       expect(movedBackups(before, after)).toBe(backupLowerBound(before, after, keys));
+      expect(movedBackups(before, after)).toBe(optimalBackupMoves(before, after.owners, keys, backupCount));
       // Old members only drop backups; every new one goes to the newcomer.
       const newcomerShare = backupCounts(after, [memberKey(n)])[0]!;
       expect(movedBackups(before, after)).toBe(newcomerShare);
@@ -65,7 +72,31 @@ describe('backups', () => {
           0,
         );
         expect(movedBackups(before, after)).toBe(backupLowerBound(before, after, keysOf(ids)));
+        expect(movedBackups(before, after)).toBe(
+          optimalBackupMoves(before, after.owners, keysOf(ids), backupCount),
+        );
         expect(movedBackups(before, after)).toBeLessThanOrEqual(lost);
+      }
+    }
+  });
+
+  it('spread one owner’s backups over all other members', () => {
+    // So that when a member fails, its partitions are promoted on (and re-backed up by) many
+    // members, not one. Not a hard guarantee of the flow, a property of its tie-breaking.
+    for (const n of [3, 4, 8, 13, 20]) {
+      for (const backupCount of [1, 2, 3]) {
+        const table = allocate(undefined, members(range(n)), { partitionCount: P, backupCount });
+        const keys = keysOf(range(n));
+        for (const owner of keys) {
+          const owned = partitionsOwnedBy(table, owner);
+          const partners = keys
+            .filter((key) => key !== owner)
+            .map((key) => owned.filter((p) => table.backups[p]!.includes(key)).length);
+          expect(
+            spreadOf(partners),
+            `${n} members, ${backupCount} backups, owner ${owner}`,
+          ).toBeLessThanOrEqual(backupCount + 1);
+        }
       }
     }
   });

@@ -286,7 +286,10 @@ export class Cluster {
         try {
           l(entry.membership);
         } catch (error) {
-          this.system.logger.error({ event: 'cluster.listener-failed', err: error }, 'membership listener threw');
+          this.system.logger.error(
+            { event: 'cluster.listener-failed', err: error },
+            'membership listener threw',
+          );
         }
       }
     }

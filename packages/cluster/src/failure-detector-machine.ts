@@ -13,6 +13,9 @@ export type PeerStatus = 'reachable' | 'suspect' | 'unreachable';
 
 export interface FailureDetectorContext {
   readonly version: number;
+  /** Live members (keys) we answer heartbeats from, and the downed ones we tell so. */
+  readonly memberKeys: readonly string[];
+  readonly failedKeys: readonly string[];
   /** Monitored peers (member keys) and what the detector currently thinks of each. */
   readonly peers: Readonly<Record<string, PeerStatus>>;
 }
@@ -60,6 +63,17 @@ export function createFailureDetectorMachine(deps: {
     event: FailureDetectorEvent;
   }) => {
     if (event.type !== 'heartbeat.ping') return;
+    const from = keyOfNode(event.from);
+    if (!context.memberKeys.includes(from)) {
+      // Not one of ours. If we downed it, say so (Akka's quarantine): it may still believe it
+      // is a member and run singletons; silence alone would leave it guessing for seconds.
+      if (context.failedKeys.includes(from)) {
+        system
+          .remoteRef(event.from, '/system/membership')
+          .send({ type: 'membership.downed-notice', by: self.key } as Message);
+      }
+      return;
+    }
     const pong: HeartbeatPong = { type: 'heartbeat.pong', from: self.node, version: context.version };
     system.remoteRef(event.from, HEARTBEAT_PATH).send(pong);
     if (event.version !== context.version && context.version > 0) {
@@ -73,7 +87,7 @@ export function createFailureDetectorMachine(deps: {
     actions: { answerPing },
   }).createMachine({
     id: 'failureDetector',
-    context: { version: 0, peers: {} },
+    context: { version: 0, peers: {}, memberKeys: [], failedKeys: [] },
     initial: 'idle',
     on: {
       'heartbeat.ping': { actions: 'answerPing' },
@@ -101,7 +115,12 @@ export function createFailureDetectorMachine(deps: {
             peers[key] = context.peers[key] ?? 'reachable';
           }
           for (const key of Object.keys(context.peers)) if (!(key in peers)) registry.remove(key);
-          return { version: membership.version, peers };
+          return {
+            version: membership.version,
+            peers,
+            memberKeys: members.map((m) => m.key),
+            failedKeys: membership.failed.map(keyOf),
+          };
         }),
       },
       'heartbeat.pong': {

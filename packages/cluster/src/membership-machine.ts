@@ -20,6 +20,7 @@ import {
   MEMBERSHIP_PATH,
   type MembershipContext,
   onAck,
+  onDownedNotice,
   onDownRequest,
   onJoin,
   onLeave,
@@ -35,7 +36,17 @@ import {
   selfMember,
   welcomed,
 } from './membership-protocol.js';
-import type { Ack, DownRequest, Join, Leave, Pull, ReachabilityReport, Update, Welcome } from './messages.js';
+import type {
+  Ack,
+  DownedNotice,
+  DownRequest,
+  Join,
+  Leave,
+  Pull,
+  ReachabilityReport,
+  Update,
+  Welcome,
+} from './messages.js';
 import { SPLIT_BRAIN_CHECKER_PATH, sbcView } from './split-brain-checker.js';
 
 /** Local (not networked) events: from this node's failure detector and its API. */
@@ -59,6 +70,7 @@ export type MembershipEvent =
   | Pull
   | Leave
   | DownRequest
+  | DownedNotice
   | ReachabilityReport
   | MembershipLocalEvent;
 
@@ -123,6 +135,30 @@ export function createMembershipMachine(deps: MembershipDeps) {
   }
 
   const selfStatus = (ctx: MembershipContext) => selfMember(env, ctx)?.status;
+
+  /**
+   * A leaving node is still a member: it keeps observing, and a split-brain decision (or the
+   * news that it was downed) must still take it out, or it would outlive a partition as a
+   * second side with its singletons running.
+   */
+  const stillDeciding = {
+    'sbr.execute': {
+      actions: apply((c, e) => {
+        const x = e as { down: readonly string[]; unreachable: readonly string[] };
+        return executeDowning(env, c, x.down, x.unreachable);
+      }),
+    },
+    'membership.downed-notice': { actions: apply((c, e) => onDownedNotice(env, c, (e as DownedNotice).by)) },
+    'membership.reachability': {
+      actions: apply((c, e) => onReachabilityReport(env, c, e as ReachabilityReport)),
+    },
+    'fd.reachability': {
+      actions: apply((c, e) => {
+        const r = e as { subject: string; reachable: boolean };
+        return onOwnReachability(env, c, r.subject, r.reachable);
+      }),
+    },
+  } as const;
 
   return setup({
     types: {
@@ -218,6 +254,9 @@ export function createMembershipMachine(deps: MembershipDeps) {
           },
           'membership.leave': { actions: apply((c, e) => onLeave(env, c, e as Leave)) },
           'membership.down': { actions: apply((c, e) => onDownRequest(env, c, (e as DownRequest).member)) },
+          'membership.downed-notice': {
+            actions: apply((c, e) => onDownedNotice(env, c, (e as DownedNotice).by)),
+          },
           'cluster.down': {
             actions: apply((c, e) => onDownRequest(env, c, (e as { member: string }).member)),
           },
@@ -280,6 +319,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
           { guard: 'selfExiting', target: 'exiting' },
         ],
         on: {
+          ...stillDeciding,
           'membership.update': { actions: apply((c, e) => onUpdate(env, c, e as Update)) },
           'membership.join': { actions: apply((c, e) => onJoin(env, c, e as Join)) },
           'membership.ack': { actions: apply((c, e) => onAck(env, c, e as Ack)) },
@@ -293,6 +333,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
       exiting: {
         always: [{ guard: 'selfGoneAfterLeaving', target: 'removed' }],
         on: {
+          ...stillDeciding,
           'membership.update': { actions: apply((c, e) => onUpdate(env, c, e as Update)) },
         },
         after: { leaveTimeout: 'removed' },

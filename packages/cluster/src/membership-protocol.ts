@@ -471,6 +471,17 @@ export function executeDowning(
   return chain(first, (c) => publish(env, c, downMembers(c.membership!, down), exclude));
 }
 
+/**
+ * A member of our cluster says it downed us (we still heartbeat it): believe it when it is a
+ * live member in our view, and take ourselves out at once, as Akka does on quarantine.
+ */
+export function onDownedNotice(env: Env, ctx: MembershipContext, by: string): Step {
+  const m = ctx.membership;
+  const sender = m && findMember(m, by);
+  if (!m || !sender || !isLive(sender.status) || by === env.self.key) return noop(ctx);
+  return adopt(env, ctx, downMembers(m, [env.self.key]));
+}
+
 // ---- leaving ----------------------------------------------------------------------------------
 
 /** This node wants to leave: the coordinator marks itself leaving; a member asks the coordinator. */
@@ -514,7 +525,9 @@ export function leaderActions(env: Env, ctx: MembershipContext): Step {
   // joiners whose collector timed out or was lost: up once nobody is unreachable (convergence)
   const converged = unreachableKeys(ctx).length === 0;
   const stuck = converged
-    ? m.members.filter((x) => x.status === 'joining' && !ctx.collectors.some((c) => c.joiner === keyOf(x))).map(keyOf)
+    ? m.members
+        .filter((x) => x.status === 'joining' && !ctx.collectors.some((c) => c.joiner === keyOf(x)))
+        .map(keyOf)
     : [];
   if (stuck.length > 0) next = setStatus(next, stuck, 'up');
   if (next === m) return noop(ctx);

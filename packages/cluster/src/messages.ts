@@ -49,6 +49,12 @@ export interface DownRequest {
   readonly member: string;
 }
 
+/** A member -> a node it has downed that still heartbeats it: you are out (Akka's quarantine). */
+export interface DownedNotice {
+  readonly type: 'membership.downed-notice';
+  readonly by: string;
+}
+
 /** Observer -> members: my failure detector changed its mind about `subject`. */
 export interface ReachabilityReport {
   readonly type: 'membership.reachability';
@@ -159,6 +165,7 @@ export function registerClusterMessages(types: MessageTypes): void {
   types.register('membership.ack', check({ version: isInt, from: isKey }));
   types.register('membership.pull', check({ version: isInt, replyTo: isRef }));
   types.register(['membership.leave', 'membership.down'], check({ member: isKey }));
+  types.register('membership.downed-notice', check({ by: isKey }));
   types.register(
     'membership.reachability',
     check({ observer: isKey, subject: isKey, reachable: (v) => typeof v === 'boolean' }),

@@ -16,6 +16,7 @@ const USAGE = `usage: doyen node --cluster NAME --host H --port P --seeds H1:P1,
                   [--name N] [--roles a,b] [--http-port Q] [--secret S]
                   [--downing keep-majority|static-quorum|keep-oldest|down-all|lease-majority|auto|manual]
                   [--quorum-size N] [--on-downed restart|exit] [--bind-host B] [--config file.json]
+                  [--partitions 271] (0: no partition allocator)
                   [--enable-fault-injection] (tests and demos: POST /fault/blackhole, /fault/heal)
                   [--log-level info] [--inspect] [--inspect-url ws://localhost:8080]
        doyen inspector [--port 8080] [--open]
@@ -111,6 +112,7 @@ export async function main(argv: string[]): Promise<void> {
         'quorum-size': { type: 'string' },
         'on-downed': { type: 'string' },
         'enable-fault-injection': { type: 'boolean' },
+        partitions: { type: 'string' },
         'bind-host': { type: 'string' },
         config: { type: 'string' },
         'log-level': { type: 'string' },
@@ -159,6 +161,9 @@ export async function main(argv: string[]): Promise<void> {
           : {}),
       },
       ...(values['on-downed'] ? { onDowned: onDowned(values['on-downed']) } : {}),
+      ...(values.partitions !== undefined
+        ? { partitions: { ...file.partitions, count: int('partitions', values.partitions)! } }
+        : {}),
       ...((values as Record<string, unknown>)['enable-fault-injection'] === true
         ? { faultInjection: true }
         : {}),

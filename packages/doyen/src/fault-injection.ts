@@ -23,7 +23,10 @@ function reply(response: ServerResponse, status: number, body: unknown): void {
  */
 export function faultInjectionRoute(transport: () => WsTransport): Route {
   return async (request, response, url) => {
-    if (request.method !== 'POST' || (url.pathname !== '/fault/blackhole' && url.pathname !== '/fault/heal')) {
+    if (
+      request.method !== 'POST' ||
+      (url.pathname !== '/fault/blackhole' && url.pathname !== '/fault/heal')
+    ) {
       return false;
     }
     let body: { peers?: unknown };

@@ -1,5 +1,5 @@
+export * from './fault-injection.js';
+export * from './inspector/index.js';
 export * from './management-http.js';
 export * from './node-config.js';
 export * from './start-node.js';
-export * from './inspector/index.js';
-export * from './fault-injection.js';

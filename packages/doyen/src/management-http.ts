@@ -3,6 +3,8 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type Cluster, keyOf, type Member } from '@doyen/cluster';
 import type { ActorSystem } from '@doyen/core';
+import type { PartitionService } from '@doyen/partitions';
+import type { ClusterSingletons } from '@doyen/singleton';
 
 /** One row of `GET /cluster`. */
 export interface MemberView {
@@ -97,7 +99,12 @@ export class ManagementServer {
     readonly host: string;
     readonly port: number;
     /** Read on every request: the node's system and cluster change when it restarts. */
-    readonly node: { readonly system: ActorSystem; readonly cluster: Cluster };
+    readonly node: {
+      readonly system: ActorSystem;
+      readonly cluster: Cluster;
+      readonly singletons?: ClusterSingletons;
+      readonly partitions?: PartitionService | undefined;
+    };
     readonly onLeave: () => void;
   }): Promise<ManagementServer> {
     let self: ManagementServer | undefined;
@@ -116,6 +123,34 @@ export class ManagementServer {
       for (const route of self?.routes ?? []) if (await route(request, response, url)) return;
       if (path === '/cluster' && method === 'GET') return json(response, 200, clusterView(cluster));
       if (path === '/health/alive' && method === 'GET') return json(response, 200, { alive: true });
+      if (path === '/singletons' && method === 'GET') {
+        const singletons = options.node.singletons?.list() ?? [];
+        return json(
+          response,
+          200,
+          singletons.map((x) => ({
+            name: x.name,
+            node: x.oldest,
+            runsHere: x.runsHere,
+            state: x.managerState,
+          })),
+        );
+      }
+      if (path === '/partitions' && method === 'GET') {
+        const table = options.node.partitions?.table();
+        if (!options.node.partitions)
+          return json(response, 404, { error: 'partitions are off on this node' });
+        const owners = (table?.owners ?? []).map((k) => (k ? k.slice(0, k.lastIndexOf('#')) : ''));
+        const counts: Record<string, number> = {};
+        for (const o of owners) if (o) counts[o] = (counts[o] ?? 0) + 1;
+        return json(response, 200, {
+          version: table?.version ?? 0,
+          partitionCount: options.node.partitions.partitionCount,
+          owners,
+          counts,
+          backups: (table?.backups ?? []).map((b) => b.map((k) => k.slice(0, k.lastIndexOf('#')))),
+        });
+      }
       if (path === '/health/ready' && method === 'GET') {
         const status = cluster.state().status;
         return json(response, status === 'up' ? 200 : 503, { ready: status === 'up', status });
@@ -152,7 +187,15 @@ export class ManagementServer {
         cluster.down(target);
         return json(response, 202, { downing: target });
       }
-      const known = ['/cluster', '/health/alive', '/health/ready', '/metrics', '/cluster/leave'];
+      const known = [
+        '/cluster',
+        '/health/alive',
+        '/health/ready',
+        '/metrics',
+        '/cluster/leave',
+        '/singletons',
+        '/partitions',
+      ];
       if (known.includes(path) || down)
         return json(response, 405, { error: `${method} not allowed on ${path}` });
       return json(response, 404, { error: `no route ${path}` });

@@ -34,6 +34,8 @@ export interface NodeConfig {
    * The local page at `GET /inspector` of the HTTP endpoint needs no option.
    */
   readonly inspect?: boolean | { readonly url?: string };
+  /** The fixed-partition allocator singleton: `count` 0 turns it off (default 271 partitions). */
+  readonly partitions?: { readonly count?: number; readonly backupCount?: number; readonly role?: string };
   /** Mount POST /fault/blackhole and /fault/heal (tests and demos only; never in production). */
   readonly faultInjection?: boolean;
 }

@@ -1,10 +1,16 @@
 import { Cluster } from '@doyen/cluster';
 import { type ActorSystem, createLogger, type Logger, type NodeAddress } from '@doyen/core';
+import { ALLOCATOR_SINGLETON, allocatorLogic, PartitionService } from '@doyen/partitions';
+import { ClusterSingletons } from '@doyen/singleton';
 import { WsTransport } from '@doyen/wire';
 import { faultInjectionRoute } from './fault-injection.js';
 import { attachLocalInspector, type LocalInspector } from './inspector/local-inspector.js';
 import { inspectorUrlOf, StatelyBridge } from './inspector/stately.js';
 import { ManagementServer } from './management-http.js';
+
+/** Hazelcast's default partition count. */
+export const DEFAULT_PARTITION_COUNT = 271;
+
 import { type NodeConfig, validateNodeConfig } from './node-config.js';
 
 /** Why a node stopped: asked to (signal, API, HTTP), downed with `onDowned: 'exit'`, or closed. */
@@ -15,6 +21,10 @@ export interface DoyenNode {
   readonly transport: WsTransport;
   readonly system: ActorSystem;
   readonly cluster: Cluster;
+  /** Register cluster singletons here (on every node); `register` returns the proxy ref. */
+  readonly singletons: ClusterSingletons;
+  /** The partition table and key routing (undefined with `partitions: { count: 0 }`). */
+  readonly partitions: PartitionService | undefined;
   readonly http: ManagementServer | undefined;
   readonly logger: Logger;
   /** How many incarnations this node has run (1 until it restarts after a downing or a merge). */
@@ -30,6 +40,8 @@ export interface DoyenNode {
 interface Incarnation {
   readonly transport: WsTransport;
   readonly cluster: Cluster;
+  readonly singletons: ClusterSingletons;
+  readonly partitions: PartitionService | undefined;
 }
 
 /**
@@ -69,6 +81,14 @@ class NodeRunner implements DoyenNode {
     return this.current.cluster;
   }
 
+  get singletons(): ClusterSingletons {
+    return this.current.singletons;
+  }
+
+  get partitions(): PartitionService | undefined {
+    return this.current.partitions;
+  }
+
   async startIncarnation(seeds: readonly NodeAddress[], mayFormCluster: boolean): Promise<void> {
     const config = this.config;
     let label = `${config.host}:${config.port}#`;
@@ -97,7 +117,30 @@ class NodeRunner implements DoyenNode {
         onRejoin: (rejoinSeeds, reason) => void this.restart(rejoinSeeds, reason),
       },
     );
-    this.current = { transport, cluster };
+    const singletons = new ClusterSingletons(transport.system, cluster);
+    const count = config.partitions?.count ?? DEFAULT_PARTITION_COUNT;
+    let partitions: PartitionService | undefined;
+    if (count > 0) {
+      partitions = new PartitionService(transport.system, cluster, count);
+      singletons.register(
+        ALLOCATOR_SINGLETON,
+        allocatorLogic({
+          system: transport.system,
+          cluster,
+          service: partitions,
+          options: {
+            partitionCount: count,
+            ...(config.partitions?.backupCount !== undefined
+              ? { backupCount: config.partitions.backupCount }
+              : {}),
+            ...(config.partitions?.role !== undefined ? { role: config.partitions.role } : {}),
+          },
+          ackTimeoutMs: 2000,
+        }),
+        config.partitions?.role !== undefined ? { role: config.partitions.role } : {},
+      );
+    }
+    this.current = { transport, cluster, singletons, partitions };
     this.incarnations++;
   }
 

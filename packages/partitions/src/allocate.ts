@@ -11,10 +11,11 @@ import type { PartitionTable } from './partition-table.js';
  *   partitions; the ⌈P/N⌉ quotas go to the members already holding the most (ties: smaller key).
  *   With no eligible member every owner is ''.
  * - Minimal movement: a member keeps its previous partitions up to its quota; only orphans and
- *   surpluses move, so the number of owner changes equals `optimalMoves`. A freed partition goes
- *   to one of its previous backups when that member has room (it already has the data).
+ *   surpluses move, so the number of owner changes equals `optimalMoves`. Freed partitions go
+ *   to one of their previous backups (it already has the data) for as many as quotas allow.
  * - Backups: min(backupCount, N - 1) distinct backups per partition, never the owner, member
- *   backup counts within 1 of each other, previous backups kept where still valid.
+ *   backup counts within 1 of each other, and the fewest new backup assignments any such layout
+ *   needs (still-valid previous backups are free); one owner's backups spread over the others.
  *
  * `version` is previous.version + 1 (1 for the first table), even when nothing moved. Throws
  * InvalidConfigError (or a subclass) for bad options or keys, PartitionCountMismatchError when

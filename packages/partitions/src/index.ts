@@ -19,3 +19,5 @@ export {
   partitionsOwnedBy,
   validateTable,
 } from './partition-table.js';
+export * from './service/allocator-machine.js';
+export * from './service/partition-service.js';

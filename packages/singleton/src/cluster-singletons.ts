@@ -105,7 +105,10 @@ export class ClusterSingletons {
           inboxName,
           (message) => {
             if (message.type === 'singleton.drained') {
-              manager.send({ type: 'singleton.drain-progress', proxy: (message as unknown as { proxy: string }).proxy });
+              manager.send({
+                type: 'singleton.drain-progress',
+                proxy: (message as unknown as { proxy: string }).proxy,
+              });
             } else {
               instance?.send(message);
             }
@@ -138,7 +141,9 @@ export class ClusterSingletons {
           handOverRetryIntervalMs: options.handOverRetryIntervalMs ?? 100,
           maxHandOverRetries: options.maxHandOverRetries ?? 50,
           downRemovalMarginMs:
-            options.downRemovalMarginMs ?? cluster.config.sbr.downRemovalMarginMs ?? cluster.downRemovalMarginMs(),
+            options.downRemovalMarginMs ??
+            cluster.config.sbr.downRemovalMarginMs ??
+            cluster.downRemovalMarginMs(),
           drainTimeoutMs: 1000,
         },
         effects,
@@ -160,7 +165,9 @@ export class ClusterSingletons {
       manager.send({ type: 'singleton.membership', membership: this.membership });
       proxy.send({ type: 'singleton.membership', membership: this.membership } as Message);
     }
-    return this.guarded(proxy, options.minimumClusterSize) as unknown as ActorRef<EventFromLogic<TLogic> & Message>;
+    return this.guarded(proxy, options.minimumClusterSize) as unknown as ActorRef<
+      EventFromLogic<TLogic> & Message
+    >;
   }
 
   /** The proxy of a registered singleton. */

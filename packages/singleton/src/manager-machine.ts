@@ -60,7 +60,11 @@ export function proxyPath(name: string): string {
  *   the membership and the down-removal margin has passed, so that under the safe downing
  *   strategies the downed side has stopped its instance first.
  */
-export function createManagerMachine(system: ActorSystem, settings: ManagerSettings, effects: ManagerEffects) {
+export function createManagerMachine(
+  system: ActorSystem,
+  settings: ManagerSettings,
+  effects: ManagerEffects,
+) {
   const selfKey = `${system.nodeName}#${system.node.uid}`;
   const log = (event: string, fields: Record<string, unknown>, msg: string) =>
     system.logger.info({ event, singleton: settings.name, ...fields }, msg);
@@ -71,7 +75,10 @@ export function createManagerMachine(system: ActorSystem, settings: ManagerSetti
   const selfStatus = (m: Membership | undefined) => m?.members.find((x) => keyOf(x) === selfKey)?.status;
   const managerAt = (key: string) => {
     const i = key.lastIndexOf('#');
-    return system.remoteRef(nodeOf({ address: key.slice(0, i), uid: key.slice(i + 1) }), managerPath(settings.name));
+    return system.remoteRef(
+      nodeOf({ address: key.slice(0, i), uid: key.slice(i + 1) }),
+      managerPath(settings.name),
+    );
   };
   const isOldest = (c: ManagerContext) => c.oldestKey === selfKey;
   const selfGone = (c: ManagerContext) => {
@@ -111,9 +118,17 @@ export function createManagerMachine(system: ActorSystem, settings: ManagerSetti
       }),
       finishHandOver: assign(({ context }) => {
         const snapshot = effects.stopInstance('handed over');
-        const done: HandedOver = { type: 'singleton.handed-over', name: settings.name, snapshot: snapshot ?? null };
+        const done: HandedOver = {
+          type: 'singleton.handed-over',
+          name: settings.name,
+          snapshot: snapshot ?? null,
+        };
         context.handOverTo?.send(done as Message);
-        log('singleton.handed-over', { to: context.handOverTo?.id }, `singleton ${settings.name} handed over`);
+        log(
+          'singleton.handed-over',
+          { to: context.handOverTo?.id },
+          `singleton ${settings.name} handed over`,
+        );
         return { inbox: undefined, handOverTo: undefined, pendingDrains: [] };
       }),
       answerNotRunning: ({ event }) => {
@@ -149,8 +164,15 @@ export function createManagerMachine(system: ActorSystem, settings: ManagerSetti
       younger: {
         always: [
           { guard: 'selfGone', target: 'end' },
-          { guard: ({ context }) => isOldest(context) && context.formerOldest === undefined, target: 'oldest' },
-          { guard: ({ context }) => isOldest(context) && fateOf(context.formerOldest!, context.membership!) === 'alive', target: 'becomingOldest' },
+          {
+            guard: ({ context }) => isOldest(context) && context.formerOldest === undefined,
+            target: 'oldest',
+          },
+          {
+            guard: ({ context }) =>
+              isOldest(context) && fateOf(context.formerOldest!, context.membership!) === 'alive',
+            target: 'becomingOldest',
+          },
           // gone without a hand-over (downed, or removed before it confirmed): wait the margin
           { guard: 'isOldest', target: 'takingOver' },
         ],
@@ -162,8 +184,16 @@ export function createManagerMachine(system: ActorSystem, settings: ManagerSetti
         entry: [
           assign({ retries: 0 }),
           ({ context }) => {
-            log('singleton.hand-over-requested', { from: context.formerOldest }, 'asking the former oldest to hand over');
-            const ask: HandOverToMe = { type: 'singleton.hand-over-to-me', name: settings.name, replyTo: managerAt(selfKey) };
+            log(
+              'singleton.hand-over-requested',
+              { from: context.formerOldest },
+              'asking the former oldest to hand over',
+            );
+            const ask: HandOverToMe = {
+              type: 'singleton.hand-over-to-me',
+              name: settings.name,
+              replyTo: managerAt(selfKey),
+            };
             managerAt(context.formerOldest!).send(ask);
           },
         ],
@@ -171,7 +201,10 @@ export function createManagerMachine(system: ActorSystem, settings: ManagerSetti
           { guard: 'selfGone', target: 'end' },
           { guard: 'notOldest', target: 'younger' },
           { guard: ({ context }) => !context.formerOldest, target: 'oldest' },
-          { guard: ({ context }) => fateOf(context.formerOldest!, context.membership!) !== 'alive', target: 'takingOver' },
+          {
+            guard: ({ context }) => fateOf(context.formerOldest!, context.membership!) !== 'alive',
+            target: 'takingOver',
+          },
         ],
         on: {
           'singleton.handed-over': {
@@ -189,11 +222,19 @@ export function createManagerMachine(system: ActorSystem, settings: ManagerSetti
               ({ context }) => {
                 if (context.retries === settings.maxHandOverRetries) {
                   system.logger.warn(
-                    { event: 'singleton.hand-over-stuck', singleton: settings.name, former: context.formerOldest },
+                    {
+                      event: 'singleton.hand-over-stuck',
+                      singleton: settings.name,
+                      former: context.formerOldest,
+                    },
                     `no hand-over from ${context.formerOldest} after ${context.retries} attempts; waiting until it is removed`,
                   );
                 }
-                const ask: HandOverToMe = { type: 'singleton.hand-over-to-me', name: settings.name, replyTo: managerAt(selfKey) };
+                const ask: HandOverToMe = {
+                  type: 'singleton.hand-over-to-me',
+                  name: settings.name,
+                  replyTo: managerAt(selfKey),
+                };
                 managerAt(context.formerOldest!).send(ask);
               },
             ],
@@ -202,7 +243,11 @@ export function createManagerMachine(system: ActorSystem, settings: ManagerSetti
       },
       takingOver: {
         entry: ({ context }) =>
-          log('singleton.taking-over', { former: context.formerOldest, marginMs: settings.downRemovalMarginMs }, 'former oldest downed: waiting the down-removal margin'),
+          log(
+            'singleton.taking-over',
+            { former: context.formerOldest, marginMs: settings.downRemovalMarginMs },
+            'former oldest downed: waiting the down-removal margin',
+          ),
         always: [
           { guard: 'selfGone', target: 'end' },
           { guard: 'notOldest', target: 'younger' },
@@ -223,7 +268,11 @@ export function createManagerMachine(system: ActorSystem, settings: ManagerSetti
         on: {
           'singleton.identify': {
             actions: ({ context, event }) => {
-              const identity: Identity = { type: 'singleton.identity', name: settings.name, inbox: context.inbox! };
+              const identity: Identity = {
+                type: 'singleton.identity',
+                name: settings.name,
+                inbox: context.inbox!,
+              };
               (event as Identify).replyTo.send(identity);
             },
           },
@@ -251,7 +300,10 @@ export function createManagerMachine(system: ActorSystem, settings: ManagerSetti
             for (const key of context.pendingDrains) {
               const i = key.lastIndexOf('#');
               system
-                .remoteRef(nodeOf({ address: key.slice(0, i), uid: key.slice(i + 1) }), proxyPath(settings.name))
+                .remoteRef(
+                  nodeOf({ address: key.slice(0, i), uid: key.slice(i + 1) }),
+                  proxyPath(settings.name),
+                )
                 .send(started);
             }
           },
@@ -276,7 +328,11 @@ export function createManagerMachine(system: ActorSystem, settings: ManagerSetti
           },
           // forwarded messages are in the instance's mailbox: let it work through them
           finishing: {
-            always: { guard: () => effects.instanceBacklog() === 0, target: '#singletonManager.younger', actions: 'finishHandOver' },
+            always: {
+              guard: () => effects.instanceBacklog() === 0,
+              target: '#singletonManager.younger',
+              actions: 'finishHandOver',
+            },
             after: { drainTimeout: { target: '#singletonManager.younger', actions: 'finishHandOver' } },
           },
         },

@@ -39,7 +39,10 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
   const selfKey = `${system.nodeName}#${system.node.uid}`;
   const managerOf = (key: string) => {
     const i = key.lastIndexOf('#');
-    return system.remoteRef(nodeOf({ address: key.slice(0, i), uid: key.slice(i + 1) }), managerPath(settings.name));
+    return system.remoteRef(
+      nodeOf({ address: key.slice(0, i), uid: key.slice(i + 1) }),
+      managerPath(settings.name),
+    );
   };
   const selfRef = () => system.remoteRef(system.node, proxyPath(settings.name));
 
@@ -55,7 +58,11 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
           const oldest = buffer.shift()!;
           dropped++;
           system.logger.warn(
-            { event: 'singleton.proxy-buffer-full', singleton: settings.name, bufferSize: settings.bufferSize },
+            {
+              event: 'singleton.proxy-buffer-full',
+              singleton: settings.name,
+              bufferSize: settings.bufferSize,
+            },
             `singleton ${settings.name}: proxy buffer full, dropping the oldest message`,
           );
           system.deadLetter(proxyPath(settings.name), oldest, undefined, 'mailbox-overflow-dropped-oldest');
@@ -67,7 +74,8 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
       },
       drainOld: ({ context, event }) => {
         // behind everything forwarded so far, on the same lane: "nothing more from me"
-        const inbox = event.type === 'singleton.hand-over-started' ? (event as HandOverStarted).inbox : context.target;
+        const inbox =
+          event.type === 'singleton.hand-over-started' ? (event as HandOverStarted).inbox : context.target;
         const marker: Drained = { type: 'singleton.drained', proxy: selfKey };
         inbox?.send(marker);
       },

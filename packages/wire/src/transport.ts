@@ -169,7 +169,10 @@ export class WsTransport implements RemoteTransport {
   /** Fault injection: drop all traffic to and from these `host:port` peers until `heal`. */
   blackhole(peers: readonly string[]): void {
     for (const p of peers) this.blackholed.add(p);
-    this.system.logger.warn({ event: 'fault.blackhole', peers: [...this.blackholed] }, 'fault injection: blackholing peers');
+    this.system.logger.warn(
+      { event: 'fault.blackhole', peers: [...this.blackholed] },
+      'fault injection: blackholing peers',
+    );
   }
 
   heal(peers?: readonly string[]): void {
@@ -208,7 +211,9 @@ export class WsTransport implements RemoteTransport {
   async close(graceMs = CLOSE_GRACE_MS): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.all([...this.associations.values()].map((a) => a.closeWhenFlushed(graceMs, 'node shutting down')));
+    await Promise.all(
+      [...this.associations.values()].map((a) => a.closeWhenFlushed(graceMs, 'node shutting down')),
+    );
     this.associations.clear();
     for (const c of this.inbound) c.close(CloseCode.goingAway, 'shutdown', 'node shutting down');
     for (const client of this.server.clients) client.terminate();

@@ -64,8 +64,10 @@ function signatureOf(view: SbrViewMessage | undefined, ownReachable: ReadonlySet
   return [
     [...unreachable].sort().join(','),
     [...indirect].sort().join(','),
+    // member keys, not statuses: a leaving member must not postpone its side's decision
+    // (joining members cannot become up while anyone is unreachable anyway)
     view.members
-      .map((m) => `${m.key}:${m.status}`)
+      .map((m) => m.key)
       .sort()
       .join(','),
   ].join('|');
@@ -106,7 +108,9 @@ export function createDowningMachine(deps: DowningDeps) {
   const unstableLimit = (ctx: DowningContext) => {
     const extra = sbr.downAllWhenUnstableMs;
     if (extra === 'off') return 365 * 24 * 3600 * 1000;
-    return stableAfter(ctx) + (extra ?? Math.round((stableAfter(ctx) * 3) / 4));
+    // Akka's default is 3/4 of stable-after (15 s after its 20 s). Ours is 2×: with stable-after
+    // at 1.5 s, 3/4 of it would shut a cluster down for two unrelated failures seconds apart.
+    return stableAfter(ctx) + (extra ?? stableAfter(ctx) * 2);
   };
 
   const isDecider = (ctx: DowningContext): boolean => {
