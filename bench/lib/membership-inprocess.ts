@@ -111,7 +111,7 @@ export async function joinConvergence(n: number, options: JoinOptions = {}): Pro
         2,
       );
     } catch (error) {
-      const failure = `${(error as Error).message} after ${Math.round(performance.now() - t0)} ms`;
+      const failure = `${(error as Error).message} (${Math.round(performance.now() - t0)} ms from start)`;
       return {
         n,
         convergeMs: Number.NaN,

@@ -20,14 +20,11 @@ type Name = (typeof NAMES)[number];
 const MAJORITY: Name[] = ['athens', 'byzantium', 'cyrene'];
 const MINORITY: Name[] = ['delphi', 'ephesus'];
 /**
- * DOYEN_NETNS_KNOWN_BUGS=1 turns on the checks two cluster bugs still break, in some or most runs:
- * the split-brain initiator's `sbc.merge` to its own members is dead-lettered when it restarts
- * (so they never log `split-brain.merge`), and after a heal nodes adopt the other side's
- * membership whenever its version is higher, so a side downs itself (restart reason `downed`)
- * instead of merging, and a smaller side with more membership changes can down the larger one.
- * Without it the outcome is printed, and the larger-side test is skipped.
+ * The strict merge checks: the minority rejoins through `split-brain.merge`, and a heal never
+ * downs the larger side. They caught two bugs (merge orders lost on restart; updates adopted
+ * from the other side by version); DOYEN_NETNS_STRICT=0 relaxes them to a printed outcome.
  */
-const KNOWN_BUGS = process.env.DOYEN_NETNS_KNOWN_BUGS === '1';
+const KNOWN_BUGS = process.env.DOYEN_NETNS_STRICT !== '0';
 const PORT = 2552;
 const HTTP_PORT = 8558;
 

@@ -1,3 +1,8 @@
+export { type ClusterEvent, JoinFailedError, NotEnoughMembersError } from '@doyen/cluster';
+// The batteries-included entry also re-exports what users of a node touch most.
+export * from '@doyen/core';
+export { PartitionService, partitionOf } from '@doyen/partitions';
+export { ClusterSingletons, type SingletonOptions } from '@doyen/singleton';
 export * from './fault-injection.js';
 export * from './inspector/index.js';
 export * from './management-http.js';

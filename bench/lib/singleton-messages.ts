@@ -1,0 +1,90 @@
+// IPC between the singleton bench and its node processes (singleton-node.ts). Timestamps are wall-clock
+// milliseconds with sub-ms resolution, `performance.timeOrigin + performance.now()`, so a kill time taken in
+// the bench and a log line written in a node process on the same machine can be subtracted.
+
+export const SINGLETON_CLUSTER = 'bench-singleton';
+export const SINGLETON_SECRET = 'bench-singleton-secret';
+
+/** Wall-clock ms with sub-ms resolution, comparable across processes on this machine. */
+export const wallMs = (): number => performance.timeOrigin + performance.now();
+
+/** Log events a node process forwards with their time (everything at warn or worse is forwarded too). */
+export const FORWARDED_LOG_EVENTS: ReadonlySet<string> = new Set([
+  'singleton.started',
+  'singleton.stopped',
+  'singleton.taking-over',
+  'singleton.hand-over-requested',
+  'singleton.handing-over',
+  'singleton.handed-over',
+  'partitions.allocated',
+]);
+
+/** Cluster events a node process forwards (the breakdown of a failover). */
+export const FORWARDED_CLUSTER_EVENTS: ReadonlySet<string> = new Set([
+  'member.unreachable',
+  'member.downed',
+  'member.removed',
+  'coordinator.changed',
+]);
+
+export interface MemberView {
+  readonly address: string;
+  readonly uid: string;
+  readonly status: string;
+  readonly age: number;
+}
+
+/** The node is a member (cluster.whenUp() resolved). */
+export interface NodeUp {
+  readonly kind: 'up';
+  readonly address: string;
+  readonly uid: string;
+  readonly t: number;
+}
+
+/** A log line the node wrote: its `event`, `singleton` (singleton.* lines), level and a few fields. */
+export interface NodeLog {
+  readonly kind: 'log';
+  readonly event: string;
+  readonly level: number;
+  readonly singleton: string | undefined;
+  /** `partitions.allocated`: owner changes of this allocation. */
+  readonly moved: number | undefined;
+  readonly t: number;
+}
+
+/** A cluster event this node published, flattened to the member it is about. */
+export interface NodeEvent {
+  readonly kind: 'event';
+  readonly type: string;
+  readonly address: string;
+  readonly uid: string;
+  readonly t: number;
+}
+
+export interface NodeState {
+  readonly kind: 'state';
+  readonly id: number;
+  readonly status: string;
+  readonly version: number;
+  readonly members: readonly MemberView[];
+  readonly unreachable: readonly string[];
+  /** Singletons running on this node. */
+  readonly running: readonly string[];
+  /** The node's partition table: version and owner per partition ([] before the first table). */
+  readonly tableVersion: number;
+  readonly owners: readonly string[];
+}
+
+export interface NodeFailed {
+  readonly kind: 'failed';
+  readonly message: string;
+}
+
+export type NodeReport = NodeUp | NodeLog | NodeEvent | NodeState | NodeFailed;
+
+export type NodeCommand = { readonly cmd: 'state'; readonly id: number };
+
+/** `host:port#uid`, the identity of one incarnation (as cluster member keys). */
+export const keyOf = (m: { readonly address: string; readonly uid: string }): string =>
+  `${m.address}#${m.uid}`;

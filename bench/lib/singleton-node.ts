@@ -1,0 +1,158 @@
+// Child process for the singleton bench: one doyen node (startNode, defaults: the partition-allocator singleton
+// over 271 partitions) on 127.0.0.1 that reports over IPC when it is up, the singleton / allocator log lines it
+// writes and a few cluster events, each with a wall-clock timestamp (see singleton-messages.ts).
+//   --port P             port to bind (the first seed's own port lets it form the cluster)
+//   --seeds H:P,H:P      seed addresses
+// It exits on SIGTERM (closing the node, not leaving) and when the IPC channel closes (the parent went away).
+import { Writable } from 'node:stream';
+import { parseArgs } from 'node:util';
+import type { DoyenNode } from '../../packages/doyen/src/index.js';
+import {
+  FORWARDED_CLUSTER_EVENTS,
+  FORWARDED_LOG_EVENTS,
+  type NodeCommand,
+  type NodeReport,
+  SINGLETON_CLUSTER,
+  SINGLETON_SECRET,
+  wallMs,
+} from './singleton-messages.js';
+
+if (!process.send) {
+  console.error('singleton-node reports over IPC: spawn it with an ipc stdio channel');
+  process.exit(2);
+}
+const report = (message: NodeReport) => {
+  if (process.connected) process.send?.(message);
+};
+
+let node: DoyenNode | undefined;
+let exiting = false;
+const exit = (code: number) => {
+  if (exiting) return;
+  exiting = true;
+  // Whatever hangs on the way out, the process goes.
+  setTimeout(() => process.kill(process.pid, 'SIGKILL'), 2_000);
+  void (node?.close() ?? Promise.resolve()).finally(() => process.exit(code));
+};
+// Never outlive the parent: when the IPC channel closes, end at once with SIGKILL (the kernel closes the
+// sockets; process.exit() can deadlock on Node 20 while an import is still in the tsx loader thread).
+const orphaned = () => process.kill(process.pid, 'SIGKILL');
+process.on('disconnect', orphaned);
+process.on('SIGTERM', () => exit(0));
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent || !process.connected) orphaned();
+}, 500).unref();
+
+const { values } = parseArgs({
+  options: { port: { type: 'string' }, seeds: { type: 'string' } },
+  strict: true,
+});
+const port = Number(values.port);
+if (!Number.isInteger(port) || port <= 0 || !values.seeds) {
+  console.error('usage: singleton-node --port P --seeds H:P[,H:P]');
+  process.exit(2);
+}
+const { createLogger, parseNodeAddress } = await import('../../packages/core/src/index.js');
+const { startNode } = await import('../../packages/doyen/src/index.js');
+const seeds = values.seeds.split(',').map((s) => parseNodeAddress(s.trim()));
+if (!process.connected) orphaned();
+
+// The node logs at info (singleton.started is an info line) into this stream: the lines the bench needs go
+// over IPC with the time they were written; everything else is dropped.
+const destination = new Writable({
+  write(chunk: Buffer | string, _encoding, done) {
+    const t = wallMs();
+    for (const line of chunk.toString().split('\n')) {
+      if (line.length === 0) continue;
+      try {
+        const entry = JSON.parse(line) as {
+          level?: number;
+          event?: string;
+          singleton?: string;
+          moved?: number;
+          msg?: string;
+        };
+        const event = entry.event ?? 'other';
+        const level = entry.level ?? 30;
+        if (!FORWARDED_LOG_EVENTS.has(event) && level < 40) continue;
+        report({
+          kind: 'log',
+          event,
+          level,
+          singleton: entry.singleton,
+          moved: entry.moved,
+          t,
+        });
+        if (level >= 50) process.stderr.write(`${line}\n`);
+      } catch {
+        process.stderr.write(`${line}\n`);
+      }
+    }
+    done();
+  },
+});
+
+try {
+  node = await startNode(
+    {
+      cluster: SINGLETON_CLUSTER,
+      host: '127.0.0.1',
+      port,
+      seeds,
+      secret: SINGLETON_SECRET,
+    },
+    { logger: createLogger({ level: 'info', destination }), waitUntilUp: false },
+  );
+} catch (error) {
+  report({ kind: 'failed', message: (error as Error).message });
+  exit(1);
+}
+
+if (node) {
+  const doyen = node;
+  doyen.cluster.subscribe((event) => {
+    if (!FORWARDED_CLUSTER_EVENTS.has(event.type)) return;
+    const member = 'member' in event ? event.member : event.coordinator;
+    report({
+      kind: 'event',
+      type: event.type,
+      address: member?.address ?? '',
+      uid: member?.uid ?? '',
+      t: wallMs(),
+    });
+  });
+  try {
+    await doyen.cluster.whenUp();
+    const self = doyen.cluster.self;
+    report({ kind: 'up', address: self.address, uid: self.uid, t: wallMs() });
+  } catch (error) {
+    report({ kind: 'failed', message: (error as Error).message });
+    exit(1);
+  }
+
+  process.on('message', (command: NodeCommand) => {
+    if (command.cmd !== 'state') return;
+    const s = doyen.cluster.state();
+    const table = doyen.partitions?.table();
+    report({
+      kind: 'state',
+      id: command.id,
+      status: s.status,
+      version: s.membership?.version ?? 0,
+      members: (s.membership?.members ?? []).map((m) => ({
+        address: m.address,
+        uid: m.uid,
+        status: m.status,
+        age: m.age,
+      })),
+      unreachable: [...(s.membership?.unreachable ?? [])],
+      running: doyen.singletons
+        .list()
+        .filter((x) => x.runsHere)
+        .map((x) => x.name),
+      tableVersion: table?.version ?? 0,
+      owners: table ? [...table.owners] : [],
+    });
+  });
+}

@@ -1,0 +1,408 @@
+// The parent side of the singleton bench's failover measurement: N node processes (singleton-node.ts); kill -9
+// the oldest and time until the next oldest logs `singleton.started` for the partition allocator; restart the
+// killed node at the same address (a new incarnation, now the youngest) and do it again. No node process
+// outlives the bench (SIGKILL on exit, whatever the exit path).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { optimalMoves } from '../../packages/partitions/src/index.js';
+import {
+  keyOf,
+  type NodeCommand,
+  type NodeEvent,
+  type NodeLog,
+  type NodeReport,
+  type NodeState,
+  type NodeUp,
+  wallMs,
+} from './singleton-messages.js';
+import { withTimeout } from './timeout.js';
+
+const script = fileURLToPath(new URL('./singleton-node.ts', import.meta.url));
+const live = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+/** Last resort: whatever way the bench exits, no node process is left behind. */
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const child of live) child.kill('SIGKILL');
+  });
+}
+
+/** SIGINT / SIGTERM exit through process.exit, so the exit hook above still kills the node processes. */
+export function installSignalCleanup(): void {
+  installExitHook();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      process.stderr.write(`${signal}: stopping ${live.size} node process(es)\n`);
+      process.exit(130);
+    });
+  }
+}
+
+/** Node processes still running (for the report: 0 after cleanup). */
+export function liveProcesses(): number {
+  return live.size;
+}
+
+const processWarnings = new Map<string, number>();
+
+/** Warn-or-worse lines the node processes logged, by event. */
+export function processWarningCounts(): ReadonlyMap<string, number> {
+  return processWarnings;
+}
+
+/** Resolves when `check()` holds, polling every `everyMs`; rejects after `timeoutMs`. */
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+  everyMs = 5,
+  views?: () => string | Promise<string>,
+): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (performance.now() >= deadline) {
+      const seen = views ? ` (${await views()})` : '';
+      throw new Error(`${what}: not done after ${timeoutMs} ms${seen}`);
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export class NodeProcess {
+  readonly logs: NodeLog[] = [];
+  readonly events: NodeEvent[] = [];
+  readonly exited: Promise<void>;
+  up: NodeUp | undefined;
+  private failure: string | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<number, (s: NodeState) => void>();
+
+  private constructor(
+    readonly port: number,
+    private readonly child: ChildProcess,
+  ) {
+    this.exited = once(child, 'exit').then(() => {
+      live.delete(child);
+    });
+    child.on('message', (report: NodeReport) => this.onReport(report));
+    child.on('error', (error) => (this.failure ??= error.message));
+  }
+
+  /** Spawns a node on 127.0.0.1:`port` joining through `seeds` (`host:port` list). */
+  static spawn(port: number, seeds: readonly string[]): NodeProcess {
+    installExitHook();
+    const tsx = import.meta.resolve('tsx');
+    const child = spawn(
+      process.execPath,
+      [
+        '--conditions=@doyen/source',
+        '--import',
+        tsx,
+        script,
+        '--port',
+        String(port),
+        '--seeds',
+        seeds.join(','),
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] },
+    );
+    live.add(child);
+    // stdout is the bench's table and JSON line: whatever a node prints goes to stderr, prefixed.
+    const prefix = `[node :${port}] `;
+    for (const stream of [child.stdout, child.stderr]) {
+      stream?.setEncoding('utf8');
+      let rest = '';
+      stream?.on('data', (chunk: string) => {
+        const lines = (rest + chunk).split('\n');
+        rest = lines.pop()!;
+        for (const line of lines) if (line.length > 0) process.stderr.write(`${prefix}${line}\n`);
+      });
+    }
+    return new NodeProcess(port, child);
+  }
+
+  get address(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  get key(): string {
+    if (!this.up) throw new Error(`node ${this.address} is not up`);
+    return keyOf(this.up);
+  }
+
+  get isRunning(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  async whenUp(timeoutMs = 30_000): Promise<NodeUp> {
+    await waitFor(
+      () => {
+        if (this.failure) throw new Error(`node ${this.address} failed: ${this.failure}`);
+        if (!this.isRunning) throw new Error(`node ${this.address} exited before it was up`);
+        return this.up !== undefined;
+      },
+      timeoutMs,
+      `node ${this.address} up`,
+      10,
+    );
+    return this.up!;
+  }
+
+  /** The node's view (membership, singletons running here, partition table), asked over IPC. */
+  state(timeoutMs = 3_000): Promise<NodeState> {
+    const id = this.nextId++;
+    const answer = new Promise<NodeState>((resolve) => this.pending.set(id, resolve));
+    const command: NodeCommand = { cmd: 'state', id };
+    if (this.isRunning && this.child.connected) this.child.send(command);
+    return withTimeout(answer, timeoutMs, `state of ${this.address}`).finally(() => this.pending.delete(id));
+  }
+
+  /** SIGKILL: a crash. Returns the wall-clock time just before the signal. */
+  kill9(): number {
+    const t = wallMs();
+    this.child.kill('SIGKILL');
+    return t;
+  }
+
+  /** SIGTERM (the node closes without leaving), SIGKILL if it has not exited within `graceMs`. */
+  async stop(graceMs = 3_000): Promise<void> {
+    if (!this.isRunning) return this.exited;
+    this.child.kill('SIGTERM');
+    try {
+      await withTimeout(this.exited, graceMs, `stopping node ${this.address}`);
+    } catch {
+      this.child.kill('SIGKILL');
+      await withTimeout(this.exited, graceMs, `killing node ${this.address}`);
+    }
+  }
+
+  private onReport(report: NodeReport): void {
+    switch (report.kind) {
+      case 'up':
+        this.up = report;
+        return;
+      case 'log':
+        this.logs.push(report);
+        if (report.level >= 40)
+          processWarnings.set(report.event, (processWarnings.get(report.event) ?? 0) + 1);
+        return;
+      case 'event':
+        this.events.push(report);
+        return;
+      case 'state':
+        this.pending.get(report.id)?.(report);
+        return;
+      case 'failed':
+        this.failure = report.message;
+        return;
+    }
+  }
+}
+
+/** One kill -9 of the oldest, timed from the kill (wall clock in the bench) to lines in the survivors. */
+export interface FailoverSample {
+  readonly n: number;
+  readonly victim: string;
+  /** The survivor expected to take over: the oldest (lowest age) up member after the victim. */
+  readonly successor: string;
+  /** Kill → `singleton.started` (partition-allocator) logged by the successor. */
+  readonly failoverMs: number;
+  /** Kill → first `member.unreachable` (or, when none was published, `member.downed`) in any survivor. */
+  readonly detectMs: number;
+  /** Whether any survivor published `member.unreachable` for the victim before it was downed. */
+  readonly sawUnreachable: boolean;
+  /** Kill → `member.downed` for the victim in the successor. */
+  readonly downedMs: number;
+  /** Kill → `singleton.taking-over` in the successor (start of the down-removal margin wait). */
+  readonly takingOverMs: number;
+  /** Kill → the first `partitions.allocated` of the successor's allocator, and the partitions it moved. */
+  readonly allocatedMs: number;
+  readonly moved: number | undefined;
+  /** optimalMoves from the last table before the kill to the survivors (the victim's partitions). */
+  readonly optimum: number;
+  /** `singleton.started` lines for the allocator in survivors other than the successor (should be 0). */
+  readonly elsewhere: number;
+}
+
+const CONVERGE_TIMEOUT_MS = 30_000;
+const FAILOVER_TIMEOUT_MS = 30_000;
+const ALLOCATOR = 'partition-allocator';
+
+export class ProcessCluster {
+  private constructor(private readonly nodes: NodeProcess[]) {}
+
+  /** Starts `n` node processes on free ports; resolves once they agree on an all-up membership and table. */
+  static async start(n: number): Promise<ProcessCluster> {
+    const ports = await freePorts(n);
+    const seed = `127.0.0.1:${ports[0]}`;
+    const nodes: NodeProcess[] = [];
+    const cluster = new ProcessCluster(nodes);
+    try {
+      nodes.push(NodeProcess.spawn(ports[0]!, [seed]));
+      await nodes[0]!.whenUp();
+      for (const port of ports.slice(1)) nodes.push(NodeProcess.spawn(port, [seed]));
+      await Promise.all(nodes.map((node) => node.whenUp(60_000)));
+      await cluster.settled();
+      return cluster;
+    } catch (error) {
+      await cluster.close();
+      throw error;
+    }
+  }
+
+  get size(): number {
+    return this.nodes.length;
+  }
+
+  /**
+   * Waits until every node sees every current incarnation `up` at one membership version, none unreachable,
+   * and holds the same partition table, whose owners are exactly those members; returns one node's state.
+   */
+  async settled(timeoutMs = CONVERGE_TIMEOUT_MS): Promise<NodeState> {
+    let agreed: NodeState | undefined;
+    let last: NodeState[] = [];
+    await waitFor(
+      async () => {
+        const keys = new Set(this.nodes.map((n) => n.key));
+        const states = await Promise.all(this.nodes.map((n) => n.state()));
+        last = states;
+        const first = states[0]!;
+        const ok = states.every(
+          (s) =>
+            s.status === 'up' &&
+            s.version === first.version &&
+            s.unreachable.length === 0 &&
+            s.members.length === keys.size &&
+            s.members.every((m) => m.status === 'up' && keys.has(keyOf(m))) &&
+            s.tableVersion === first.tableVersion &&
+            s.tableVersion > 0,
+        );
+        const owners = new Set(first.owners);
+        const tableOk = owners.size === keys.size && [...owners].every((o) => keys.has(o));
+        const running = states.flatMap((s) => s.running.filter((x) => x === ALLOCATOR)).length;
+        if (ok && tableOk && running === 1) agreed = first;
+        return agreed !== undefined;
+      },
+      timeoutMs,
+      'cluster and partition table agreement',
+      50,
+      () =>
+        last
+          .map(
+            (s, i) =>
+              `:${this.nodes[i]!.port} ${s.status} v${s.version} members ${s.members.length} table v${s.tableVersion} running [${s.running}]`,
+          )
+          .join('; '),
+    );
+    return agreed!;
+  }
+
+  /**
+   * Kills the oldest member with SIGKILL, waits for the allocator singleton to start on the next oldest,
+   * then (with `restart`) restarts the killed node, a new incarnation joining through the survivors, and waits
+   * until all agree again; without, the killed node's slot is dropped.
+   */
+  async killOldest(restart = true): Promise<FailoverSample> {
+    const before = await this.settled();
+    const up = [...before.members].sort((a, b) => a.age - b.age);
+    const victim = this.nodes.find((n) => n.key === keyOf(up[0]!))!;
+    const successor = this.nodes.find((n) => n.key === keyOf(up[1]!))!;
+    const victimKey = victim.key;
+    const survivors = this.nodes.filter((n) => n !== victim);
+    const optimum = optimalMoves(
+      tableOf(before),
+      survivors.map((n) => ({ key: n.key, roles: [] })),
+      { partitionCount: before.owners.length },
+    );
+    const logMarks = new Map(survivors.map((n) => [n, n.logs.length]));
+    const eventMarks = new Map(survivors.map((n) => [n, n.events.length]));
+    const logsSince = (n: NodeProcess) => n.logs.slice(logMarks.get(n));
+    const eventsSince = (n: NodeProcess) => n.events.slice(eventMarks.get(n));
+    const started = (l: NodeLog) => l.event === 'singleton.started' && l.singleton === ALLOCATOR;
+
+    const tKill = victim.kill9();
+    await waitFor(
+      () => logsSince(successor).some(started),
+      FAILOVER_TIMEOUT_MS,
+      `allocator on ${successor.address} after killing ${victim.address}`,
+      5,
+    );
+    // a moment for the allocation and for any second instance elsewhere to show up
+    await new Promise((r) => setTimeout(r, 300));
+    const about = (e: NodeEvent, type: string) => e.type === type && keyOf(e) === victimKey;
+    const firstLog = (match: (l: NodeLog) => boolean) => logsSince(successor).find(match)?.t ?? Number.NaN;
+    const detections = survivors.flatMap((n) =>
+      eventsSince(n)
+        .filter((e) => about(e, 'member.unreachable') || about(e, 'member.downed'))
+        .map((e) => e.t),
+    );
+    const sawUnreachable = survivors.some((n) => eventsSince(n).some((e) => about(e, 'member.unreachable')));
+    const allocated = logsSince(successor).find((l) => l.event === 'partitions.allocated');
+    const sample: FailoverSample = {
+      n: this.nodes.length,
+      victim: victim.address,
+      successor: successor.address,
+      failoverMs: firstLog(started) - tKill,
+      detectMs: Math.min(...detections) - tKill,
+      sawUnreachable,
+      downedMs: (eventsSince(successor).find((e) => about(e, 'member.downed'))?.t ?? Number.NaN) - tKill,
+      takingOverMs: firstLog((l) => l.event === 'singleton.taking-over' && l.singleton === ALLOCATOR) - tKill,
+      allocatedMs: (allocated?.t ?? Number.NaN) - tKill,
+      moved: allocated?.moved,
+      optimum,
+      elsewhere: survivors.filter((n) => n !== successor && logsSince(n).some(started)).length,
+    };
+
+    await withTimeout(victim.exited, 5_000, `exit of killed node ${victim.address}`);
+    const slot = this.nodes.indexOf(victim);
+    if (!restart) {
+      this.nodes.splice(slot, 1);
+      return sample;
+    }
+    // Seeds: the survivors, the new oldest first, so the restarted node joins rather than forms.
+    const seeds = [successor, ...survivors.filter((n) => n !== successor)].map((n) => n.address);
+    this.nodes[slot] = NodeProcess.spawn(victim.port, seeds);
+    await this.nodes[slot]!.whenUp();
+    await this.settled();
+    return sample;
+  }
+
+  /** Stops every node process (SIGTERM, then SIGKILL), in parallel. */
+  async close(): Promise<void> {
+    await Promise.allSettled(this.nodes.map((n) => n.stop()));
+  }
+}
+
+/** Free ports on 127.0.0.1, picked by binding and releasing (seed lists need ports up front). */
+export async function freePorts(n: number): Promise<number[]> {
+  const { createServer } = await import('node:net');
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<import('node:net').Server>((resolve, reject) => {
+          const s = createServer();
+          s.once('error', reject);
+          s.listen(0, '127.0.0.1', () => resolve(s));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => (s.address() as import('node:net').AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+/** The table a node reported (the allocator runs with no backups: backupCount defaults to 0). */
+export function tableOf(state: NodeState) {
+  return {
+    version: state.tableVersion,
+    partitionCount: state.owners.length,
+    owners: state.owners,
+    backups: state.owners.map(() => []),
+  };
+}

@@ -1,0 +1,95 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { type CliNode, getJson, killAll, runCli } from '../support/cli-process.js';
+import { freePorts } from '../support/cluster-nodes.js';
+import { eventually } from '../support/wait.js';
+
+const started: CliNode[] = [];
+afterEach(() => killAll(started.splice(0)));
+
+function node(port: number, httpPort: number, seeds: number[], name: string): CliNode {
+  const n = runCli(
+    [
+      'node',
+      '--cluster',
+      'singleton-cli',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--seeds',
+      seeds.map((p) => `127.0.0.1:${p}`).join(','),
+      '--http-port',
+      String(httpPort),
+      '--secret',
+      's',
+      '--name',
+      name,
+    ],
+    httpPort,
+  );
+  started.push(n);
+  return n;
+}
+
+const get = async (n: CliNode, path: string) => {
+  try {
+    return (await getJson(n.httpPort!, path)).body;
+  } catch {
+    return undefined;
+  }
+};
+
+describe('the partition allocator singleton in real processes', () => {
+  it('runs on the oldest, comes back elsewhere after kill -9, and is handed over on SIGTERM', async () => {
+    const [p1, p2, p3, h1, h2, h3] = await freePorts(6);
+    const seeds = [p1!, p2!];
+    const a = node(p1!, h1!, seeds, 'athens');
+    await eventually(async () => (await get(a, '/cluster'))?.status === 'up', { timeoutMs: 20_000 });
+    const b = node(p2!, h2!, seeds, 'byzantium');
+    await eventually(async () => (await get(b, '/cluster'))?.status === 'up', { timeoutMs: 20_000 });
+    const c = node(p3!, h3!, seeds, 'cyrene');
+    const allocatorAt = async (n: CliNode) =>
+      ((await get(n, '/singletons')) ?? [])[0] as { node: string; runsHere: boolean } | undefined;
+    await eventually(
+      async () => {
+        const tables = await Promise.all([a, b, c].map((n) => get(n, '/partitions')));
+        return tables.every(
+          (t) => t && Object.keys(t.counts).length === 3 && t.version === tables[0].version,
+        );
+      },
+      { timeoutMs: 30_000, what: 'one table over three nodes everywhere' },
+    );
+    expect((await allocatorAt(a))?.runsHere).toBe(true);
+    expect((await allocatorAt(c))?.node).toBe(`127.0.0.1:${p1}`);
+    const counts = Object.values((await get(c, '/partitions')).counts as Record<string, number>).sort();
+    expect(counts).toEqual([90, 90, 91]);
+
+    a.process.kill('SIGKILL');
+    await eventually(async () => (await allocatorAt(b))?.runsHere === true, {
+      timeoutMs: 20_000,
+      what: 'failover to byzantium',
+    });
+    await eventually(
+      async () => {
+        const t = await get(c, '/partitions');
+        return (
+          t &&
+          Object.keys(t.counts).length === 2 &&
+          Object.values(t.counts as Record<string, number>)
+            .sort()
+            .join() === '135,136'
+        );
+      },
+      { timeoutMs: 20_000, what: 'the table over the two survivors' },
+    );
+
+    b.process.kill('SIGTERM');
+    expect((await b.exited).code).toBe(0);
+    await eventually(async () => (await allocatorAt(c))?.runsHere === true, {
+      timeoutMs: 20_000,
+      what: 'hand-over to cyrene',
+    });
+    expect(b.events().some((e) => e.event === 'singleton.handed-over')).toBe(true);
+    expect(c.events().some((e) => e.event === 'singleton.started')).toBe(true);
+  });
+});
