@@ -5,18 +5,14 @@
 import { Writable } from 'node:stream';
 import { keyOf } from '../../packages/cluster/src/index.js';
 import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
-import {
-  movedPartitions,
-  optimalMoves,
-  type PartitionTable,
-} from '../../packages/partitions/src/index.js';
+import { movedPartitions, optimalMoves, type PartitionTable } from '../../packages/partitions/src/index.js';
 import { createLogger } from './doyen.js';
-import { freePorts, waitFor } from './singleton-processes.js';
+import { freePorts, type HandOverSample, waitFor } from './singleton-processes.js';
 import { withTimeout } from './timeout.js';
 
 const CLUSTER = 'bench-singleton-inprocess';
 const SECRET = 'bench-singleton-inprocess-secret';
-export const ALLOCATOR = 'partition-allocator';
+const ALLOCATOR = 'partition-allocator';
 const SETTLE_TIMEOUT_MS = 20_000;
 
 export interface LoggedLine {
@@ -92,25 +88,6 @@ export class LocalNode {
   runsAllocator(): boolean {
     return this.node.singletons.list().some((x) => x.name === ALLOCATOR && x.runsHere);
   }
-}
-
-/** One graceful leave of the oldest, timed from `shutdown()` to `singleton.started` on the next oldest. */
-export interface HandOverSample {
-  readonly n: number;
-  /** shutdown() → `singleton.started` (partition-allocator) on the successor. */
-  readonly handOverMs: number;
-  /** shutdown() → `singleton.hand-over-requested` on the successor (it saw the oldest leaving). */
-  readonly requestedMs: number;
-  /** shutdown() → `singleton.handed-over` on the leaving oldest; NaN when it never handed over. */
-  readonly handedOverMs: number;
-  /** Why the leaving oldest stopped its instance (`handed over`, `node left the cluster`, …). */
-  readonly stopReason: string;
-  /** The successor went through `singleton.taking-over` (waited the down-removal margin). */
-  readonly tookOver: boolean;
-  /** ms the successor's instance started before the leaving oldest's stopped (> 0: two at once). */
-  readonly overlapMs: number;
-  /** `singleton.started` lines for the allocator in nodes other than the successor (should be 0). */
-  readonly elsewhere: number;
 }
 
 /** One membership change, its partition table before and after as the real cluster published them. */

@@ -50,6 +50,8 @@ export interface NodeLog {
   readonly singleton: string | undefined;
   /** `partitions.allocated`: owner changes of this allocation. */
   readonly moved: number | undefined;
+  /** `singleton.stopped`: why (`handed over`, `node left the cluster`). */
+  readonly reason: string | undefined;
   readonly t: number;
 }
 
@@ -83,7 +85,8 @@ export interface NodeFailed {
 
 export type NodeReport = NodeUp | NodeLog | NodeEvent | NodeState | NodeFailed;
 
-export type NodeCommand = { readonly cmd: 'state'; readonly id: number };
+/** `state`: answer with a NodeState; `leave`: leave the cluster gracefully (shutdown()), then exit. */
+export type NodeCommand = { readonly cmd: 'state'; readonly id: number } | { readonly cmd: 'leave' };
 
 /** `host:port#uid`, the identity of one incarnation (as cluster member keys). */
 export const keyOf = (m: { readonly address: string; readonly uid: string }): string =>

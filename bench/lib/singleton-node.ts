@@ -3,7 +3,8 @@
 // writes and a few cluster events, each with a wall-clock timestamp (see singleton-messages.ts).
 //   --port P             port to bind (the first seed's own port lets it form the cluster)
 //   --seeds H:P,H:P      seed addresses
-// It exits on SIGTERM (closing the node, not leaving) and when the IPC channel closes (the parent went away).
+// It exits on SIGTERM (closing the node, not leaving), after a graceful leave asked over IPC ({ cmd: 'leave' }),
+// and when the IPC channel closes (the parent went away).
 import { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import type { DoyenNode } from '../../packages/doyen/src/index.js';
@@ -71,7 +72,7 @@ const destination = new Writable({
           event?: string;
           singleton?: string;
           moved?: number;
-          msg?: string;
+          reason?: string;
         };
         const event = entry.event ?? 'other';
         const level = entry.level ?? 30;
@@ -82,6 +83,7 @@ const destination = new Writable({
           level,
           singleton: entry.singleton,
           moved: entry.moved,
+          reason: entry.reason,
           t,
         });
         if (level >= 50) process.stderr.write(`${line}\n`);
@@ -132,7 +134,13 @@ if (node) {
   }
 
   process.on('message', (command: NodeCommand) => {
-    if (command.cmd !== 'state') return;
+    if (command.cmd === 'leave') {
+      if (exiting) return;
+      exiting = true;
+      setTimeout(() => process.kill(process.pid, 'SIGKILL'), 20_000);
+      void doyen.shutdown().finally(() => process.exit(0));
+      return;
+    }
     const s = doyen.cluster.state();
     const table = doyen.partitions?.table();
     report({

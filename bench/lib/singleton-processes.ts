@@ -157,9 +157,12 @@ export class NodeProcess {
   state(timeoutMs = 3_000): Promise<NodeState> {
     const id = this.nextId++;
     const answer = new Promise<NodeState>((resolve) => this.pending.set(id, resolve));
-    const command: NodeCommand = { cmd: 'state', id };
-    if (this.isRunning && this.child.connected) this.child.send(command);
+    this.send({ cmd: 'state', id });
     return withTimeout(answer, timeoutMs, `state of ${this.address}`).finally(() => this.pending.delete(id));
+  }
+
+  send(command: NodeCommand): void {
+    if (this.isRunning && this.child.connected) this.child.send(command);
   }
 
   /** SIGKILL: a crash. Returns the wall-clock time just before the signal. */
@@ -212,10 +215,8 @@ export interface FailoverSample {
   readonly successor: string;
   /** Kill → `singleton.started` (partition-allocator) logged by the successor. */
   readonly failoverMs: number;
-  /** Kill → first `member.unreachable` (or, when none was published, `member.downed`) in any survivor. */
-  readonly detectMs: number;
-  /** Whether any survivor published `member.unreachable` for the victim before it was downed. */
-  readonly sawUnreachable: boolean;
+  /** Kill → first `member.unreachable` for the victim in any survivor (NaN when none was published). */
+  readonly unreachableMs: number;
   /** Kill → `member.downed` for the victim in the successor. */
   readonly downedMs: number;
   /** Kill → `singleton.taking-over` in the successor (start of the down-removal margin wait). */
@@ -226,6 +227,28 @@ export interface FailoverSample {
   /** optimalMoves from the last table before the kill to the survivors (the victim's partitions). */
   readonly optimum: number;
   /** `singleton.started` lines for the allocator in survivors other than the successor (should be 0). */
+  readonly elsewhere: number;
+}
+
+/**
+ * One graceful leave of the oldest (`shutdown()`), timed from the request to `singleton.started` on the next
+ * oldest.
+ */
+export interface HandOverSample {
+  readonly n: number;
+  /** shutdown() → `singleton.started` (partition-allocator) on the successor. */
+  readonly handOverMs: number;
+  /** shutdown() → `singleton.hand-over-requested` on the successor (it saw the oldest leaving). */
+  readonly requestedMs: number;
+  /** shutdown() → `singleton.handed-over` on the leaving oldest; NaN when it never handed over. */
+  readonly handedOverMs: number;
+  /** Why the leaving oldest stopped its instance (`handed over`, `node left the cluster`, …). */
+  readonly stopReason: string;
+  /** The successor went through `singleton.taking-over` (waited the down-removal margin). */
+  readonly tookOver: boolean;
+  /** ms the successor's instance started before the leaving oldest's stopped (> 0: two at once). */
+  readonly overlapMs: number;
+  /** `singleton.started` lines for the allocator in nodes other than the successor (should be 0). */
   readonly elsewhere: number;
 }
 
@@ -336,20 +359,18 @@ export class ProcessCluster {
     await new Promise((r) => setTimeout(r, 300));
     const about = (e: NodeEvent, type: string) => e.type === type && keyOf(e) === victimKey;
     const firstLog = (match: (l: NodeLog) => boolean) => logsSince(successor).find(match)?.t ?? Number.NaN;
-    const detections = survivors.flatMap((n) =>
+    const unreachableAt = survivors.flatMap((n) =>
       eventsSince(n)
-        .filter((e) => about(e, 'member.unreachable') || about(e, 'member.downed'))
+        .filter((e) => about(e, 'member.unreachable'))
         .map((e) => e.t),
     );
-    const sawUnreachable = survivors.some((n) => eventsSince(n).some((e) => about(e, 'member.unreachable')));
     const allocated = logsSince(successor).find((l) => l.event === 'partitions.allocated');
     const sample: FailoverSample = {
       n: this.nodes.length,
       victim: victim.address,
       successor: successor.address,
       failoverMs: firstLog(started) - tKill,
-      detectMs: Math.min(...detections) - tKill,
-      sawUnreachable,
+      unreachableMs: unreachableAt.length > 0 ? Math.min(...unreachableAt) - tKill : Number.NaN,
       downedMs: (eventsSince(successor).find((e) => about(e, 'member.downed'))?.t ?? Number.NaN) - tKill,
       takingOverMs: firstLog((l) => l.event === 'singleton.taking-over' && l.singleton === ALLOCATOR) - tKill,
       allocatedMs: (allocated?.t ?? Number.NaN) - tKill,
@@ -367,6 +388,48 @@ export class ProcessCluster {
     // Seeds: the survivors, the new oldest first, so the restarted node joins rather than forms.
     const seeds = [successor, ...survivors.filter((n) => n !== successor)].map((n) => n.address);
     this.nodes[slot] = NodeProcess.spawn(victim.port, seeds);
+    await this.nodes[slot]!.whenUp();
+    await this.settled();
+    return sample;
+  }
+
+  /**
+   * Asks the oldest to leave gracefully (IPC `leave`: shutdown(), then exit) and times the allocator's
+   * hand-over to the next oldest; then restarts the node that left (a new incarnation, now the youngest).
+   */
+  async leaveOldest(): Promise<HandOverSample> {
+    const before = await this.settled();
+    const up = [...before.members].sort((a, b) => a.age - b.age);
+    const oldest = this.nodes.find((n) => n.key === keyOf(up[0]!))!;
+    const successor = this.nodes.find((n) => n.key === keyOf(up[1]!))!;
+    const marks = new Map(this.nodes.map((n) => [n, n.logs.length]));
+    const since = (n: NodeProcess, event: string) =>
+      n.logs.slice(marks.get(n)).filter((l) => l.event === event && l.singleton === ALLOCATOR);
+    const t0 = wallMs();
+    oldest.send({ cmd: 'leave' });
+    await waitFor(
+      () => since(successor, 'singleton.started').length > 0,
+      FAILOVER_TIMEOUT_MS,
+      `allocator on ${successor.address} after ${oldest.address} left`,
+      5,
+    );
+    await withTimeout(oldest.exited, 20_000, `exit of leaving node ${oldest.address}`);
+    const started = since(successor, 'singleton.started')[0]!.t;
+    const stopped = since(oldest, 'singleton.stopped')[0];
+    const survivors = this.nodes.filter((n) => n !== oldest);
+    const sample: HandOverSample = {
+      n: this.nodes.length,
+      handOverMs: started - t0,
+      requestedMs: (since(successor, 'singleton.hand-over-requested')[0]?.t ?? Number.NaN) - t0,
+      handedOverMs: (since(oldest, 'singleton.handed-over')[0]?.t ?? Number.NaN) - t0,
+      stopReason: stopped?.reason ?? 'never stopped',
+      tookOver: since(successor, 'singleton.taking-over').length > 0,
+      overlapMs: stopped ? stopped.t - started : Number.POSITIVE_INFINITY,
+      elsewhere: survivors.filter((n) => n !== successor && since(n, 'singleton.started').length > 0).length,
+    };
+    const seeds = [successor, ...survivors.filter((n) => n !== successor)].map((n) => n.address);
+    const slot = this.nodes.indexOf(oldest);
+    this.nodes[slot] = NodeProcess.spawn(oldest.port, seeds);
     await this.nodes[slot]!.whenUp();
     await this.settled();
     return sample;

@@ -84,18 +84,12 @@ export function createFailureDetectorMachine(deps: {
   return setup({
     types: { context: {} as FailureDetectorContext, events: {} as FailureDetectorEvent },
     delays: { heartbeatInterval: config.heartbeatIntervalMs },
-    actions: { answerPing },
-  }).createMachine({
-    id: 'failureDetector',
-    context: { version: 0, peers: {}, memberKeys: [], failedKeys: [] },
-    initial: 'idle',
-    on: {
-      'heartbeat.ping': { actions: 'answerPing' },
-      'fd.members': {
-        target: '.monitoring',
-        actions: assign(({ context, event }) => {
+    actions: {
+      answerPing,
+      // Taking a new membership must not restart the heartbeat timer: a burst of versions
+      // (a wave of joins) would otherwise stop heartbeats and checks for as long as it lasts.
+      takeMembers: assign(({ context, event }) => {
           const membership = (event as { membership: Membership }).membership;
-          const now = system.clock.now();
           const members = liveMembers(membership).map((m) => ({ ...m, key: keyOf(m) }));
           const unreachable = new Set(
             Object.entries(context.peers)
@@ -108,6 +102,7 @@ export function createFailureDetectorMachine(deps: {
             { unreachable, config: config.heartbeatRing },
           );
           const peers: Record<string, PeerStatus> = {};
+          const now = system.clock.now();
           for (const t of targets) {
             const key = keyOf(t);
             // A new target starts with a heartbeat "now": if none ever arrives it still gets detected.
@@ -122,7 +117,14 @@ export function createFailureDetectorMachine(deps: {
             failedKeys: membership.failed.map(keyOf),
           };
         }),
-      },
+    },
+  }).createMachine({
+    id: 'failureDetector',
+    context: { version: 0, peers: {}, memberKeys: [], failedKeys: [] },
+    initial: 'idle',
+    on: {
+      'heartbeat.ping': { actions: 'answerPing' },
+      'fd.members': { actions: 'takeMembers' },
       'heartbeat.pong': {
         actions: enqueueActions(({ context, event }) => {
           if (event.type !== 'heartbeat.pong') return;
@@ -135,7 +137,9 @@ export function createFailureDetectorMachine(deps: {
       },
     },
     states: {
-      idle: {},
+      idle: {
+        on: { 'fd.members': { target: 'monitoring', actions: 'takeMembers' } },
+      },
       monitoring: {
         after: {
           heartbeatInterval: {

@@ -35,6 +35,7 @@ import {
   type Step,
   selfMember,
   welcomed,
+  welcomedByUpdate,
 } from './membership-protocol.js';
 import type {
   Ack,
@@ -212,7 +213,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
           'membership.update': {
             target: 'up',
             guard: 'updateNamesSelf',
-            actions: apply((c, e) => welcomed(env, c, (e as Update).membership)),
+            actions: apply((c, e) => welcomedByUpdate(env, c, e as Update)),
           },
         },
         after: {
@@ -237,6 +238,11 @@ export function createMembershipMachine(deps: MembershipDeps) {
             target: 'up',
             guard: ({ event }) => includesSelfLive(env, (event as Welcome).membership),
             actions: apply((c, e) => welcomed(env, c, (e as Welcome).membership)),
+          },
+          'membership.update': {
+            target: 'up',
+            guard: 'updateNamesSelf',
+            actions: apply((c, e) => welcomedByUpdate(env, c, e as Update)),
           },
         },
         after: { joinBackoff: 'joining' },

@@ -146,6 +146,13 @@ export function welcomed(env: Env, ctx: MembershipContext, membership: Membershi
   return adopt(env, { ...ctx, attempt: 0 }, membership);
 }
 
+/** An update that names us while we join: take it, and acknowledge it like any member. */
+export function welcomedByUpdate(env: Env, ctx: MembershipContext, update: Update): Step {
+  const step = welcomed(env, ctx, update.membership);
+  const ack: Ack = { type: 'membership.ack', version: update.membership.version, from: env.self.key };
+  return { ...step, out: [...step.out, sendTo({ kind: 'ref', ref: update.replyTo }, ack)] };
+}
+
 export function includesSelfLive(env: Env, m: Membership): boolean {
   const me = findMember(m, env.self.key);
   return me !== undefined && isLive(me.status);
@@ -226,7 +233,9 @@ export function onJoin(env: Env, ctx: MembershipContext, join: Join): Step {
   const joiner: NewMember = { address, uid: join.node.uid, name: join.name, roles: join.roles };
   const { membership: next, replaced } = addJoiner(m, joiner);
   const joinerKey = keyOf(joiner);
+  // Joiners do not hold up other joins: they may still be busy joining themselves.
   const waiting = liveMembers(m)
+    .filter((x) => x.status !== 'joining')
     .map(keyOf)
     .filter((k) => k !== env.self.key && k !== (replaced && keyOf(replaced)));
   const published = publish(env, ctx, next);

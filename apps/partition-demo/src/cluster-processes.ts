@@ -1,0 +1,431 @@
+/**
+ * The demo's node processes: spawns `doyen node` children (TypeScript sources through tsx),
+ * kills, restarts, pauses, resumes, adds and removes them, and hands every log line on.
+ * Children run in their own process group (a Ctrl-C in the terminal reaches only the demo, which
+ * then stops them in order) and carry an orphan guard that ends them if the demo dies.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+/** Node names in start order; the oldest is `athens`. */
+export const NODE_NAMES = [
+  'athens',
+  'byzantium',
+  'cyrene',
+  'delphi',
+  'ephesus',
+  'fayum',
+  'gortyn',
+  'hierapolis',
+  'ithaca',
+  'jericho',
+  'knossos',
+  'lindos',
+  'miletus',
+  'naxos',
+  'olympia',
+  'pella',
+  'rhodes',
+  'sparta',
+  'thebes',
+  'utica',
+] as const;
+
+export function nodeName(index: number): string {
+  return NODE_NAMES[index] ?? `node-${index + 1}`;
+}
+
+/** The repository root (this file is apps/partition-demo/src/cluster-processes.ts). */
+export const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+const CLI = 'packages/doyen/src/cli.ts';
+const GUARD = fileURLToPath(new URL('./orphan-guard.ts', import.meta.url));
+
+export type ProcState = 'starting' | 'running' | 'paused' | 'leaving' | 'exited';
+
+export interface ExitInfo {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly at: number;
+  /** What the demo asked for: a kill -9, a graceful remove, or the final shutdown. */
+  readonly asked: 'kill' | 'remove' | 'shutdown' | undefined;
+}
+
+export interface ManagedNode {
+  /** Row position, 0-based: `athens` is 0. */
+  readonly index: number;
+  readonly name: string;
+  readonly port: number;
+  readonly httpPort: number;
+  /** `127.0.0.1:port`, the address members know it by. */
+  readonly address: string;
+  state: ProcState;
+  pid: number | undefined;
+  /** How many times the demo spawned it. */
+  launches: number;
+  startedAt: number;
+  exit: ExitInfo | undefined;
+}
+
+export interface LogLine {
+  readonly node: ManagedNode;
+  readonly at: number;
+  readonly stream: 'stdout' | 'stderr';
+  readonly text: string;
+  /** The parsed JSON log line (pino), when it is one. */
+  readonly json: Record<string, unknown> | undefined;
+}
+
+export interface ClusterProcessesOptions {
+  readonly clusterName: string;
+  readonly secret: string;
+  /** One `<name>.log` per node, appended across restarts. */
+  readonly logDir: string;
+  /** HTTP management ports `httpBase`, `httpBase + 1`, … by row; free ports when absent. */
+  readonly httpBase?: number;
+  readonly host?: string;
+  /** Extra `doyen node` arguments for every node. */
+  readonly nodeArgs?: readonly string[];
+  /** How long a node may take to come up before `start`/`add` gives up waiting (it keeps running). */
+  readonly upTimeoutMs?: number;
+  readonly onLine?: (line: LogLine) => void;
+  readonly onChange?: (node: ManagedNode) => void;
+}
+
+interface Internals {
+  child: ChildProcess | undefined;
+  exited: Promise<void>;
+  log: WriteStream;
+  asked: ExitInfo['asked'];
+  beforePause: ProcState;
+  waiters: Array<{ test: (line: LogLine) => boolean; resolve: (ok: boolean) => void }>;
+}
+
+/** Free TCP ports on 127.0.0.1, picked by binding and releasing. */
+export async function freePorts(n: number, host = '127.0.0.1'): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<Server>((resolve, reject) => {
+          const s = createServer();
+          s.once('error', reject);
+          s.listen(0, host, () => resolve(s));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => (s.address() as import('node:net').AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+const isAlive = (n: ManagedNode) => n.state !== 'exited';
+
+export class ClusterProcesses {
+  readonly nodes: ManagedNode[] = [];
+  private readonly internals = new Map<ManagedNode, Internals>();
+  private readonly host: string;
+  private closing = false;
+
+  constructor(private readonly options: ClusterProcessesOptions) {
+    this.host = options.host ?? '127.0.0.1';
+  }
+
+  /** The node called `name`; throws a readable error for an unknown one. */
+  get(name: string): ManagedNode {
+    const node = this.nodes.find((n) => n.name === name);
+    if (!node) {
+      throw new Error(`no node called ${name} (nodes: ${this.nodes.map((n) => n.name).join(', ') || 'none'})`);
+    }
+    return node;
+  }
+
+  alive(): ManagedNode[] {
+    return this.nodes.filter(isAlive);
+  }
+
+  /**
+   * Starts `count` nodes one after the other, each once the previous one is up, so that ages
+   * follow the names (athens is the oldest). Resolves when the last one is up.
+   */
+  async start(count: number): Promise<void> {
+    for (let i = 0; i < count; i++) {
+      if (this.closing) return;
+      const node = await this.create();
+      this.spawn(node);
+      await this.whenUp(node);
+    }
+  }
+
+  /** Adds a node with the next name and waits until it is up (or gave up). */
+  async add(): Promise<ManagedNode> {
+    const node = await this.create();
+    this.spawn(node);
+    await this.whenUp(node);
+    return node;
+  }
+
+  /** kill -9: a crash, as the others see it. */
+  async kill(name: string): Promise<void> {
+    const node = this.get(name);
+    if (!isAlive(node)) throw new Error(`${name} is not running`);
+    await this.signalAndWait(node, 'SIGKILL', 'kill');
+  }
+
+  /** Starts a stopped node again at the same port; a running one is killed (kill -9) first. */
+  async restart(name: string): Promise<void> {
+    const node = this.get(name);
+    if (isAlive(node)) await this.signalAndWait(node, 'SIGKILL', 'kill');
+    this.spawn(node);
+    await this.whenUp(node);
+  }
+
+  /** SIGSTOP: the process freezes (no heartbeats, no HTTP); `resume` continues it. */
+  pause(name: string): void {
+    const node = this.get(name);
+    if (node.state === 'paused') return;
+    if (!isAlive(node)) throw new Error(`${name} is not running`);
+    this.signal(node, 'SIGSTOP');
+    this.internals.get(node)!.beforePause = node.state;
+    node.state = 'paused';
+    this.changed(node);
+  }
+
+  resume(name: string): void {
+    const node = this.get(name);
+    if (node.state !== 'paused') return;
+    this.signal(node, 'SIGCONT');
+    node.state = this.internals.get(node)!.beforePause;
+    this.changed(node);
+  }
+
+  /** Graceful: SIGTERM makes the node leave the cluster and exit 0 (kill -9 after `graceMs`). */
+  async remove(name: string, graceMs = 20_000): Promise<void> {
+    const node = this.get(name);
+    if (!isAlive(node)) throw new Error(`${name} is not running`);
+    if (node.state === 'paused') this.resume(name);
+    const internals = this.internals.get(node)!;
+    internals.asked = 'remove';
+    node.state = 'leaving';
+    this.changed(node);
+    this.signal(node, 'SIGTERM');
+    const timer = setTimeout(() => this.signal(node, 'SIGKILL'), graceMs);
+    await internals.exited;
+    clearTimeout(timer);
+  }
+
+  /**
+   * Stops every node: SIGTERM (graceful leave), then SIGKILL after `graceMs` for those still
+   * running. Resolves when every child has exited.
+   */
+  async stopAll(graceMs = 3000): Promise<void> {
+    this.closing = true;
+    const alive = this.alive();
+    for (const node of alive) {
+      const internals = this.internals.get(node)!;
+      internals.asked ??= 'shutdown';
+      if (node.state === 'paused') this.signal(node, 'SIGCONT');
+      this.signal(node, 'SIGTERM');
+    }
+    const all = Promise.all(alive.map((n) => this.internals.get(n)!.exited));
+    const timer = setTimeout(() => {
+      for (const node of this.alive()) this.signal(node, 'SIGKILL');
+    }, graceMs);
+    await all;
+    clearTimeout(timer);
+    for (const { log } of this.internals.values()) log.end();
+  }
+
+  /** For `process.on('exit')`: kill -9 whatever still runs, synchronously. */
+  killAllNow(): void {
+    for (const node of this.alive()) this.signal(node, 'SIGKILL');
+  }
+
+  /** Resolves true at the first log line of `node` that passes `test`, false after `timeoutMs`. */
+  waitForLine(node: ManagedNode, test: (line: LogLine) => boolean, timeoutMs: number): Promise<boolean> {
+    const internals = this.internals.get(node);
+    if (!internals) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const waiter = {
+        test,
+        resolve: (ok: boolean) => {
+          clearTimeout(timer);
+          internals.waiters.splice(internals.waiters.indexOf(waiter), 1);
+          resolve(ok);
+        },
+      };
+      const timer = setTimeout(() => waiter.resolve(false), timeoutMs);
+      internals.waiters.push(waiter);
+    });
+  }
+
+  private async whenUp(node: ManagedNode): Promise<void> {
+    if (node.state === 'running') return;
+    const internals = this.internals.get(node)!;
+    await Promise.race([
+      this.waitForLine(node, (l) => l.json?.event === 'node.started', this.options.upTimeoutMs ?? 20_000),
+      internals.exited,
+    ]);
+  }
+
+  private async create(): Promise<ManagedNode> {
+    const index = this.nodes.length;
+    const [port, freeHttp] = await freePorts(2, this.host);
+    const httpPort = this.options.httpBase !== undefined ? this.options.httpBase + index : freeHttp!;
+    const node: ManagedNode = {
+      index,
+      name: nodeName(index),
+      port: port!,
+      httpPort,
+      address: `${this.host}:${port}`,
+      state: 'exited',
+      pid: undefined,
+      launches: 0,
+      startedAt: 0,
+      exit: undefined,
+    };
+    this.nodes.push(node);
+    this.internals.set(node, {
+      child: undefined,
+      exited: Promise.resolve(),
+      log: createWriteStream(join(this.options.logDir, `${node.name}.log`), { flags: 'a' }),
+      asked: undefined,
+      beforePause: 'running',
+      waiters: [],
+    });
+    return node;
+  }
+
+  /**
+   * Seeds: the first two nodes, then the other running ones (a node started while both first
+   * seeds are down still finds the cluster). `athens` stays first: only it may form a cluster.
+   */
+  private seedsFor(node: ManagedNode): string {
+    const first = this.nodes.slice(0, 2).map((n) => n.address);
+    const others = this.alive()
+      .filter((n) => n !== node && !first.includes(n.address))
+      .map((n) => n.address);
+    return [...first, ...others].join(',');
+  }
+
+  private spawn(node: ManagedNode): void {
+    if (this.closing) throw new Error('the demo is shutting down');
+    const internals = this.internals.get(node)!;
+    const args = [
+      '--import',
+      'tsx',
+      '--import',
+      pathToFileURL(GUARD).href,
+      '--conditions=@doyen/source',
+      CLI,
+      'node',
+      '--cluster',
+      this.options.clusterName,
+      '--host',
+      this.host,
+      '--port',
+      String(node.port),
+      '--seeds',
+      this.seedsFor(node),
+      '--name',
+      node.name,
+      '--http-port',
+      String(node.httpPort),
+      '--secret',
+      this.options.secret,
+      '--enable-fault-injection',
+      ...(this.options.nodeArgs ?? []),
+    ];
+    const child = spawn(process.execPath, args, {
+      cwd: REPO_ROOT,
+      // stdin stays open: the orphan guard in the child ends it when this pipe closes
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+      env: { ...process.env, DOYEN_DEMO_CHILD: '1', DOYEN_LOG_LEVEL: 'info', FORCE_COLOR: '0' },
+    });
+    internals.child = child;
+    internals.asked = undefined;
+    node.pid = child.pid;
+    node.launches++;
+    node.startedAt = Date.now();
+    node.exit = undefined;
+    node.state = 'starting';
+    internals.log.write(`--- ${new Date().toISOString()} demo: spawn #${node.launches} ${args.join(' ')}\n`);
+    this.readLines(node, child, 'stdout');
+    this.readLines(node, child, 'stderr');
+    child.stdin!.on('error', () => {});
+    internals.exited = new Promise<void>((resolve) => {
+      child.once('exit', (code, signal) => {
+        node.state = 'exited';
+        node.exit = { code, signal, at: Date.now(), asked: internals.asked };
+        internals.child = undefined;
+        internals.log.write(`--- ${new Date().toISOString()} demo: exit code ${code} signal ${signal}\n`);
+        this.changed(node);
+        resolve();
+      });
+      child.once('error', (error) => {
+        internals.log.write(`--- demo: spawn failed: ${error.message}\n`);
+        if (child.pid === undefined) {
+          node.state = 'exited';
+          node.exit = { code: null, signal: null, at: Date.now(), asked: internals.asked };
+          this.changed(node);
+          resolve();
+        }
+      });
+    });
+    this.changed(node);
+  }
+
+  private readLines(node: ManagedNode, child: ChildProcess, stream: 'stdout' | 'stderr'): void {
+    const internals = this.internals.get(node)!;
+    let rest = '';
+    child[stream]!.setEncoding('utf8');
+    child[stream]!.on('data', (chunk: string) => {
+      const parts = (rest + chunk).split('\n');
+      rest = parts.pop() ?? '';
+      for (const text of parts) {
+        if (!text) continue;
+        internals.log.write(`${text}\n`);
+        let json: Record<string, unknown> | undefined;
+        if (text.startsWith('{')) {
+          try {
+            json = JSON.parse(text) as Record<string, unknown>;
+          } catch {
+            json = undefined;
+          }
+        }
+        const line: LogLine = { node, at: Date.now(), stream, text, json };
+        if (json?.event === 'node.started') {
+          if (node.state === 'starting') node.state = 'running';
+          if (node.state === 'paused') internals.beforePause = 'running';
+          this.changed(node);
+        }
+        for (const w of [...internals.waiters]) if (w.test(line)) w.resolve(true);
+        this.options.onLine?.(line);
+      }
+    });
+  }
+
+  private async signalAndWait(node: ManagedNode, signal: NodeJS.Signals, asked: ExitInfo['asked']) {
+    const internals = this.internals.get(node)!;
+    internals.asked = asked;
+    this.signal(node, signal);
+    await internals.exited;
+  }
+
+  private signal(node: ManagedNode, signal: NodeJS.Signals): void {
+    const child = this.internals.get(node)?.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    try {
+      child.kill(signal);
+    } catch {
+      // already gone
+    }
+  }
+
+  private changed(node: ManagedNode): void {
+    this.options.onChange?.(node);
+  }
+}
