@@ -22,6 +22,13 @@ export interface LoggedLine {
   readonly fields: Record<string, unknown>;
 }
 
+let restarts = 0;
+
+/** `node.restart` lines of every in-process node so far: nodes downed while alive, restarted as new incarnations. */
+export function localRestarts(): number {
+  return restarts;
+}
+
 const kept = (event: string, level: number) =>
   event.startsWith('singleton.') || event === 'partitions.allocated' || level >= 40;
 
@@ -58,6 +65,7 @@ export class LocalNode {
               level?: number;
             } & Record<string, unknown>;
             const e = event ?? 'other';
+            if (e === 'node.restart') restarts++;
             if (kept(e, level ?? 30)) this.logged.push({ t, event: e, level: level ?? 30, fields });
           } catch {
             this.logged.push({ t, event: 'unparsed', level: 50, fields: { line } });

@@ -17,6 +17,7 @@ export const FORWARDED_LOG_EVENTS: ReadonlySet<string> = new Set([
   'singleton.handing-over',
   'singleton.handed-over',
   'partitions.allocated',
+  'partitions.table',
 ]);
 
 /** Cluster events a node process forwards (the breakdown of a failover). */
@@ -52,6 +53,8 @@ export interface NodeLog {
   readonly moved: number | undefined;
   /** `singleton.stopped`: why (`handed over`, `node left the cluster`). */
   readonly reason: string | undefined;
+  /** `partitions.allocated` / `partitions.table`: the table version. */
+  readonly version: number | undefined;
   readonly t: number;
 }
 
@@ -67,6 +70,9 @@ export interface NodeEvent {
 export interface NodeState {
   readonly kind: 'state';
   readonly id: number;
+  /** The current incarnation (a downed node restarts in its process as a new one, with a new uid). */
+  readonly address: string;
+  readonly uid: string;
   readonly status: string;
   readonly version: number;
   readonly members: readonly MemberView[];

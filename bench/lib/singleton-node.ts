@@ -73,6 +73,7 @@ const destination = new Writable({
           singleton?: string;
           moved?: number;
           reason?: string;
+          version?: number;
         };
         const event = entry.event ?? 'other';
         const level = entry.level ?? 30;
@@ -84,6 +85,7 @@ const destination = new Writable({
           singleton: entry.singleton,
           moved: entry.moved,
           reason: entry.reason,
+          version: entry.version,
           t,
         });
         if (level >= 50) process.stderr.write(`${line}\n`);
@@ -146,6 +148,8 @@ if (node) {
     report({
       kind: 'state',
       id: command.id,
+      address: doyen.cluster.self.address,
+      uid: doyen.cluster.self.uid,
       status: s.status,
       version: s.membership?.version ?? 0,
       members: (s.membership?.members ?? []).map((m) => ({

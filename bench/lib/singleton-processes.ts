@@ -78,6 +78,7 @@ export class NodeProcess {
   readonly events: NodeEvent[] = [];
   readonly exited: Promise<void>;
   up: NodeUp | undefined;
+  private current: { readonly address: string; readonly uid: string } | undefined;
   private failure: string | undefined;
   private nextId = 1;
   private readonly pending = new Map<number, (s: NodeState) => void>();
@@ -130,7 +131,9 @@ export class NodeProcess {
     return `127.0.0.1:${this.port}`;
   }
 
+  /** The current incarnation's key: from the last state answer (a downed node restarts in its process). */
   get key(): string {
+    if (this.current) return keyOf(this.current);
     if (!this.up) throw new Error(`node ${this.address} is not up`);
     return keyOf(this.up);
   }
@@ -198,6 +201,7 @@ export class NodeProcess {
         this.events.push(report);
         return;
       case 'state':
+        this.current = { address: report.address, uid: report.uid };
         this.pending.get(report.id)?.(report);
         return;
       case 'failed':
@@ -224,10 +228,16 @@ export interface FailoverSample {
   /** Kill → the first `partitions.allocated` of the successor's allocator, and the partitions it moved. */
   readonly allocatedMs: number;
   readonly moved: number | undefined;
-  /** optimalMoves from the last table before the kill to the survivors (the victim's partitions). */
+  /**
+   * optimalMoves from the last table before the kill to the members of that allocation: the survivors (less
+   * any live member downed meanwhile), so the victim's partitions.
+   */
   readonly optimum: number;
   /** `singleton.started` lines for the allocator in survivors other than the successor (should be 0). */
   readonly elsewhere: number;
+  /** Live members downed while this failover was measured (false suspicions), and restarts they caused. */
+  readonly otherDowned: number;
+  readonly restarts: number;
 }
 
 /**
@@ -254,6 +264,7 @@ export interface HandOverSample {
 
 const CONVERGE_TIMEOUT_MS = 30_000;
 const FAILOVER_TIMEOUT_MS = 30_000;
+const QUIET_AFTER_RESTART_MS = 2_000;
 const ALLOCATOR = 'partition-allocator';
 
 export class ProcessCluster {
@@ -282,6 +293,11 @@ export class ProcessCluster {
     return this.nodes.length;
   }
 
+  /** The node processes, in slot order (for diagnostics). */
+  get processes(): readonly NodeProcess[] {
+    return this.nodes;
+  }
+
   /**
    * Waits until every node sees every current incarnation `up` at one membership version, none unreachable,
    * and holds the same partition table, whose owners are exactly those members; returns one node's state.
@@ -291,8 +307,8 @@ export class ProcessCluster {
     let last: NodeState[] = [];
     await waitFor(
       async () => {
-        const keys = new Set(this.nodes.map((n) => n.key));
         const states = await Promise.all(this.nodes.map((n) => n.state()));
+        const keys = new Set(states.map(keyOf));
         last = states;
         const first = states[0]!;
         const ok = states.every(
@@ -326,6 +342,17 @@ export class ProcessCluster {
   }
 
   /**
+   * After a node process restarted: settled, then settled again after a quiet period. A freshly started node
+   * process is sometimes suspected (and downed) a few seconds after it joined; that should not fall into the
+   * next measurement.
+   */
+  private async settledAfterRestart(): Promise<void> {
+    await this.settled();
+    await new Promise((r) => setTimeout(r, QUIET_AFTER_RESTART_MS));
+    await this.settled();
+  }
+
+  /**
    * Kills the oldest member with SIGKILL, waits for the allocator singleton to start on the next oldest,
    * then (with `restart`) restarts the killed node, a new incarnation joining through the survivors, and waits
    * until all agree again; without, the killed node's slot is dropped.
@@ -337,11 +364,7 @@ export class ProcessCluster {
     const successor = this.nodes.find((n) => n.key === keyOf(up[1]!))!;
     const victimKey = victim.key;
     const survivors = this.nodes.filter((n) => n !== victim);
-    const optimum = optimalMoves(
-      tableOf(before),
-      survivors.map((n) => ({ key: n.key, roles: [] })),
-      { partitionCount: before.owners.length },
-    );
+    const survivorKeys = survivors.map((n) => n.key);
     const logMarks = new Map(survivors.map((n) => [n, n.logs.length]));
     const eventMarks = new Map(survivors.map((n) => [n, n.events.length]));
     const logsSince = (n: NodeProcess) => n.logs.slice(logMarks.get(n));
@@ -365,6 +388,21 @@ export class ProcessCluster {
         .map((e) => e.t),
     );
     const allocated = logsSince(successor).find((l) => l.event === 'partitions.allocated');
+    // live members downed meanwhile (a false suspicion) leave the allocation too, before or with the victim
+    const otherDownedAt = new Map<string, number>();
+    for (const n of survivors)
+      for (const e of eventsSince(n))
+        if (e.type === 'member.downed' && survivorKeys.includes(keyOf(e)))
+          otherDownedAt.set(keyOf(e), Math.min(e.t, otherDownedAt.get(keyOf(e)) ?? e.t));
+    const allocatedAt = allocated?.t ?? Number.POSITIVE_INFINITY;
+    const members = survivorKeys.filter(
+      (k) => !((otherDownedAt.get(k) ?? Number.POSITIVE_INFINITY) <= allocatedAt),
+    );
+    const optimum = optimalMoves(
+      tableOf(before),
+      members.map((key) => ({ key, roles: [] })),
+      { partitionCount: before.owners.length },
+    );
     const sample: FailoverSample = {
       n: this.nodes.length,
       victim: victim.address,
@@ -377,6 +415,11 @@ export class ProcessCluster {
       moved: allocated?.moved,
       optimum,
       elsewhere: survivors.filter((n) => n !== successor && logsSince(n).some(started)).length,
+      otherDowned: otherDownedAt.size,
+      restarts: survivors.reduce(
+        (k, n) => k + logsSince(n).filter((l) => l.event === 'node.restart').length,
+        0,
+      ),
     };
 
     await withTimeout(victim.exited, 5_000, `exit of killed node ${victim.address}`);
@@ -389,7 +432,7 @@ export class ProcessCluster {
     const seeds = [successor, ...survivors.filter((n) => n !== successor)].map((n) => n.address);
     this.nodes[slot] = NodeProcess.spawn(victim.port, seeds);
     await this.nodes[slot]!.whenUp();
-    await this.settled();
+    await this.settledAfterRestart();
     return sample;
   }
 
@@ -431,7 +474,7 @@ export class ProcessCluster {
     const slot = this.nodes.indexOf(oldest);
     this.nodes[slot] = NodeProcess.spawn(oldest.port, seeds);
     await this.nodes[slot]!.whenUp();
-    await this.settled();
+    await this.settledAfterRestart();
     return sample;
   }
 

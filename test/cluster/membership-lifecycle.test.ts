@@ -112,7 +112,7 @@ describe('membership lifecycle', () => {
 
 describe('failure detection at scale', () => {
   it('above the all-to-all size each node heartbeats only K others', async () => {
-    const names = Array.from({ length: 30 }, (_, i) => `n${String(i).padStart(2, '0')}`);
+    const names = Array.from({ length: 16 }, (_, i) => `n${String(i).padStart(2, '0')}`);
     const c = new SimCluster({ seed: 51 });
     c.addressOf = (name) => ({ host: `10.0.1.${names.indexOf(name) + 1}`, port: 2552 });
     for (const n of names) c.start(n, ['n00']);
@@ -124,14 +124,14 @@ describe('failure detection at scale', () => {
     await c.sim.runFor(10_000);
     stop();
     const perNodePerSecond = pings / names.length / 10;
-    // K = 9 targets at 10 heartbeats per second; all-to-all would be 29 * 10
+    // K = 9 targets at 10 heartbeats per second; all-to-all would be 15 * 10
     expect(perNodePerSecond).toBeGreaterThan(85);
     expect(perNodePerSecond).toBeLessThan(95);
     // and a crash is still detected and handled
-    c.crash('n17');
-    const rest = names.filter((n) => n !== 'n17');
+    c.crash('n11');
+    const rest = names.filter((n) => n !== 'n11');
     await c.sim.runUntil(() => c.converged(rest), { timeoutMs: 10_000 });
-  });
+  }, 120_000);
 
   it('the deadline detector is selectable and detects a crash after its deadline', async () => {
     const c = await cluster(['athens', 'byzantium', 'cyrene'], 52, {

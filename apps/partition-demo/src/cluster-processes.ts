@@ -137,7 +137,9 @@ export class ClusterProcesses {
   get(name: string): ManagedNode {
     const node = this.nodes.find((n) => n.name === name);
     if (!node) {
-      throw new Error(`no node called ${name} (nodes: ${this.nodes.map((n) => n.name).join(', ') || 'none'})`);
+      throw new Error(
+        `no node called ${name} (nodes: ${this.nodes.map((n) => n.name).join(', ') || 'none'})`,
+      );
     }
     return node;
   }
@@ -152,8 +154,8 @@ export class ClusterProcesses {
    */
   async start(count: number): Promise<void> {
     for (let i = 0; i < count; i++) {
-      if (this.closing) return;
       const node = await this.create();
+      if (this.closing) return;
       this.spawn(node);
       await this.whenUp(node);
     }
@@ -217,24 +219,37 @@ export class ClusterProcesses {
   }
 
   /**
-   * Stops every node: SIGTERM (graceful leave), then SIGKILL after `graceMs` for those still
-   * running. Resolves when every child has exited.
+   * Stops every node: SIGTERM (a graceful leave) one at a time, youngest row first, each given
+   * up to `perNodeMs`; whatever still runs after `graceMs` in all gets SIGKILL. One at a time
+   * because every member leaving at once is slower than a queue of single leaves. Resolves when
+   * every child has exited.
    */
-  async stopAll(graceMs = 3000): Promise<void> {
+  async stopAll(graceMs = 5000, perNodeMs = 1500): Promise<void> {
     this.closing = true;
+    const deadline = Date.now() + graceMs;
     const alive = this.alive();
-    for (const node of alive) {
+    for (const node of [...alive].reverse()) {
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      if (!isAlive(node)) continue;
       const internals = this.internals.get(node)!;
       internals.asked ??= 'shutdown';
       if (node.state === 'paused') this.signal(node, 'SIGCONT');
+      node.state = 'leaving';
       this.signal(node, 'SIGTERM');
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        internals.exited,
+        new Promise((r) => (timer = setTimeout(r, Math.min(perNodeMs, left)))),
+      ]);
+      clearTimeout(timer);
     }
-    const all = Promise.all(alive.map((n) => this.internals.get(n)!.exited));
-    const timer = setTimeout(() => {
-      for (const node of this.alive()) this.signal(node, 'SIGKILL');
-    }, graceMs);
-    await all;
-    clearTimeout(timer);
+    for (const node of this.alive()) {
+      this.internals.get(node)!.asked ??= 'shutdown';
+      this.signal(node, 'SIGCONT');
+      this.signal(node, 'SIGKILL');
+    }
+    await Promise.all(alive.map((n) => this.internals.get(n)!.exited));
     for (const { log } of this.internals.values()) log.end();
   }
 
@@ -300,14 +315,15 @@ export class ClusterProcesses {
 
   /**
    * Seeds: the first two nodes, then the other running ones (a node started while both first
-   * seeds are down still finds the cluster). `athens` stays first: only it may form a cluster.
+   * seeds are down still finds the cluster). A node's own address comes first only when nobody
+   * else runs: the first seed may form a new cluster when no other seed answers in time, and a
+   * restarted `athens` must rejoin the running cluster, never start a second one beside it.
    */
   private seedsFor(node: ManagedNode): string {
-    const first = this.nodes.slice(0, 2).map((n) => n.address);
-    const others = this.alive()
-      .filter((n) => n !== node && !first.includes(n.address))
-      .map((n) => n.address);
-    return [...first, ...others].join(',');
+    const others = this.alive().filter((n) => n !== node);
+    if (others.length === 0) return node.address;
+    const seeds = [...this.nodes.slice(0, 2), ...others].filter((n) => n !== node).map((n) => n.address);
+    return [...new Set(seeds)].join(',');
   }
 
   private spawn(node: ManagedNode): void {
@@ -352,7 +368,9 @@ export class ClusterProcesses {
     node.startedAt = Date.now();
     node.exit = undefined;
     node.state = 'starting';
-    internals.log.write(`--- ${new Date().toISOString()} demo: spawn #${node.launches} ${args.join(' ')}\n`);
+    internals.log.write(
+      `--- ${new Date().toISOString()} demo: spawn #${node.launches} pid ${child.pid} ${args.join(' ')}\n`,
+    );
     this.readLines(node, child, 'stdout');
     this.readLines(node, child, 'stderr');
     child.stdin!.on('error', () => {});

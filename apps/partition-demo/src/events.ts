@@ -93,7 +93,7 @@ export function describe(
     case 'partitions.allocated':
       return {
         event,
-        text: `table v${json.version}: over ${json.members} members, ${json.moved} moved`,
+        text: `v${json.version}: ${json.members} members, ${json.moved} moved`,
         key: `${event}|${json.version}`,
       };
     case 'node.restart':
@@ -107,14 +107,18 @@ export function describe(
   }
 }
 
-/** Maps member keys (`host:port#uid`) and addresses to node names. */
+/** `host:port#uid` -> `host:port`. */
 export function stripUid(key: string): string {
   const i = key.lastIndexOf('#');
   return i < 0 ? key : key.slice(0, i);
 }
 
+/** Membership transitions a member incarnation goes through at most once. */
+const ONCE = new Set(['member.up', 'member.leaving', 'member.downed', 'member.removed']);
+
 export class EventLog {
   private readonly list: DemoEvent[] = [];
+  private readonly once = new Map<string, DemoEvent>();
 
   constructor(
     private readonly options: {
@@ -134,20 +138,32 @@ export class EventLog {
   ): DemoEvent | undefined {
     const d = describe(json, (a) => nameOf(stripUid(a)));
     if (!d) return undefined;
+    const member = json.member as Json | undefined;
+    // a node that joins learns the coordinator (and every member being up): not news
+    if (d.event === 'coordinator.changed' && !json.previous && member && member.name !== reporter) {
+      return undefined;
+    }
     const level = typeof json.level === 'number' && json.level >= 50 ? 'error' : 'info';
     const time = typeof json.time === 'number' ? json.time : at;
     const windowMs = this.options.windowMs ?? 5000;
     // node-local facts (a singleton on this node, its restart) are keyed by reporter too
     const local = d.event.startsWith('singleton.') || d.event.startsWith('node.') || level === 'error';
     const key = local ? `${d.key}|${reporter}` : d.key;
-    for (let i = this.list.length - 1; i >= 0 && i >= this.list.length - 50; i--) {
-      const e = this.list[i]!;
-      if (e.key === key && Math.abs(time - e.time) <= windowMs) {
-        if (!e.reporters.includes(reporter)) e.reporters.push(reporter);
-        return undefined;
-      }
+    // these happen once per incarnation (uid): the same fact however late another node logs it
+    const once = ONCE.has(d.event);
+    const earlier = once
+      ? this.once.get(key)
+      : this.list
+          .slice(-50)
+          .reverse()
+          .find((e) => e.key === key && Math.abs(time - e.time) <= windowMs);
+    if (earlier) {
+      if (!earlier.reporters.includes(reporter)) earlier.reporters.push(reporter);
+      return undefined;
     }
-    return this.push({ time, event: d.event, text: d.text, reporters: [reporter], level, key });
+    const entry = this.push({ time, event: d.event, text: d.text, reporters: [reporter], level, key });
+    if (once) this.once.set(key, entry);
+    return entry;
   }
 
   /** A line a node printed that is not JSON (stderr: a crash, a usage error). */

@@ -89,34 +89,34 @@ export function createFailureDetectorMachine(deps: {
       // Taking a new membership must not restart the heartbeat timer: a burst of versions
       // (a wave of joins) would otherwise stop heartbeats and checks for as long as it lasts.
       takeMembers: assign(({ context, event }) => {
-          const membership = (event as { membership: Membership }).membership;
-          const members = liveMembers(membership).map((m) => ({ ...m, key: keyOf(m) }));
-          const unreachable = new Set(
-            Object.entries(context.peers)
-              .filter(([, s]) => s === 'unreachable')
-              .map(([k]) => k),
-          );
-          const { targets } = heartbeatPeers(
-            { address: self.address, uid: self.uid },
-            members.filter((m) => m.key !== self.key),
-            { unreachable, config: config.heartbeatRing },
-          );
-          const peers: Record<string, PeerStatus> = {};
-          const now = system.clock.now();
-          for (const t of targets) {
-            const key = keyOf(t);
-            // A new target starts with a heartbeat "now": if none ever arrives it still gets detected.
-            if (!(key in context.peers)) registry.heartbeat(key, now);
-            peers[key] = context.peers[key] ?? 'reachable';
-          }
-          for (const key of Object.keys(context.peers)) if (!(key in peers)) registry.remove(key);
-          return {
-            version: membership.version,
-            peers,
-            memberKeys: members.map((m) => m.key),
-            failedKeys: membership.failed.map(keyOf),
-          };
-        }),
+        const membership = (event as { membership: Membership }).membership;
+        const members = liveMembers(membership).map((m) => ({ ...m, key: keyOf(m) }));
+        const unreachable = new Set(
+          Object.entries(context.peers)
+            .filter(([, s]) => s === 'unreachable')
+            .map(([k]) => k),
+        );
+        const { targets } = heartbeatPeers(
+          { address: self.address, uid: self.uid },
+          members.filter((m) => m.key !== self.key),
+          { unreachable, config: config.heartbeatRing },
+        );
+        const peers: Record<string, PeerStatus> = {};
+        const now = system.clock.now();
+        for (const t of targets) {
+          const key = keyOf(t);
+          // A new target starts with a heartbeat "now": if none ever arrives it still gets detected.
+          if (!(key in context.peers)) registry.heartbeat(key, now);
+          peers[key] = context.peers[key] ?? 'reachable';
+        }
+        for (const key of Object.keys(context.peers)) if (!(key in peers)) registry.remove(key);
+        return {
+          version: membership.version,
+          peers,
+          memberKeys: members.map((m) => m.key),
+          failedKeys: membership.failed.map(keyOf),
+        };
+      }),
     },
   }).createMachine({
     id: 'failureDetector',

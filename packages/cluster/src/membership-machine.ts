@@ -137,6 +137,20 @@ export function createMembershipMachine(deps: MembershipDeps) {
 
   const selfStatus = (ctx: MembershipContext) => selfMember(env, ctx)?.status;
 
+  /** While joining or backing off: a welcome, or an update that names us, lets us in. */
+  const letIn = {
+    'membership.welcome': {
+      target: 'up',
+      guard: ({ event }: { event: MembershipEvent }) => includesSelfLive(env, (event as Welcome).membership),
+      actions: apply((c, e) => welcomed(env, c, (e as Welcome).membership)),
+    },
+    'membership.update': {
+      target: 'up',
+      guard: 'updateNamesSelf',
+      actions: apply((c, e) => welcomedByUpdate(env, c, e as Update)),
+    },
+  } as const;
+
   /**
    * A leaving node is still a member: it keeps observing, and a split-brain decision (or the
    * news that it was downed) must still take it out, or it would outlive a partition as a
@@ -205,16 +219,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
         // the only seed is this node: nobody to ask, form at once
         always: [{ guard: 'isOnlySeed', target: 'up', actions: apply((c) => formNewCluster(env, c)) }],
         on: {
-          'membership.welcome': {
-            target: 'up',
-            guard: ({ event }) => includesSelfLive(env, (event as Welcome).membership),
-            actions: apply((c, e) => welcomed(env, c, (e as Welcome).membership)),
-          },
-          'membership.update': {
-            target: 'up',
-            guard: 'updateNamesSelf',
-            actions: apply((c, e) => welcomedByUpdate(env, c, e as Update)),
-          },
+          ...letIn,
         },
         after: {
           joinTimeout: [
@@ -234,16 +239,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
       },
       backingOff: {
         on: {
-          'membership.welcome': {
-            target: 'up',
-            guard: ({ event }) => includesSelfLive(env, (event as Welcome).membership),
-            actions: apply((c, e) => welcomed(env, c, (e as Welcome).membership)),
-          },
-          'membership.update': {
-            target: 'up',
-            guard: 'updateNamesSelf',
-            actions: apply((c, e) => welcomedByUpdate(env, c, e as Update)),
-          },
+          ...letIn,
         },
         after: { joinBackoff: 'joining' },
       },

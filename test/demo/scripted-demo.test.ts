@@ -1,0 +1,52 @@
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('partition demo, scripted (real node processes)', () => {
+  it('runs scripts/ci.demo to the end, every expectation holds, and no node is left running', async () => {
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--conditions=@doyen/source',
+        'apps/partition-demo/src/main.ts',
+        '--script',
+        'apps/partition-demo/scripts/ci.demo',
+        '--no-tty',
+      ],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    const tail = output.split('\n').slice(-60).join('\n');
+    expect(code, tail).toBe(0);
+    expect(output).toMatch(/script ci\.demo passed: \d+ steps, \d+ expectations held/);
+    expect(output).toMatch(/all nodes stopped/);
+
+    // every node the demo spawned (its log names the pid) is gone
+    const logDir = /all nodes stopped; logs in (.+)$/m.exec(output)![1]!.trim();
+    const pids = readdirSync(logDir).flatMap((f) =>
+      [...readFileSync(join(logDir, f), 'utf8').matchAll(/demo: spawn #\d+ pid (\d+)/g)].map((m) =>
+        Number(m[1]),
+      ),
+    );
+    expect(pids.length).toBeGreaterThanOrEqual(6);
+    expect(pids.filter(isRunning)).toEqual([]);
+  }, 150_000); // about 25 s alone; a loaded 2-CPU runner can take several times that
+});
