@@ -115,17 +115,26 @@ try {
 
 if (node) {
   const doyen = node;
-  doyen.cluster.subscribe((event) => {
-    if (!FORWARDED_CLUSTER_EVENTS.has(event.type)) return;
-    const member = 'member' in event ? event.member : event.coordinator;
-    report({
-      kind: 'event',
-      type: event.type,
-      address: member?.address ?? '',
-      uid: member?.uid ?? '',
-      t: wallMs(),
+  // A downed node restarts in this process as a new incarnation with a new Cluster: follow it, so the events
+  // of every incarnation are reported (the first events of a new one may come up to 20 ms late: its join).
+  let followed: typeof doyen.cluster | undefined;
+  const follow = () => {
+    if (followed === doyen.cluster) return;
+    followed = doyen.cluster;
+    followed.subscribe((event) => {
+      if (!FORWARDED_CLUSTER_EVENTS.has(event.type)) return;
+      const member = 'member' in event ? event.member : event.coordinator;
+      report({
+        kind: 'event',
+        type: event.type,
+        address: member?.address ?? '',
+        uid: member?.uid ?? '',
+        t: wallMs(),
+      });
     });
-  });
+  };
+  follow();
+  setInterval(follow, 20).unref();
   try {
     await doyen.cluster.whenUp();
     const self = doyen.cluster.self;

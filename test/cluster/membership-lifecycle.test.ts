@@ -85,6 +85,19 @@ describe('membership lifecycle', () => {
     expect(events.some((e) => e.type === 'member.downed')).toBe(false);
   });
 
+  it('a whole cluster leaving at once does not wait for a coordinator that is leaving too', async () => {
+    const names = ['athens', 'byzantium', 'cyrene'];
+    const c = await cluster(names, 47);
+    for (const n of names) void c.get(n).cluster.leave();
+    const took = await c.sim.runUntil(
+      () => names.every((n) => c.get(n).cluster.state().status === 'removed'),
+      {
+        timeoutMs: 10_000,
+      },
+    );
+    expect(took).toBeLessThan(2000);
+  });
+
   it('the last member leaving removes itself', async () => {
     const c = await cluster(['athens'], 45);
     await Promise.all([

@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -14,6 +14,12 @@ function isRunning(pid: number): boolean {
     return false;
   }
 }
+
+let demo: ChildProcess | undefined;
+// a failed or timed-out run: SIGTERM makes the demo stop its nodes before it exits
+afterEach(() => {
+  if (demo && demo.exitCode === null && demo.signalCode === null) demo.kill('SIGTERM');
+});
 
 describe('partition demo, scripted (real node processes)', () => {
   it('runs scripts/ci.demo to the end, every expectation holds, and no node is left running', async () => {
@@ -30,6 +36,7 @@ describe('partition demo, scripted (real node processes)', () => {
       ],
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
     );
+    demo = child;
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));
@@ -48,5 +55,6 @@ describe('partition demo, scripted (real node processes)', () => {
     );
     expect(pids.length).toBeGreaterThanOrEqual(6);
     expect(pids.filter(isRunning)).toEqual([]);
+    rmSync(logDir, { recursive: true, force: true });
   }, 150_000); // about 25 s alone; a loaded 2-CPU runner can take several times that
 });

@@ -150,7 +150,8 @@ async function main(): Promise<void> {
       muted = true;
       restoreTerminal();
       // the last word: the final view, plain, then the outcome
-      process.stdout.write(`\n${renderView(demo.model(), { width: 120, color: false })}\n\n`);
+      const width = process.stdout.isTTY ? process.stdout.columns : 120;
+      process.stdout.write(`\n${renderView(demo.model(), { width, color: false })}\n\n`);
       if (summary) process.stdout.write(`${summary}\n`);
       const alive = demo.processes.alive().length;
       if (alive) process.stdout.write(`stopping ${alive} node(s)…\n`);
@@ -242,7 +243,7 @@ async function run(
       const name = demo.selectedName();
       switch (a.type) {
         case 'quit':
-          void finish(0, 'quit');
+          void (script ? finish(1, `quit before ${script.file} ended`) : finish(0, 'quit'));
           return;
         case 'select':
           if (a.index < demo.processes.nodes.length) demo.selected = a.index;
@@ -322,7 +323,7 @@ async function run(
       const line = ++n;
       queue = queue.then(async () => {
         try {
-          const lines = parseScript(text, 'stdin').map((l) => ({ ...l, line }));
+          const lines = parseScript(`${'\n'.repeat(line - 1)}${text}`, 'stdin');
           const r = await runScript(lines, demo, { file: 'stdin', log: (t) => print(t) });
           if (r.ok && lines.length) print(renderView(demo.model(), { width: 120 }));
         } catch (error) {

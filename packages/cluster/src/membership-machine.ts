@@ -205,6 +205,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
       },
       selfExiting: ({ context }) => selfStatus(context) === 'exiting',
       selfLeaving: ({ context }) => selfStatus(context) === 'leaving',
+      nobodyUp: ({ context }) => !context.membership?.members.some((m) => m.status === 'up'),
     },
   }).createMachine({
     id: 'membership',
@@ -319,6 +320,8 @@ export function createMembershipMachine(deps: MembershipDeps) {
         always: [
           { guard: 'selfGoneAfterLeaving', target: 'removed' },
           { guard: 'selfExiting', target: 'exiting' },
+          // everyone is leaving at once (a whole cluster shut down): nobody is left to drive it
+          { guard: 'nobodyUp', target: 'removed' },
         ],
         on: {
           ...stillDeciding,
@@ -327,10 +330,16 @@ export function createMembershipMachine(deps: MembershipDeps) {
           'membership.ack': { actions: apply((c, e) => onAck(env, c, e as Ack)) },
           'membership.leave': { actions: apply((c, e) => onLeave(env, c, e as Leave)) },
         },
-        after: {
-          leaveRetry: { target: 'leaving', reenter: true, actions: apply((c) => requestLeave(env, c)) },
-          leaveTimeout: 'removed',
+        // the retry loop lives in a child state: re-entering it must not restart leaveTimeout
+        initial: 'asking',
+        states: {
+          asking: {
+            after: {
+              leaveRetry: { target: 'asking', reenter: true, actions: apply((c) => requestLeave(env, c)) },
+            },
+          },
         },
+        after: { leaveTimeout: 'removed' },
       },
       exiting: {
         always: [{ guard: 'selfGoneAfterLeaving', target: 'removed' }],
