@@ -140,10 +140,7 @@ export class ClusterSingletons {
           role: options.role,
           handOverRetryIntervalMs: options.handOverRetryIntervalMs ?? 100,
           maxHandOverRetries: options.maxHandOverRetries ?? 50,
-          downRemovalMarginMs:
-            options.downRemovalMarginMs ??
-            cluster.config.sbr.downRemovalMarginMs ??
-            cluster.downRemovalMarginMs(),
+          downRemovalMarginMs: () => options.downRemovalMarginMs ?? cluster.downRemovalMarginMs(),
           drainTimeoutMs: 1000,
         },
         effects,

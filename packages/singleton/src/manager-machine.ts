@@ -18,7 +18,8 @@ export interface ManagerSettings {
   readonly role: string | undefined;
   readonly handOverRetryIntervalMs: number;
   readonly maxHandOverRetries: number;
-  readonly downRemovalMarginMs: number;
+  /** Read when needed: the default grows with the cluster (it is stable-after). */
+  readonly downRemovalMarginMs: number | (() => number);
   readonly drainTimeoutMs: number;
 }
 
@@ -90,7 +91,10 @@ export function createManagerMachine(
     types: { context: {} as ManagerContext, events: {} as ManagerEvent },
     delays: {
       retry: settings.handOverRetryIntervalMs,
-      margin: settings.downRemovalMarginMs,
+      margin: () =>
+        typeof settings.downRemovalMarginMs === 'function'
+          ? settings.downRemovalMarginMs()
+          : settings.downRemovalMarginMs,
       drainTimeout: settings.drainTimeoutMs,
       backlogPoll: 5,
     },
@@ -339,7 +343,16 @@ export function createManagerMachine(
       },
       end: {
         entry: ({ context }) => {
-          if (context.inbox) effects.stopInstance('node left the cluster');
+          const snapshot = context.inbox ? effects.stopInstance('node left the cluster') : undefined;
+          // a hand-over cut short by our own exit still completes: the instance is stopped now
+          if (context.handOverTo) {
+            const done: HandedOver = {
+              type: 'singleton.handed-over',
+              name: settings.name,
+              snapshot: snapshot ?? null,
+            };
+            context.handOverTo.send(done as Message);
+          }
         },
         type: 'final',
       },
