@@ -2,8 +2,10 @@
 // long the survivors take to notice and to take it out; or make one stall its event loop and count the false
 // suspicions it causes. The first node is the seed and forms the cluster; a killed node is restarted at the
 // same address as a new incarnation, joining through the survivors.
+
+import { freePorts } from './free-ports.js';
 import { keyOf, type NodeEvent, type NodeState } from './membership-messages.js';
-import { freePorts, NodeProcess, waitUntil } from './membership-processes.js';
+import { NodeProcess, waitUntil } from './membership-processes.js';
 import { withTimeout } from './timeout.js';
 
 export type VictimKind = 'member' | 'coordinator';

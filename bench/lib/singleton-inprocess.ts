@@ -7,7 +7,8 @@ import { keyOf } from '../../packages/cluster/src/index.js';
 import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
 import { movedPartitions, optimalMoves, type PartitionTable } from '../../packages/partitions/src/index.js';
 import { createLogger } from './doyen.js';
-import { freePorts, type HandOverSample, waitFor } from './singleton-processes.js';
+import { freePorts } from './free-ports.js';
+import { type HandOverSample, waitFor } from './singleton-processes.js';
 import { withTimeout } from './timeout.js';
 
 const CLUSTER = 'bench-singleton-inprocess';

@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { optimalMoves } from '../../packages/partitions/src/index.js';
+import { freePorts } from './free-ports.js';
 import {
   keyOf,
   type NodeCommand,
@@ -482,25 +483,6 @@ export class ProcessCluster {
   async close(): Promise<void> {
     await Promise.allSettled(this.nodes.map((n) => n.stop()));
   }
-}
-
-/** Free ports on 127.0.0.1, picked by binding and releasing (seed lists need ports up front). */
-export async function freePorts(n: number): Promise<number[]> {
-  const { createServer } = await import('node:net');
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<import('node:net').Server>((resolve, reject) => {
-          const s = createServer();
-          s.once('error', reject);
-          s.listen(0, '127.0.0.1', () => resolve(s));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => (s.address() as import('node:net').AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
 }
 
 /** The table a node reported (the allocator runs with no backups: backupCount defaults to 0). */

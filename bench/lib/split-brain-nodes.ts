@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import type { ClusterConfig, ClusterEvent } from '../../packages/cluster/src/index.js';
 import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
 import { createLogger } from './doyen.js';
+import { freePorts } from './free-ports.js';
 import { withTimeout } from './timeout.js';
 
 export const SBR_BENCH_CLUSTER = 'bench-split-brain';
@@ -205,23 +206,4 @@ export async function waitUntil(
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
-}
-
-/** Free ports on 127.0.0.1, picked by binding and releasing (seed lists need ports up front). */
-async function freePorts(n: number): Promise<number[]> {
-  const { createServer } = await import('node:net');
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<import('node:net').Server>((resolve, reject) => {
-          const s = createServer();
-          s.once('error', reject);
-          s.listen(0, '127.0.0.1', () => resolve(s));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => (s.address() as import('node:net').AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
 }

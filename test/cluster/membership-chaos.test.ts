@@ -20,7 +20,7 @@ function consistent(c: SimCluster): string | undefined {
     if (me.status !== 'up') continue;
     for (const other of c.upMembers(name)) {
       const them = c.nodes.get(other);
-      if (!them || them.cluster.state().status !== 'up') continue;
+      if (them?.cluster.state().status !== 'up') continue;
       if (viewOf(c, other) !== viewOf(c, name))
         return `${name} sees ${viewOf(c, name)} but ${other} sees ${viewOf(c, other)}`;
     }

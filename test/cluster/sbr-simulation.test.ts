@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import type { ClusterConfig } from '../../packages/cluster/src/index.js';
-import { forEachSeed, SeededRandom } from '../../packages/testkit/src/index.js';
 import { GREEK, SimCluster } from '../support/sim-cluster.js';
 
 const FIVE = GREEK.slice(0, 5) as unknown as string[];

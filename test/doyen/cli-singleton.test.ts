@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type CliNode, getJson, killAll, runCli } from '../support/cli-process.js';
+import { type CliNode, getJson, killAll, runCliNode } from '../support/cli-process.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { eventually } from '../support/wait.js';
 
@@ -7,26 +7,7 @@ const started: CliNode[] = [];
 afterEach(() => killAll(started.splice(0)));
 
 function node(port: number, httpPort: number, seeds: number[], name: string): CliNode {
-  const n = runCli(
-    [
-      'node',
-      '--cluster',
-      'singleton-cli',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      '--seeds',
-      seeds.map((p) => `127.0.0.1:${p}`).join(','),
-      '--http-port',
-      String(httpPort),
-      '--secret',
-      's',
-      '--name',
-      name,
-    ],
-    httpPort,
-  );
+  const n = runCliNode('singleton-cli', { port, httpPort, seeds }, ['--name', name]);
   started.push(n);
   return n;
 }

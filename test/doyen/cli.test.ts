@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type CliNode, getJson, killAll, runCli } from '../support/cli-process.js';
+import { type CliNode, getJson, killAll, runCli, runCliNode } from '../support/cli-process.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { eventually } from '../support/wait.js';
 
@@ -10,25 +10,7 @@ const started: CliNode[] = [];
 afterEach(() => killAll(started.splice(0)));
 
 function node(port: number, httpPort: number, seeds: number[], extra: string[] = []): CliNode {
-  const n = runCli(
-    [
-      'node',
-      '--cluster',
-      'cli-test',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      '--seeds',
-      seeds.map((p) => `127.0.0.1:${p}`).join(','),
-      '--http-port',
-      String(httpPort),
-      '--secret',
-      'cli-secret',
-      ...extra,
-    ],
-    httpPort,
-  );
+  const n = runCliNode('cli-test', { port, httpPort, seeds }, extra);
   started.push(n);
   return n;
 }

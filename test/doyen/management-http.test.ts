@@ -39,7 +39,11 @@ describe('HTTP management', () => {
     await start(p1!, h1!, p1!);
     await start(p2!, h2!, p1!, { name: 'second' });
     const third = await start(p3!, h3!, p1!);
-    await eventually(async () => (await http(h1!, '/cluster')).body.members.length === 3);
+    // every node up in the second node's view (a joiner is `joining` for a moment)
+    await eventually(async () => {
+      const members = (await http(h2!, '/cluster')).body.members as { status: string }[];
+      return members.length === 3 && members.every((m) => m.status === 'up');
+    });
     const view = (await http(h2!, '/cluster')).body;
     expect(view).toMatchObject({ self: `127.0.0.1:${p2}`, coordinator: `127.0.0.1:${p1}`, status: 'up' });
     expect(view.members.map((m: { age: number }) => m.age).sort()).toEqual([1, 2, 3]);

@@ -53,3 +53,30 @@ export function killAll(nodes: CliNode[]): void {
   for (const n of nodes)
     if (n.process.exitCode === null && n.process.signalCode === null) n.process.kill('SIGKILL');
 }
+
+/** Runs `doyen node` on 127.0.0.1 with the given ports, seeds and cluster (plus `extra` flags). */
+export function runCliNode(
+  cluster: string,
+  ports: { port: number; httpPort: number; seeds: number[] },
+  extra: string[] = [],
+): CliNode {
+  return runCli(
+    [
+      'node',
+      '--cluster',
+      cluster,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(ports.port),
+      '--seeds',
+      ports.seeds.map((p) => `127.0.0.1:${p}`).join(','),
+      '--http-port',
+      String(ports.httpPort),
+      '--secret',
+      `${cluster}-secret`,
+      ...extra,
+    ],
+    ports.httpPort,
+  );
+}

@@ -138,12 +138,12 @@ export function joinAttempt(env: Env, ctx: MembershipContext): Step {
 }
 
 export function formNewCluster(env: Env, ctx: MembershipContext): Step {
-  return adopt(env, ctx, formCluster(env.self));
+  return adopt(ctx, formCluster(env.self));
 }
 
 /** A welcome (or an update naming us while we join) makes us a member. */
 export function welcomed(env: Env, ctx: MembershipContext, membership: Membership): Step {
-  return adopt(env, { ...ctx, attempt: 0 }, membership);
+  return adopt({ ...ctx, attempt: 0 }, membership);
 }
 
 /** An update that names us while we join: take it, and acknowledge it like any member. */
@@ -161,7 +161,7 @@ export function includesSelfLive(env: Env, m: Membership): boolean {
 // ---- adopting and broadcasting --------------------------------------------------------------
 
 /** Takes `next` as our membership and tells the failure detector; no broadcast. */
-function adopt(env: Env, ctx: MembershipContext, next: Membership): Step {
+function adopt(ctx: MembershipContext, next: Membership): Step {
   const live = new Set(next.members.map(keyOf));
   const observations: Record<string, readonly string[]> = {};
   for (const [subject, observers] of Object.entries(ctx.observations)) {
@@ -183,7 +183,7 @@ function adopt(env: Env, ctx: MembershipContext, next: Membership): Step {
 /** Coordinator: adopt `next` and send it to every member of the old and the new membership. */
 function publish(env: Env, ctx: MembershipContext, next: Membership, exclude?: ReadonlySet<string>): Step {
   const prev = ctx.membership;
-  const step = adopt(env, ctx, next);
+  const step = adopt(ctx, next);
   const recipients = new Map<string, Member>();
   for (const m of [...(prev?.members ?? []), ...next.members]) {
     if (keyOf(m) !== env.self.key && isLive(m.status) && !exclude?.has(keyOf(m))) recipients.set(keyOf(m), m);
@@ -315,7 +315,7 @@ export function onUpdate(env: Env, ctx: MembershipContext, update: Update): Step
   if (theirs.version > mine.version) {
     // only from our own cluster: it names us, or we are in it and learn that we were taken out
     if (!includesSelfLive(env, theirs) && !includesSelfLive(env, mine)) return noop(ctx);
-    const step = adopt(env, ctx, theirs);
+    const step = adopt(ctx, theirs);
     return { ...step, out: [...step.out, ackOut] };
   }
   if (theirs.version === mine.version) return { context: ctx, out: [ackOut], timeouts: [] };
@@ -488,7 +488,7 @@ export function onDownedNotice(env: Env, ctx: MembershipContext, by: string): St
   const m = ctx.membership;
   const sender = m && findMember(m, by);
   if (!m || !sender || !isLive(sender.status) || by === env.self.key) return noop(ctx);
-  return adopt(env, ctx, downMembers(m, [env.self.key]));
+  return adopt(ctx, downMembers(m, [env.self.key]));
 }
 
 // ---- leaving ----------------------------------------------------------------------------------
@@ -498,7 +498,7 @@ export function requestLeave(env: Env, ctx: MembershipContext): Step {
   const m = ctx.membership;
   if (!m) return noop(ctx);
   if (isCoordinator(env, ctx)) {
-    if (liveMembers(m).length === 1) return adopt(env, ctx, removeMembers(m, [env.self.key]));
+    if (liveMembers(m).length === 1) return adopt(ctx, removeMembers(m, [env.self.key]));
     return publish(env, ctx, setStatus(m, [env.self.key], 'leaving'));
   }
   const c = coordinatorNode(ctx);
