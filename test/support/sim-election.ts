@@ -27,7 +27,7 @@ export interface SimElectionOptions extends Partial<SimulationOptions> {
   /** Per node: the quorum election's vote store (kept across restarts by the harness). */
   readonly voteStore?: (index: number) => VoteStore;
   /** Per node incarnation: the etcd election's store client. */
-  readonly leaderStore?: (index: number, sim: Simulation) => LeaderStore;
+  readonly leaderStore?: (index: number, sim: Simulation, address: string) => LeaderStore;
 }
 
 /** A simulated group of N nodes at 10.1.0.(i+1):2552 each running one election; rank = index. */
@@ -79,7 +79,7 @@ export class SimElectionCluster {
       algorithm: this.options.algorithm,
       peers: this.peers,
       ...(voteStore ? { voteStore } : {}),
-      ...(this.options.leaderStore ? { leaderStore: this.options.leaderStore(index, this.sim) } : {}),
+      ...(this.options.leaderStore ? { leaderStore: this.options.leaderStore(index, this.sim, peer.address) } : {}),
     });
     const node: SimElectionNode = { index, peer, system, election, alive: true };
     this.nodes[index] = node;

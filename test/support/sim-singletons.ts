@@ -1,6 +1,6 @@
 import { assign, setup } from 'xstate';
 import type { ActorRef } from '../../packages/core/src/index.js';
-import { ClusterSingletons } from '../../packages/singleton/src/index.js';
+import { ClusterSingletons, type SingletonPlacement } from '../../packages/singleton/src/index.js';
 import type { SimCluster, SimNode } from './sim-cluster.js';
 
 export type Note = { type: 'test.note'; from: string; seq: number };
@@ -36,11 +36,14 @@ export interface Interval {
  * Registers the notebook singleton on every node incarnation of `c` and records, after every
  * simulation step, which live nodes run an instance: the at-most-one-instance invariant.
  */
-export function withNotebook(c: SimCluster, options: { handOverSnapshot?: boolean } = {}) {
+export function withNotebook(
+  c: SimCluster,
+  options: { handOverSnapshot?: boolean; placement?: (node: SimNode) => SingletonPlacement | undefined } = {},
+) {
   const singletons = new Map<SimNode, ClusterSingletons>();
   c.onNodeStart = (node) => {
     node.system.messageTypes.register(['test.note', 'test.get', 'test.notes']);
-    const s = new ClusterSingletons(node.system, node.cluster);
+    const s = new ClusterSingletons(node.system, node.cluster, options.placement?.(node));
     s.register('notebook', notebook(node.name), { handOverSnapshot: options.handOverSnapshot ?? true });
     singletons.set(node, s);
   };

@@ -17,6 +17,7 @@ const USAGE = `usage: doyen node --cluster NAME --host H --port P --seeds H1:P1,
                   [--downing keep-majority|static-quorum|keep-oldest|down-all|lease-majority|auto|manual]
                   [--quorum-size N] [--on-downed restart|exit] [--bind-host B] [--config file.json]
                   [--partitions 271] (0: no partition allocator)
+                  [--coordinator emergent|quorum|etcd] [--vote-file F] [--etcd http://127.0.0.1:2379,...]
                   [--enable-fault-injection] (tests and demos: POST /fault/blackhole, /fault/heal)
                   [--log-level info] [--inspect] [--inspect-url ws://localhost:8080]
        doyen inspector [--port 8080] [--open]
@@ -25,6 +26,8 @@ Starts a cluster node. The node whose own address is the first seed may form the
 SIGTERM (or POST /cluster/leave) leaves gracefully and exits 0; a failed join exits ${ExitCode.joinFailed};
 a node downed by the split-brain resolver restarts as a new incarnation, or with
 --on-downed exit, exits ${ExitCode.downed}. lease-majority needs an etcd: set "lease" in --config.
+--coordinator quorum runs singletons on the generation-clock leader while it holds a majority
+(votes kept in --vote-file); --coordinator etcd on the holder of an etcd key (--etcd URLs).
 --inspect sends every machine to Stately's inspector through the server \`doyen inspector\` runs;
 with --http-port, GET /inspector serves a local live state chart page.`;
 
@@ -118,6 +121,9 @@ export async function main(argv: string[]): Promise<void> {
         'log-level': { type: 'string' },
         inspect: { type: 'boolean' },
         'inspect-url': { type: 'string' },
+        coordinator: { type: 'string' },
+        'vote-file': { type: 'string' },
+        etcd: { type: 'string' },
       },
       strict: true,
     }) as unknown as { values: Record<string, string | undefined> });
@@ -166,6 +172,18 @@ export async function main(argv: string[]): Promise<void> {
         : {}),
       ...((values as Record<string, unknown>)['enable-fault-injection'] === true
         ? { faultInjection: true }
+        : {}),
+      ...(values.coordinator ? { coordinator: values.coordinator as 'quorum' } : {}),
+      ...(values['vote-file'] || values.etcd
+        ? {
+            election: {
+              ...file.election,
+              ...(values['vote-file'] ? { voteFile: values['vote-file'] } : {}),
+              ...(values.etcd
+                ? { etcd: { ...file.election?.etcd, endpoints: values.etcd.split(',').filter(Boolean) } }
+                : {}),
+            },
+          }
         : {}),
       ...(values['inspect-url']
         ? { inspect: { url: values['inspect-url'] } }

@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { type Cluster, keyOf, type Member } from '@doyen/cluster';
 import type { ActorSystem } from '@doyen/core';
 import type { PartitionService } from '@doyen/partitions';
+import type { ElectedCoordinator } from '@doyen/election';
 import type { ClusterSingletons } from '@doyen/singleton';
 
 /** One row of `GET /cluster`. */
@@ -22,6 +23,14 @@ export interface ClusterView {
   readonly uid: string;
   readonly status: string;
   readonly coordinator: string | null;
+  /** With `coordinator: 'quorum' | 'etcd'`: this node's view of the election. */
+  readonly election?: {
+    readonly mode: string;
+    readonly role: string;
+    readonly leader: string | null;
+    readonly term: number;
+    readonly acting: boolean;
+  };
   readonly version: number;
   readonly members: readonly MemberView[];
 }
@@ -36,7 +45,7 @@ export type Route = (
 /** Takes over an HTTP upgrade (WebSocket) request; returns true when it handled it. */
 export type UpgradeRoute = (request: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
 
-export function clusterView(cluster: Cluster): ClusterView {
+export function clusterView(cluster: Cluster, elected?: ElectedCoordinator): ClusterView {
   const state = cluster.state();
   const m = state.membership;
   const unreachable = new Set(m?.unreachable ?? []);
@@ -49,10 +58,16 @@ export function clusterView(cluster: Cluster): ClusterView {
     self: cluster.self.address,
     uid: cluster.self.uid,
     status: state.status,
-    coordinator: state.coordinator?.address ?? null,
+    coordinator: elected ? (elected.coordinator() ?? null) : (state.coordinator?.address ?? null),
+    ...(elected ? { election: electionView(elected) } : {}),
     version: m?.version ?? 0,
     members: rows,
   };
+}
+
+function electionView(elected: ElectedCoordinator): NonNullable<ClusterView['election']> {
+  const v = elected.view();
+  return { mode: elected.kind, role: v.role, leader: v.leader ?? null, term: v.term, acting: v.acting };
 }
 
 function pick(x: Member) {
@@ -104,6 +119,7 @@ export class ManagementServer {
       readonly cluster: Cluster;
       readonly singletons?: ClusterSingletons;
       readonly partitions?: PartitionService | undefined;
+      readonly coordinator?: ElectedCoordinator | undefined;
     };
     readonly onLeave: () => void;
   }): Promise<ManagementServer> {
@@ -121,7 +137,8 @@ export class ManagementServer {
       const path = url.pathname.replace(/\/+$/, '') || '/';
       const method = request.method ?? 'GET';
       for (const route of self?.routes ?? []) if (await route(request, response, url)) return;
-      if (path === '/cluster' && method === 'GET') return json(response, 200, clusterView(cluster));
+      if (path === '/cluster' && method === 'GET')
+        return json(response, 200, clusterView(cluster, options.node.coordinator));
       if (path === '/health/alive' && method === 'GET') return json(response, 200, { alive: true });
       if (path === '/singletons' && method === 'GET') {
         const singletons = options.node.singletons?.list() ?? [];
@@ -168,7 +185,9 @@ export class ManagementServer {
           s.membership?.unreachable.length ?? 0,
         );
         system.metrics.set('doyen_cluster_version', 'Membership version', s.membership?.version ?? 0);
-        system.metrics.set('doyen_cluster_is_coordinator', '1 on the coordinator', s.isCoordinator ? 1 : 0);
+        const elected = options.node.coordinator;
+        const coordinating = elected ? elected.view().acting : s.isCoordinator;
+        system.metrics.set('doyen_cluster_is_coordinator', '1 on the coordinator', coordinating ? 1 : 0);
         response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
         response.end(system.metrics.render());
         return;

@@ -1,5 +1,6 @@
 import type { ClusterConfig } from '@doyen/cluster';
 import { InvalidConfigError, type NodeAddress, parseNodeAddress } from '@doyen/core';
+import { COORDINATOR_MODES, type CoordinatorMode, type ElectionTiming } from '@doyen/election';
 import type { WireConfig } from '@doyen/wire';
 
 /** Everything `startNode` and `doyen node` take. */
@@ -36,6 +37,23 @@ export interface NodeConfig {
   readonly inspect?: boolean | { readonly url?: string };
   /** The fixed-partition allocator singleton: `count` 0 turns it off (default 271 partitions). */
   readonly partitions?: { readonly count?: number; readonly backupCount?: number; readonly role?: string };
+  /**
+   * Who coordinates (runs the singletons, the partition allocator among them): `emergent`, the
+   * oldest member (default, availability first); `quorum`, the generation-clock leader, acting
+   * only while a majority acknowledges it; `etcd`, only the holder of an etcd key's lease.
+   */
+  readonly coordinator?: CoordinatorMode;
+  readonly election?: {
+    /** quorum: the file that keeps generation and vote across restarts (default under the OS temp dir). */
+    readonly voteFile?: string;
+    /** etcd: client URLs, the key's TTL (default 5000 ms) and the bound on every call (default 2000 ms). */
+    readonly etcd?: {
+      readonly endpoints: readonly string[];
+      readonly ttlMs?: number;
+      readonly timeoutMs?: number;
+    };
+    readonly timing?: Partial<ElectionTiming>;
+  };
   /** Mount POST /fault/blackhole and /fault/heal (tests and demos only; never in production). */
   readonly faultInjection?: boolean;
 }
@@ -73,6 +91,19 @@ export function validateNodeConfig(c: NodeConfig): NodeConfig {
       throw new InvalidConfigError(
         `inspect url must be ws:// or wss://, got ${JSON.stringify(c.inspect.url)}`,
       );
+  }
+  if (c.coordinator !== undefined && !COORDINATOR_MODES.includes(c.coordinator)) {
+    throw new InvalidConfigError(
+      `coordinator must be one of ${COORDINATOR_MODES.join(', ')}, got ${JSON.stringify(c.coordinator)}`,
+    );
+  }
+  if (c.coordinator === 'etcd' && !(c.election?.etcd?.endpoints && c.election.etcd.endpoints.length > 0)) {
+    throw new InvalidConfigError("coordinator 'etcd' needs election.etcd.endpoints (etcd client URLs)");
+  }
+  if (c.coordinator === 'quorum' && c.clusterOptions?.downing === 'auto') {
+    throw new InvalidConfigError(
+      "coordinator 'quorum' needs a split-brain resolver strategy, not downing 'auto': under auto both sides of a partition shrink their membership and could each elect a majority",
+    );
   }
   if (c.seeds.length === 0)
     throw new InvalidConfigError('at least one seed is required (use your own address to form)');

@@ -1,5 +1,8 @@
 import { Cluster } from '@doyen/cluster';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type ActorSystem, createLogger, type Logger, type NodeAddress } from '@doyen/core';
+import { ElectedCoordinator, EtcdLeaderStore, FileVoteStore, type LeaderStore, type VoteStore } from '@doyen/election';
 import { ALLOCATOR_SINGLETON, allocatorLogic, PartitionService } from '@doyen/partitions';
 import { ClusterSingletons } from '@doyen/singleton';
 import { WsTransport } from '@doyen/wire';
@@ -25,6 +28,8 @@ export interface DoyenNode {
   readonly singletons: ClusterSingletons;
   /** The partition table and key routing (undefined with `partitions: { count: 0 }`). */
   readonly partitions: PartitionService | undefined;
+  /** The elected coordinator with `coordinator: 'quorum' | 'etcd'` (undefined: the oldest coordinates). */
+  readonly coordinator: ElectedCoordinator | undefined;
   readonly http: ManagementServer | undefined;
   readonly logger: Logger;
   /** How many incarnations this node has run (1 until it restarts after a downing or a merge). */
@@ -42,6 +47,8 @@ interface Incarnation {
   readonly cluster: Cluster;
   readonly singletons: ClusterSingletons;
   readonly partitions: PartitionService | undefined;
+  readonly coordinator: ElectedCoordinator | undefined;
+  readonly leaderStore: LeaderStore | undefined;
 }
 
 /**
@@ -60,6 +67,8 @@ class NodeRunner implements DoyenNode {
   /** Sends every incarnation's machines to the Stately inspector (`inspect` in the config). */
   readonly stately: StatelyBridge | undefined;
   incarnations = 0;
+  /** quorum: one vote store for every incarnation, so a restart never votes twice. */
+  private readonly voteStore: VoteStore | undefined;
 
   constructor(
     private readonly config: NodeConfig,
@@ -67,6 +76,13 @@ class NodeRunner implements DoyenNode {
   ) {
     const url = inspectorUrlOf(config.inspect);
     if (url) this.stately = new StatelyBridge({ url, logger });
+    if (config.coordinator === 'quorum') {
+      const path =
+        config.election?.voteFile ??
+        join(tmpdir(), `doyen-vote-${config.cluster}-${config.host.replace(/[^A-Za-z0-9.-]/g, '_')}-${config.port}.json`);
+      this.voteStore = new FileVoteStore(path);
+      logger.info({ event: 'election.vote-file', path }, `quorum coordinator: votes kept in ${path}`);
+    }
   }
 
   get transport(): WsTransport {
@@ -87,6 +103,10 @@ class NodeRunner implements DoyenNode {
 
   get partitions(): PartitionService | undefined {
     return this.current.partitions;
+  }
+
+  get coordinator(): ElectedCoordinator | undefined {
+    return this.current.coordinator;
   }
 
   async startIncarnation(seeds: readonly NodeAddress[], mayFormCluster: boolean): Promise<void> {
@@ -117,7 +137,8 @@ class NodeRunner implements DoyenNode {
         onRejoin: (rejoinSeeds, reason) => void this.restart(rejoinSeeds, reason),
       },
     );
-    const singletons = new ClusterSingletons(transport.system, cluster);
+    const { coordinator, leaderStore } = this.electedCoordinator(transport.system, cluster);
+    const singletons = new ClusterSingletons(transport.system, cluster, coordinator);
     const count = config.partitions?.count ?? DEFAULT_PARTITION_COUNT;
     let partitions: PartitionService | undefined;
     if (count > 0) {
@@ -140,8 +161,47 @@ class NodeRunner implements DoyenNode {
         config.partitions?.role !== undefined ? { role: config.partitions.role } : {},
       );
     }
-    this.current = { transport, cluster, singletons, partitions };
+    this.current = { transport, cluster, singletons, partitions, coordinator, leaderStore };
     this.incarnations++;
+  }
+
+  private electedCoordinator(
+    system: ActorSystem,
+    cluster: Cluster,
+  ): { coordinator: ElectedCoordinator | undefined; leaderStore: LeaderStore | undefined } {
+    const { coordinator: mode = 'emergent', election } = this.config;
+    if (mode === 'emergent') return { coordinator: undefined, leaderStore: undefined };
+    const etcd = election?.etcd;
+    const leaderStore =
+      mode === 'etcd' && etcd
+        ? new EtcdLeaderStore({
+            endpoints: [...etcd.endpoints],
+            cluster: this.config.cluster,
+            name: 'coordinator',
+            ttlMs: etcd.ttlMs ?? 5000,
+            timeoutMs: etcd.timeoutMs ?? 2000,
+            logger: system.logger,
+          })
+        : undefined;
+    const coordinator = new ElectedCoordinator(system, cluster, {
+      mode,
+      ...(election?.timing ? { timing: election.timing } : {}),
+      ...(this.voteStore ? { voteStore: this.voteStore } : {}),
+      ...(leaderStore ? { leaderStore } : {}),
+    });
+    return { coordinator, leaderStore };
+  }
+
+  /**
+   * Ends an incarnation's election. Resigning frees the etcd key at once; without it (a crash, as
+   * `close()` means) the key lapses after its TTL.
+   */
+  private async stopCoordinator(incarnation: Incarnation, resign = true): Promise<void> {
+    incarnation.coordinator?.stop();
+    if (incarnation.leaderStore) {
+      if (resign) await incarnation.leaderStore.resign(incarnation.transport.system.nodeName).catch(() => {});
+      await incarnation.leaderStore.close().catch(() => {});
+    }
   }
 
   private async onDowned(known: readonly NodeAddress[]): Promise<void> {
@@ -168,6 +228,7 @@ class NodeRunner implements DoyenNode {
     );
     try {
       old.cluster.stop();
+      await this.stopCoordinator(old);
       await old.transport.close();
       this.stately?.forget(incarnationLabel(old.transport.system));
       await this.startIncarnation(seeds, false);
@@ -182,6 +243,8 @@ class NodeRunner implements DoyenNode {
   private stop(reason: StopReason): Promise<void> {
     this.stopping ??= (async () => {
       this.current.cluster.stop();
+      // a crash (`closed`) does not resign: the lease lapses after its TTL, as a crash would
+      await this.stopCoordinator(this.current, reason !== 'closed');
       this.localInspector?.close();
       await this.http?.close();
       // `closed` is what a crash looks like: no grace for queued messages

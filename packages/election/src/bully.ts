@@ -1,11 +1,11 @@
+import { createBullyMachine } from './bully-machine.js';
+import { registerBullyMessages } from './bully-messages.js';
 import type { ElectionAlgorithmDefinition } from './election.js';
 
-// Placeholder until the algorithm lands.
+/** The modified bully election with next-in-line failover; one leader per partition side. */
 export const bullyElection: ElectionAlgorithmDefinition = {
-  name: 'bully' as ElectionAlgorithmDefinition['name'],
+  name: 'bully',
   singleLeader: false,
-  createMachine: () => {
-    throw new Error('bully election: not implemented yet');
-  },
-  registerMessages: () => {},
+  createMachine: createBullyMachine,
+  registerMessages: registerBullyMessages,
 };

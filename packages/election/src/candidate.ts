@@ -1,11 +1,11 @@
+import { createCandidateMachine } from './candidate-machine.js';
+import { registerCandidateMessages } from './candidate-messages.js';
 import type { ElectionAlgorithmDefinition } from './election.js';
 
-// Placeholder until the algorithm lands.
+/** Bully's candidate/ordinary optimisation: only the top-ranked candidates are asked. */
 export const candidateElection: ElectionAlgorithmDefinition = {
-  name: 'candidate' as ElectionAlgorithmDefinition['name'],
+  name: 'candidate',
   singleLeader: false,
-  createMachine: () => {
-    throw new Error('candidate election: not implemented yet');
-  },
-  registerMessages: () => {},
+  createMachine: createCandidateMachine,
+  registerMessages: registerCandidateMessages,
 };

@@ -92,7 +92,10 @@ export interface LeaderStore {
   keepAlive(owner: string): Promise<boolean>;
   /** Deletes the key if `owner` holds it. */
   resign(owner: string): Promise<void>;
-  /** Calls back with the holder whenever the key changes (undefined when deleted or expired). */
+  /**
+   * Calls back with the current holder first, then whenever the key changes (undefined when
+   * deleted or expired; revision = the key's mod revision, or the deletion's).
+   */
   watch(listener: (holder: string | undefined, revision: number) => void): () => void;
   /** The key's TTL: a holder that cannot renew stops acting before this passes. */
   readonly ttlMs: number;

@@ -10,7 +10,7 @@ import {
 import type { AnyActorLogic, EventFromLogic } from 'xstate';
 import { createManagerMachine, managerPath, proxyPath } from './manager-machine.js';
 import { registerSingletonMessages } from './messages.js';
-import { oldestOf } from './oldest.js';
+import { oldestPlacement, type SingletonPlacement } from './placement.js';
 import { createProxyMachine } from './proxy-machine.js';
 
 export interface SingletonOptions {
@@ -63,19 +63,32 @@ export class ClusterSingletons {
   private readonly registered = new Map<string, Registered>();
   private membership: Membership | undefined;
 
+  /**
+   * `placement` decides where singletons run: the oldest member by default, or an elected
+   * coordinator (see `@doyen/election`'s `ElectedCoordinator`).
+   */
   constructor(
     readonly system: ActorSystem,
     readonly cluster: Cluster,
+    readonly placement: SingletonPlacement = oldestPlacement,
   ) {
     registerSingletonMessages(system.messageTypes);
     cluster.subscribeMembership((m) => {
       this.membership = m;
-      for (const r of this.registered.values()) {
-        const msg = { type: 'singleton.membership', membership: m } as Message;
-        (r.manager as LocalActorRef).send(msg);
-        r.proxy.send(msg);
-      }
+      this.tellAll(m);
     });
+    // same membership, new answer (an election's leader changed): everyone looks again
+    placement.subscribe(() => {
+      if (this.membership) this.tellAll(this.membership);
+    });
+  }
+
+  private tellAll(membership: Membership): void {
+    for (const r of this.registered.values()) {
+      const msg = { type: 'singleton.membership', membership } as Message;
+      r.manager.send(msg);
+      r.proxy.send(msg);
+    }
   }
 
   /** Registers a singleton; returns its proxy: `send` and `ask` work from any node. */
@@ -142,6 +155,7 @@ export class ClusterSingletons {
           maxHandOverRetries: options.maxHandOverRetries ?? 50,
           downRemovalMarginMs: () => options.downRemovalMarginMs ?? cluster.downRemovalMarginMs(),
           drainTimeoutMs: 1000,
+          placement: this.placement,
         },
         effects,
       ),
@@ -153,6 +167,7 @@ export class ClusterSingletons {
         role: options.role,
         bufferSize: options.bufferSize ?? 1000,
         identifyIntervalMs: 100,
+        placement: this.placement,
       }),
       { name: proxyPath(name).split('/')[2]!, parent: 'system' },
     );
@@ -174,7 +189,7 @@ export class ClusterSingletons {
 
   list(): SingletonInfo[] {
     return [...this.registered.values()].map((r) => {
-      const oldest = this.membership ? oldestOf(this.membership, r.role) : undefined;
+      const oldest = this.membership ? this.placement.hostOf(this.membership, r.role) : undefined;
       return {
         name: r.name,
         oldest: oldest?.address ?? null,
@@ -187,7 +202,7 @@ export class ClusterSingletons {
   /** Where a singleton runs as this node knows it (member key), for tests and tools. */
   oldestKey(name: string): string | undefined {
     const r = this.registered.get(name);
-    const o = r && this.membership ? oldestOf(this.membership, r.role) : undefined;
+    const o = r && this.membership ? this.placement.hostOf(this.membership, r.role) : undefined;
     return o && keyOf(o);
   }
 

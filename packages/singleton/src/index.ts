@@ -3,3 +3,4 @@ export * from './manager-machine.js';
 export * from './messages.js';
 export * from './oldest.js';
 export * from './proxy-machine.js';
+export * from './placement.js';

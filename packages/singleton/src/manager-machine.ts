@@ -2,7 +2,8 @@ import { keyOf, type Membership, nodeOf } from '@doyen/cluster';
 import type { ActorRef, ActorSystem, Message } from '@doyen/core';
 import { assign, setup } from 'xstate';
 import type { HandedOver, HandOverStarted, HandOverToMe, Identify, Identity } from './messages.js';
-import { fateOf, oldestOf } from './oldest.js';
+import { fateOf } from './oldest.js';
+import type { SingletonPlacement } from './placement.js';
 
 export interface ManagerEffects {
   /** Starts the instance (resuming from a handed-over snapshot when given); returns its inbox. */
@@ -21,6 +22,7 @@ export interface ManagerSettings {
   /** Read when needed: the default grows with the cluster (it is stable-after). */
   readonly downRemovalMarginMs: number | (() => number);
   readonly drainTimeoutMs: number;
+  readonly placement: SingletonPlacement;
 }
 
 export type ManagerEvent =
@@ -70,9 +72,15 @@ export function createManagerMachine(
   const log = (event: string, fields: Record<string, unknown>, msg: string) =>
     system.logger.info({ event, singleton: settings.name, ...fields }, msg);
   const oldestKeyOf = (m: Membership) => {
-    const o = oldestOf(m, settings.role);
+    const o = settings.placement.hostOf(m, settings.role);
     return o && keyOf(o);
   };
+  const exclusive = settings.placement.exclusive;
+  /** Exclusive placement: the former host is gone or cut off, so it cannot hand over (and stopped acting). */
+  const formerOutOfReach = (c: ManagerContext) =>
+    c.formerOldest === undefined ||
+    fateOf(c.formerOldest, c.membership!) !== 'alive' ||
+    c.membership!.unreachable.includes(c.formerOldest);
   const selfStatus = (m: Membership | undefined) => m?.members.find((x) => keyOf(x) === selfKey)?.status;
   const managerAt = (key: string) => {
     const i = key.lastIndexOf('#');
@@ -169,7 +177,8 @@ export function createManagerMachine(
         always: [
           { guard: 'selfGone', target: 'end' },
           {
-            guard: ({ context }) => isOldest(context) && context.formerOldest === undefined,
+            guard: ({ context }) =>
+              isOldest(context) && (context.formerOldest === undefined || (exclusive && formerOutOfReach(context))),
             target: 'oldest',
           },
           {
@@ -205,6 +214,7 @@ export function createManagerMachine(
           { guard: 'selfGone', target: 'end' },
           { guard: 'notOldest', target: 'younger' },
           { guard: ({ context }) => !context.formerOldest, target: 'oldest' },
+          { guard: ({ context }) => exclusive && formerOutOfReach(context), target: 'oldest' },
           {
             guard: ({ context }) => fateOf(context.formerOldest!, context.membership!) !== 'alive',
             target: 'takingOver',
@@ -268,7 +278,18 @@ export function createManagerMachine(
           return { inbox, waitingProxies: [], snapshot: null, formerOldest: undefined };
         }),
         // exiting: the coordinator is about to remove us; stop rather than outlive our membership
-        always: [{ guard: 'selfExitingOrGone', target: 'end' }],
+        always: [
+          { guard: 'selfExitingOrGone', target: 'end' },
+          // an elected host that lost its majority or lease stops at once: another may start soon
+          {
+            guard: ({ context }) => exclusive && !isOldest(context),
+            target: 'younger',
+            actions: assign(() => {
+              effects.stopInstance('lost the coordinator mandate');
+              return { inbox: undefined };
+            }),
+          },
+        ],
         on: {
           'singleton.identify': {
             actions: ({ context, event }) => {

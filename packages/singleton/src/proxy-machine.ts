@@ -3,7 +3,7 @@ import type { ActorRef, ActorSystem, Message } from '@doyen/core';
 import { assign, setup } from 'xstate';
 import { managerPath, proxyPath } from './manager-machine.js';
 import type { Drained, HandOverStarted, Identify, Identity } from './messages.js';
-import { oldestOf } from './oldest.js';
+import type { SingletonPlacement } from './placement.js';
 
 export interface ProxySettings {
   readonly name: string;
@@ -11,6 +11,7 @@ export interface ProxySettings {
   /** Messages kept while no instance is known; beyond it the oldest go to dead letters. */
   readonly bufferSize: number;
   readonly identifyIntervalMs: number;
+  readonly placement: SingletonPlacement;
 }
 
 export type ProxyEvent =
@@ -88,7 +89,7 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
     guards: {
       oldestChanged: ({ context, event }) => {
         if (event.type !== 'singleton.membership') return false;
-        const o = oldestOf((event as { membership: Membership }).membership, settings.role);
+        const o = settings.placement.hostOf((event as { membership: Membership }).membership, settings.role);
         return (o && keyOf(o)) !== context.oldestKey;
       },
     },
@@ -106,7 +107,7 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
             reenter: true,
             actions: assign({
               oldestKey: ({ event }) => {
-                const o = oldestOf((event as { membership: Membership }).membership, settings.role);
+                const o = settings.placement.hostOf((event as { membership: Membership }).membership, settings.role);
                 return o && keyOf(o);
               },
             }),
@@ -137,7 +138,7 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
               assign({
                 target: undefined,
                 oldestKey: ({ event }) => {
-                  const o = oldestOf((event as { membership: Membership }).membership, settings.role);
+                  const o = settings.placement.hostOf((event as { membership: Membership }).membership, settings.role);
                   return o && keyOf(o);
                 },
               }),

@@ -9,6 +9,7 @@ export const WELL_KNOWN_MACHINES = [
   '/system/heartbeat',
   '/system/downing',
   '/system/split-brain-checker',
+  '/system/election',
 ] as const;
 
 /** What the page needs of one machine actor's current snapshot. */

@@ -1,0 +1,30 @@
+import type { Member, Membership } from '@doyen/cluster';
+import { oldestOf } from './oldest.js';
+
+/**
+ * Where singletons run. The default follows the emergent leader (the oldest member); an elected
+ * coordinator (`coordinator: 'quorum' | 'etcd'`) places them on the node that holds the
+ * election's majority or lease instead.
+ */
+export interface SingletonPlacement {
+  readonly kind: string;
+  /** The member that should run a singleton (with `role`), as this node sees it now. */
+  hostOf(membership: Membership, role: string | undefined): Member | undefined;
+  /**
+   * The placement itself guarantees that a former host stopped acting before a new one is
+   * chosen (a majority or a lease). Then a host that loses its mandate stops its instance at
+   * once, and a new host starts without a hand-over from an unreachable or gone former host and
+   * without the down-removal margin.
+   */
+  readonly exclusive: boolean;
+  /** Calls `listener` when `hostOf` may answer differently for the same membership. */
+  subscribe(listener: () => void): () => void;
+}
+
+/** The emergent leader's placement: the oldest up member (with the role). */
+export const oldestPlacement: SingletonPlacement = {
+  kind: 'oldest',
+  hostOf: oldestOf,
+  exclusive: false,
+  subscribe: () => () => {},
+};

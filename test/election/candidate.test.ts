@@ -1,0 +1,162 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { candidateElection } from '../../packages/election/src/candidate.js';
+import { forEachSeed } from '../../packages/testkit/src/index.js';
+import { SimElectionCluster, type SimElectionOptions } from '../support/sim-election.js';
+
+const SEEDS = [1, 2, 3];
+let cluster: SimElectionCluster | undefined;
+
+function start(seed: number, extra: Partial<SimElectionOptions> = {}): SimElectionCluster {
+  cluster?.shutdown();
+  cluster = SimElectionCluster.start({ seed, size: 5, algorithm: 'candidate', ...extra });
+  return cluster;
+}
+
+afterEach(() => {
+  cluster?.shutdown();
+  cluster = undefined;
+});
+
+/** Messages of `types` sent so far by the given nodes. */
+function sentOf(c: SimElectionCluster, indices: readonly number[], types: readonly string[]): number {
+  let sum = 0;
+  for (const i of indices) for (const t of types) sum += c.nodes[i]!.election.sentByType().get(t) ?? 0;
+  return sum;
+}
+
+const PROBES = ['election.candidate.probe', 'election.candidate.alive'];
+
+/** Crashes the agreed leader; returns the new one and what the re-election cost. */
+async function crashLeader(c: SimElectionCluster) {
+  const old = c.peers.findIndex((p) => p.address === c.agreedLeader());
+  const survivors = c
+    .live()
+    .map((n) => n.index)
+    .filter((i) => i !== old);
+  const before = c.electionMessagesSent();
+  const probesBefore = sentOf(c, survivors, PROBES);
+  c.crash(old);
+  await c.untilAgreed();
+  return {
+    leader: c.agreedLeader()!,
+    messages: c.electionMessagesSent() - before,
+    probes: sentOf(c, survivors, PROBES) - probesBefore,
+  };
+}
+
+describe('candidate/ordinary election', () => {
+  it('the highest candidate leads after start, and only it', async () => {
+    await forEachSeed(SEEDS, async (seed) => {
+      const c = start(seed);
+      await c.untilAgreed();
+      expect(c.agreedLeader()).toBe(c.peers[4]!.address);
+      await c.sim.runFor(2_000);
+      expect(c.leaders()).toEqual([c.peers[4]!.address]);
+      expect(c.nodes[4]!.election.view()).toMatchObject({ role: 'leading', acting: true, term: 0 });
+    });
+  });
+
+  it('after the leader crashes the highest live candidate leads', async () => {
+    await forEachSeed(SEEDS, async (seed) => {
+      const c = start(seed);
+      await c.untilAgreed();
+      expect((await crashLeader(c)).leader).toBe(c.peers[3]!.address);
+      expect((await crashLeader(c)).leader).toBe(c.peers[2]!.address);
+      await c.sim.runFor(2_000);
+      expect(c.leaders()).toEqual([c.peers[2]!.address]);
+    });
+  });
+
+  it('with no candidate alive it falls back to the highest live ordinary peer', async () => {
+    await forEachSeed(SEEDS, async (seed) => {
+      const c = start(seed, { election: { candidates: 2 } });
+      await c.untilAgreed();
+      c.crash(3);
+      c.crash(4);
+      await c.untilAgreed();
+      expect(c.agreedLeader()).toBe(c.peers[2]!.address);
+    });
+  });
+
+  it('re-election messages grow with the candidates, not with N', async () => {
+    await forEachSeed(SEEDS, async (seed) => {
+      const run = async (size: number, candidates: number) => {
+        const c = start(seed, { size, election: { candidates } });
+        await c.untilAgreed();
+        await c.sim.runFor(1_000);
+        const r = await crashLeader(c);
+        expect(r.leader).toBe(c.peers[size - 2]!.address);
+        return r;
+      };
+      const small = await run(5, 3);
+      const large = await run(25, 3);
+      const manyCandidates = await run(25, 12);
+      // Probes and answers go to candidates only: five times the nodes, no more of them.
+      expect(large.probes).toBeLessThanOrEqual(small.probes + 3);
+      expect(manyCandidates.probes).toBeGreaterThan(large.probes);
+      // Only the announcement grows with N: about one message per extra node (the full bully
+      // round would add hundreds here).
+      expect(large.messages - small.messages).toBeLessThanOrEqual(2 * (25 - 5));
+    });
+  });
+
+  it('a 60/40 partition with a candidate on each side elects one leader per side; one after the heal', async () => {
+    await forEachSeed(SEEDS, async (seed) => {
+      const c = start(seed);
+      await c.untilAgreed();
+      const small = [3, 4];
+      const large = [0, 1, 2];
+      c.partition(small, large);
+      await c.untilAgreed(small);
+      await c.untilAgreed(large);
+      await c.sim.runFor(2_000);
+      expect(c.leaders()).toHaveLength(2);
+      expect(c.leaders(small)).toEqual([c.peers[4]!.address]);
+      expect(c.leaders(large)).toEqual([c.peers[2]!.address]);
+      c.heal();
+      await c.untilAgreed();
+      await c.sim.runFor(2_000);
+      expect(c.leaders()).toEqual([c.peers[4]!.address]);
+      expect(c.agreedLeader()).toBe(c.peers[4]!.address);
+    });
+  });
+
+  it('converges on the highest live candidate despite lost and duplicated messages', async () => {
+    await forEachSeed(SEEDS, async (seed) => {
+      const c = start(seed, { network: { dropRate: 0.05, duplicateRate: 0.05 } });
+      await c.sim.runUntil(() => c.agreedLeader() === c.peers[4]!.address, { timeoutMs: 10_000 });
+      c.crash(4);
+      await c.sim.runUntil(() => c.agreedLeader() === c.peers[3]!.address, { timeoutMs: 10_000 });
+    });
+  });
+
+  it('a leader dropped from the peers is replaced; its messages are ignored from then on', async () => {
+    await forEachSeed(SEEDS, async (seed) => {
+      const c = start(seed);
+      await c.untilAgreed();
+      const rest = [0, 1, 2, 3];
+      for (const i of rest) c.nodes[i]!.election.setPeers(c.peers.slice(0, 4));
+      await c.untilAgreed(rest);
+      expect(c.agreedLeader(rest)).toBe(c.peers[3]!.address);
+      await c.sim.runFor(2_000); // node 4 still heartbeats as leader, to no effect
+      expect(c.agreedLeader(rest)).toBe(c.peers[3]!.address);
+      expect(c.leaders(rest)).toEqual([c.peers[3]!.address]);
+    });
+  });
+
+  it('refuses malformed messages of every type at the boundary', () => {
+    const c = start(1);
+    const types = c.nodes[0]!.system.messageTypes;
+    const from = c.peers[1]!.address;
+    const bad = [
+      { type: 'election.candidate.probe', from: 42 },
+      { type: 'election.candidate.alive' },
+      { type: 'election.candidate.elected', from, leader: null },
+      { type: 'election.candidate.elected', from: 'x'.repeat(400), leader: from },
+      { type: 'election.candidate.heartbeat', from: 'no-port' },
+    ];
+    for (const m of bad) expect(types.check(m as never), JSON.stringify(m).slice(0, 80)).toBeTypeOf('string');
+    expect(types.check({ type: 'election.candidate.elected', from, leader: from } as never)).toBeUndefined();
+    expect(candidateElection.singleLeader).toBe(false);
+  });
+});
