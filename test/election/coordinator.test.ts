@@ -79,7 +79,10 @@ describe("coordinator: 'quorum' places singletons on the acting generation-clock
         majority.map((n) => c.get(n).system),
       );
       // at most one acting leader at any moment
-      c.sim.addInvariant('at most one acting quorum leader', () => acting().length <= 1 || acting().join(','));
+      c.sim.addInvariant(
+        'at most one acting quorum leader',
+        () => acting().length <= 1 || acting().join(','),
+      );
       await c.sim.runUntil(
         () => running().length === 1 && majority.includes(running()[0]!) && acting()[0] === running()[0],
         { timeoutMs: 15_000, description: 'the majority runs the notebook' },

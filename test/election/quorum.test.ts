@@ -3,8 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActorSystem, Message, NodeAddress } from '../../packages/core/src/index.js';
-import { Election, type ElectionPeer, peersOf, type VoteStore } from '../../packages/election/src/index.js';
-import { FileVoteStore, MemoryVoteStore, quorumElection } from '../../packages/election/src/quorum.js';
+import {
+  Election,
+  type ElectionPeer,
+  FileVoteStore,
+  MemoryVoteStore,
+  peersOf,
+  quorumElection,
+  type VoteStore,
+} from '../../packages/election/src/index.js';
 import { QUORUM_MESSAGE_TYPES } from '../../packages/election/src/quorum-messages.js';
 import { forEachSeed, Simulation } from '../../packages/testkit/src/index.js';
 import { SimElectionCluster, type SimElectionNode } from '../support/sim-election.js';

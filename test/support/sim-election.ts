@@ -79,7 +79,9 @@ export class SimElectionCluster {
       algorithm: this.options.algorithm,
       peers: this.peers,
       ...(voteStore ? { voteStore } : {}),
-      ...(this.options.leaderStore ? { leaderStore: this.options.leaderStore(index, this.sim, peer.address) } : {}),
+      ...(this.options.leaderStore
+        ? { leaderStore: this.options.leaderStore(index, this.sim, peer.address) }
+        : {}),
     });
     const node: SimElectionNode = { index, peer, system, election, alive: true };
     this.nodes[index] = node;

@@ -3,8 +3,8 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type Cluster, keyOf, type Member } from '@doyen/cluster';
 import type { ActorSystem } from '@doyen/core';
-import type { PartitionService } from '@doyen/partitions';
 import type { ElectedCoordinator } from '@doyen/election';
+import type { PartitionService } from '@doyen/partitions';
 import type { ClusterSingletons } from '@doyen/singleton';
 
 /** One row of `GET /cluster`. */

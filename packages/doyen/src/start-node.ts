@@ -1,8 +1,14 @@
-import { Cluster } from '@doyen/cluster';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Cluster } from '@doyen/cluster';
 import { type ActorSystem, createLogger, type Logger, type NodeAddress } from '@doyen/core';
-import { ElectedCoordinator, EtcdLeaderStore, FileVoteStore, type LeaderStore, type VoteStore } from '@doyen/election';
+import {
+  ElectedCoordinator,
+  EtcdLeaderStore,
+  FileVoteStore,
+  type LeaderStore,
+  type VoteStore,
+} from '@doyen/election';
 import { ALLOCATOR_SINGLETON, allocatorLogic, PartitionService } from '@doyen/partitions';
 import { ClusterSingletons } from '@doyen/singleton';
 import { WsTransport } from '@doyen/wire';
@@ -79,7 +85,10 @@ class NodeRunner implements DoyenNode {
     if (config.coordinator === 'quorum') {
       const path =
         config.election?.voteFile ??
-        join(tmpdir(), `doyen-vote-${config.cluster}-${config.host.replace(/[^A-Za-z0-9.-]/g, '_')}-${config.port}.json`);
+        join(
+          tmpdir(),
+          `doyen-vote-${config.cluster}-${config.host.replace(/[^A-Za-z0-9.-]/g, '_')}-${config.port}.json`,
+        );
       this.voteStore = new FileVoteStore(path);
       logger.info({ event: 'election.vote-file', path }, `quorum coordinator: votes kept in ${path}`);
     }

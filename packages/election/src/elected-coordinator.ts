@@ -104,7 +104,7 @@ export class ElectedCoordinator implements SingletonPlacement {
     const self = m.members.find(
       (x) => x.address === this.cluster.self.address && x.uid === this.cluster.self.uid,
     );
-    if (!self || self.status !== 'up') {
+    if (self?.status !== 'up') {
       // not (or no longer) a full member: take no part; the others elect without us
       if (this.election) {
         this.election.stop();

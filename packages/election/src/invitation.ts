@@ -1,11 +1,11 @@
 import type { ElectionAlgorithmDefinition } from './election.js';
+import { createInvitationMachine } from './invitation-machine.js';
+import { registerInvitationMessages } from './invitation-messages.js';
 
-// Placeholder until the algorithm lands.
+/** The invitation election: groups merge under the larger group's leader; one leader per group. */
 export const invitationElection: ElectionAlgorithmDefinition = {
-  name: 'invitation' as ElectionAlgorithmDefinition['name'],
+  name: 'invitation',
   singleLeader: false,
-  createMachine: () => {
-    throw new Error('invitation election: not implemented yet');
-  },
-  registerMessages: () => {},
+  createMachine: createInvitationMachine,
+  registerMessages: registerInvitationMessages,
 };

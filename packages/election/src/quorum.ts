@@ -2,8 +2,6 @@ import type { ElectionAlgorithmDefinition } from './election.js';
 import { createQuorumMachine } from './quorum-machine.js';
 import { registerQuorumMessages } from './quorum-messages.js';
 
-export { FileVoteStore, MemoryVoteStore, VoteStoreCorruptError } from './vote-store.js';
-
 /**
  * The seed's "Leader and Followers": a generation clock, one persisted vote per generation, and a
  * leader that acts only while a majority acknowledges it — at most one acting leader, even under

@@ -178,7 +178,8 @@ export function createManagerMachine(
           { guard: 'selfGone', target: 'end' },
           {
             guard: ({ context }) =>
-              isOldest(context) && (context.formerOldest === undefined || (exclusive && formerOutOfReach(context))),
+              isOldest(context) &&
+              (context.formerOldest === undefined || (exclusive && formerOutOfReach(context))),
             target: 'oldest',
           },
           {

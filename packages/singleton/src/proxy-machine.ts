@@ -107,7 +107,10 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
             reenter: true,
             actions: assign({
               oldestKey: ({ event }) => {
-                const o = settings.placement.hostOf((event as { membership: Membership }).membership, settings.role);
+                const o = settings.placement.hostOf(
+                  (event as { membership: Membership }).membership,
+                  settings.role,
+                );
                 return o && keyOf(o);
               },
             }),
@@ -138,7 +141,10 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
               assign({
                 target: undefined,
                 oldestKey: ({ event }) => {
-                  const o = settings.placement.hostOf((event as { membership: Membership }).membership, settings.role);
+                  const o = settings.placement.hostOf(
+                    (event as { membership: Membership }).membership,
+                    settings.role,
+                  );
                   return o && keyOf(o);
                 },
               }),
