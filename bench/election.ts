@@ -10,12 +10,17 @@
 //      nothing over the wire: its columns count compare-and-swaps (and keep-alives) on the simulated store.
 //   2. a 60/40 partition with the leader (highest rank) on the 40 side, run 10 s: how many leaders (quorum
 //      and etcd: acting leaders) there are, on each side.
-// Figures are medians over the seeds.
+//   3. real nodes: singleton failover by coordinator mode (lib/election-failover.ts): five startNode nodes in
+//      this process, the allocator's host closed (a crash); wall ms until another node runs it, `--failovers`
+//      runs per mode (default 3), emergent (keep-majority: unreachable, stable-after, downing, margin) as the
+//      baseline for quorum (elected leader, no margin). `--failovers 0` skips it.
+// Figures of 1-2 are medians over the seeds (simulated, so the same on any machine); of 3, medians of runs.
 import type { ElectionAlgorithm } from '../packages/election/src/index.js';
 import { DEFAULT_TIMING, ELECTION_ALGORITHMS } from '../packages/election/src/index.js';
 import { SimLeaderStoreServer } from '../packages/election/src/sim-leader-store.js';
 import { MemoryVoteStore } from '../packages/election/src/vote-store.js';
 import { SimElectionCluster } from '../test/support/sim-election.js';
+import { singletonFailoverMs } from './lib/election-failover.js';
 import { median, printResult } from './lib/stats.js';
 import { formatFigure, formatTable } from './lib/table.js';
 
@@ -25,8 +30,23 @@ function flag(name: string): string | undefined {
 }
 const SEEDS = Number(flag('seeds') ?? 3);
 const SIZES = (flag('sizes') ?? '5,25,100').split(',').map(Number);
-const ONLY = flag('algorithms')?.split(',') as ElectionAlgorithm[] | undefined;
-const ALGORITHMS = ONLY ?? [...ELECTION_ALGORITHMS];
+const FAILOVERS = Number(flag('failovers') ?? 3);
+const ONLY = flag('algorithms')?.split(',');
+
+/** One row group: an algorithm with its options (bully once more without next-in-line failover, as the seed compares). */
+interface Variant {
+  readonly label: string;
+  readonly algorithm: ElectionAlgorithm;
+  readonly options?: { readonly failoverListSize?: number };
+}
+const VARIANTS: Variant[] = ELECTION_ALGORITHMS.flatMap((algorithm): Variant[] =>
+  algorithm === 'bully'
+    ? [
+        { label: 'bully', algorithm },
+        { label: 'bully-no-failover-list', algorithm, options: { failoverListSize: 0 } },
+      ]
+    : [{ label: algorithm, algorithm }],
+).filter((v) => ONLY === undefined || ONLY.includes(v.label) || ONLY.includes(v.algorithm));
 const ETCD_TTL_MS = 2_000;
 const QUIET_MS = 3_000;
 const progress = (line: string) => process.stderr.write(`${line}\n`);
@@ -42,12 +62,13 @@ interface Sample {
 /** The simulated etcd of the last cluster made: its compare-and-swaps stand in for etcd's election messages. */
 let server: SimLeaderStoreServer | undefined;
 
-function clusterFor(algorithm: ElectionAlgorithm, size: number, seed: number): SimElectionCluster {
+function clusterFor(variant: Variant, size: number, seed: number): SimElectionCluster {
   server = undefined;
   return SimElectionCluster.start({
     seed,
     size,
-    algorithm,
+    algorithm: variant.algorithm,
+    ...(variant.options ? { election: variant.options } : {}),
     voteStore: () => new MemoryVoteStore(),
     leaderStore: (_index, sim, address) => {
       server ??= new SimLeaderStoreServer({ clock: sim.clock, ttlMs: ETCD_TTL_MS });
@@ -56,13 +77,14 @@ function clusterFor(algorithm: ElectionAlgorithm, size: number, seed: number): S
   });
 }
 
-async function sample(algorithm: ElectionAlgorithm, size: number, seed: number): Promise<Sample> {
-  const c = clusterFor(algorithm, size, seed);
+async function sample(variant: Variant, size: number, seed: number): Promise<Sample> {
+  const { label, algorithm } = variant;
+  const c = clusterFor(variant, size, seed);
   try {
     await c.untilAgreed(undefined, 60_000);
     await c.sim.runFor(1_000);
     const leader = c.agreedLeader();
-    if (leader === undefined) throw new Error(`${algorithm} N=${size} seed ${seed}: no stable leader`);
+    if (leader === undefined) throw new Error(`${label} N=${size} seed ${seed}: no stable leader`);
     const leaderIndex = c.peers.findIndex((p) => p.address === leader);
     const cas = () => server?.stats.campaigns ?? 0;
     const election0 = c.electionMessagesSent() + cas();
@@ -77,7 +99,7 @@ async function sample(algorithm: ElectionAlgorithm, size: number, seed: number):
     c.shutdown();
 
     // 60/40 with the highest ranks (the would-be leaders) on the 40 side
-    const p = clusterFor(algorithm, size, seed + 1000);
+    const p = clusterFor(variant, size, seed + 1000);
     try {
       await p.untilAgreed(undefined, 60_000);
       const cut = Math.ceil(size * 0.6);
@@ -120,14 +142,15 @@ const result: Record<string, unknown> = {
   etcdTtlMs: ETCD_TTL_MS,
 };
 const figures: Record<string, unknown> = {};
-for (const algorithm of ALGORITHMS) {
+for (const variant of VARIANTS) {
+  const { label, algorithm } = variant;
   for (const size of SIZES) {
     const samples: Sample[] = [];
     for (let s = 0; s < SEEDS; s++) {
       const started = performance.now();
-      samples.push(await sample(algorithm, size, 1 + s));
+      samples.push(await sample(variant, size, 1 + s));
       progress(
-        `${algorithm} N=${size} seed ${1 + s}: ${JSON.stringify(samples.at(-1))} (${Math.round(performance.now() - started)} ms wall)`,
+        `${label} N=${size} seed ${1 + s}: ${JSON.stringify(samples.at(-1))} (${Math.round(performance.now() - started)} ms wall)`,
       );
     }
     const ms = median(samples.map((x) => x.ms));
@@ -137,7 +160,7 @@ for (const algorithm of ALGORITHMS) {
     const majority = median(samples.map((x) => x.leadersMajority));
     const minority = median(samples.map((x) => x.leadersMinority));
     rows.push([
-      algorithm,
+      label,
       String(size),
       formatFigure(ms),
       formatFigure(ms / detection, 2),
@@ -146,7 +169,7 @@ for (const algorithm of ALGORITHMS) {
       formatFigure(allMessages),
       `${majority}|${minority}`,
     ]);
-    figures[`${algorithm}.${size}`] = {
+    figures[`${label}.${size}`] = {
       crashToLeaderMs: ms,
       detectionMs: detection,
       vsDetection: ms / detection,
@@ -159,4 +182,23 @@ for (const algorithm of ALGORITHMS) {
   }
 }
 process.stdout.write(`${formatTable(rows)}\n`);
-printResult({ ...result, figures });
+
+let failover: Record<string, unknown> | undefined;
+if (FAILOVERS > 0) {
+  const samples: Record<'emergent' | 'quorum', number[]> = { emergent: [], quorum: [] };
+  for (let i = 0; i < FAILOVERS; i++) {
+    for (const mode of ['emergent', 'quorum'] as const) {
+      samples[mode].push(await singletonFailoverMs(mode, i));
+      progress(
+        `singleton failover, coordinator ${mode}, run ${i + 1}: ${Math.round(samples[mode].at(-1)!)} ms`,
+      );
+    }
+  }
+  const emergent = median(samples.emergent);
+  const quorum = median(samples.quorum);
+  failover = { emergentMs: emergent, quorumMs: quorum, quorumVsEmergent: quorum / emergent, runs: samples };
+  process.stdout.write(
+    `\nsingleton failover, 5 real nodes, host crashed (median of ${FAILOVERS}): emergent ${formatFigure(emergent)} ms, quorum ${formatFigure(quorum)} ms (${formatFigure(quorum / emergent, 2)}x)\n`,
+  );
+}
+printResult({ ...result, figures, ...(failover ? { singletonFailover: failover } : {}) });

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -113,5 +113,46 @@ describe('doyen node (child processes)', () => {
     started.push(n);
     expect((await n.exited).code).toBe(2);
     expect(n.logs.join('\n')).toMatch(/--port must be an integer/);
+  });
+
+  it('--coordinator quorum: the allocator runs on the acting elected leader; kill -9 of it elects another', async () => {
+    const [p1, p2, p3, h1, h2, h3] = await freePorts(6);
+    const dir = mkdtempSync(join(tmpdir(), 'doyen-cli-votes-'));
+    const seeds = [p1!];
+    const nodes = [
+      [p1!, h1!],
+      [p2!, h2!],
+      [p3!, h3!],
+    ].map(([p, h], i) =>
+      node(p!, h!, seeds, ['--coordinator', 'quorum', '--vote-file', join(dir, `vote-${i}.json`)]),
+    );
+    const agreed = async (live: CliNode[]) =>
+      eventually(
+        async () => {
+          const views = await Promise.all(live.map(clusterOf));
+          const leader = views[0]?.election?.leader;
+          if (!leader || !views.every((v) => v?.coordinator === leader)) return false;
+          const host = live[views.findIndex((v) => v.self === leader)];
+          if (!host || !views.find((v) => v.self === leader).election.acting) return false;
+          const singletons = (await getJson(host.httpPort!, '/singletons')).body as { runsHere: boolean }[];
+          return singletons.some((x) => x.runsHere) && { leader, host };
+        },
+        { timeoutMs: 30_000, what: 'one acting elected leader running the allocator' },
+      );
+    const first = await agreed(nodes);
+    first.host.process.kill('SIGKILL');
+    const second = await agreed(nodes.filter((n) => n !== first.host));
+    expect(second.leader).not.toBe(first.leader);
+  });
+
+  it('--coordinator etcd without --etcd, or an unknown coordinator, exits 2', async () => {
+    const base = ['node', '--cluster', 'x', '--host', '127.0.0.1', '--port', '0', '--seeds', '127.0.0.1:1'];
+    const etcd = runCli([...base, '--coordinator', 'etcd']);
+    const bogus = runCli([...base, '--coordinator', 'raft']);
+    started.push(etcd, bogus);
+    expect((await etcd.exited).code).toBe(2);
+    expect(etcd.logs.join('\n')).toMatch(/coordinator 'etcd' needs election.etcd.endpoints/);
+    expect((await bogus.exited).code).toBe(2);
+    expect(bogus.logs.join('\n')).toMatch(/coordinator must be one of emergent, quorum, etcd/);
   });
 });

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -89,6 +89,15 @@ describe("startNode({ coordinator: 'quorum' })", () => {
       startNode({ ...base, coordinator: 'quorum', clusterOptions: { downing: 'auto' } }),
     ).rejects.toThrow(/downing 'auto'/);
     await expect(startNode({ ...base, coordinator: 'raft' as never })).rejects.toThrow(/coordinator must be/);
+    // a vote file that cannot be read back is refused, naming it, before anything is bound
+    const corrupt = join(mkdtempSync(join(tmpdir(), 'doyen-votes-')), 'vote.json');
+    writeFileSync(corrupt, '{"generation": "seven"');
+    await expect(
+      startNode(
+        { ...base, coordinator: 'quorum', election: { voteFile: corrupt } },
+        { logger: silentLogger() },
+      ),
+    ).rejects.toThrow(corrupt);
   });
 });
 

@@ -90,6 +90,7 @@ class NodeRunner implements DoyenNode {
           `doyen-vote-${config.cluster}-${config.host.replace(/[^A-Za-z0-9.-]/g, '_')}-${config.port}.json`,
         );
       this.voteStore = new FileVoteStore(path);
+      this.voteStore.load(); // a corrupt file fails startNode before anything is bound
       logger.info({ event: 'election.vote-file', path }, `quorum coordinator: votes kept in ${path}`);
     }
   }

@@ -54,6 +54,8 @@ export class ElectedCoordinator implements SingletonPlacement {
         "coordinator 'quorum' needs a split-brain resolver strategy: under downing 'auto' both sides of a partition shrink their membership and could each elect a majority",
       );
     }
+    // read the vote now: a corrupt file fails the start, not a membership callback later
+    options.voteStore?.load();
     this.unsubscribe = cluster.subscribeMembership((m) => this.onMembership(m));
     const m = cluster.state().membership;
     if (m) this.onMembership(m);
