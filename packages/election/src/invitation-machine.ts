@@ -12,6 +12,7 @@ import type {
   InvitationWelcome,
 } from './invitation-messages.js';
 import { peerAt } from './peers.js';
+import { flushStep, newStep, type StepEnqueue, type Step as StepOf } from './step.js';
 
 export interface InvitationContext {
   readonly peers: readonly ElectionPeer[];
@@ -33,16 +34,8 @@ type InternalEvent =
 type InvitationEvent = InvitationMessage | PeersChanged | InternalEvent;
 type InvitationDelay = 'heartbeat' | 'leaderTimeout' | 'invite';
 
-type Op =
-  | { readonly op: 'do'; readonly fn: () => void }
-  | { readonly op: 'cancel'; readonly id: string }
-  | { readonly op: 'raise'; readonly event: InternalEvent; readonly id?: string; readonly delay?: number };
-
 /** One event's work: a draft of the next context and the effects, applied in order. */
-interface Step {
-  ctx: { -readonly [K in keyof InvitationContext]: InvitationContext[K] };
-  readonly ops: Op[];
-}
+type Step = StepOf<InvitationContext, InternalEvent>;
 
 const JOIN_TIMER = 'invitation-join';
 
@@ -227,15 +220,9 @@ export function createInvitationMachine(deps: ElectionDeps) {
       never,
       InvitationDelay
     >(({ context, event, enqueue }) => {
-      const s: Step = { ctx: { ...context }, ops: [] };
+      const s: Step = newStep(context);
       fn(s, event);
-      enqueue.assign(s.ctx);
-      for (const op of s.ops) {
-        if (op.op === 'do') enqueue(op.fn);
-        else if (op.op === 'cancel') enqueue.cancel(op.id);
-        else if (op.id !== undefined) enqueue.raise(op.event, { id: op.id, delay: op.delay ?? 0 });
-        else enqueue.raise(op.event);
-      }
+      flushStep(s, enqueue as unknown as StepEnqueue<InvitationContext, InternalEvent>);
     });
 
   /** A network message from one of the current peers other than us (others are ignored). */

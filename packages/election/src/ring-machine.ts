@@ -10,6 +10,7 @@ import {
   type RingVariant,
   ringTypes,
 } from './ring-messages.js';
+import { flushStep, newStep, type StepEnqueue, type Step as StepOf } from './step.js';
 
 /** A circulation as the machine keeps it, whatever the variant puts on the wire. */
 export interface Circulation {
@@ -57,16 +58,8 @@ type InternalEvent =
 
 type RingEvent = RingMessage | PeersChanged | InternalEvent;
 
-type Op =
-  | { readonly op: 'do'; readonly fn: () => void }
-  | { readonly op: 'cancel'; readonly id: string }
-  | { readonly op: 'raise'; readonly event: InternalEvent; readonly id?: string; readonly delay?: number };
-
 /** One event's work: a draft of the next context and the effects, applied in order. */
-interface Step {
-  ctx: { -readonly [K in keyof RingContext]: RingContext[K] };
-  readonly ops: Op[];
-}
+type Step = StepOf<RingContext, InternalEvent>;
 
 type RingDelay = 'heartbeat' | 'leaderTimeout';
 
@@ -314,15 +307,9 @@ export function createRingMachine(deps: ElectionDeps, variant: RingVariant) {
   const run = (fn: (s: Step, event: RingEvent) => void) =>
     enqueueActions<RingContext, RingEvent, undefined, RingEvent, never, never, never, RingDelay>(
       ({ context, event, enqueue }) => {
-        const s: Step = { ctx: { ...context }, ops: [] };
+        const s: Step = newStep(context);
         fn(s, event);
-        enqueue.assign(s.ctx);
-        for (const op of s.ops) {
-          if (op.op === 'do') enqueue(op.fn);
-          else if (op.op === 'cancel') enqueue.cancel(op.id);
-          else if (op.id !== undefined) enqueue.raise(op.event, { id: op.id, delay: op.delay ?? 0 });
-          else enqueue.raise(op.event);
-        }
+        flushStep(s, enqueue as unknown as StepEnqueue<RingContext, InternalEvent>);
       },
     );
 
