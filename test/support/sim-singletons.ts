@@ -77,5 +77,7 @@ export function withNotebook(
     singletons: (name: string) => singletons.get(c.get(name))!,
     intervals: () => [...intervals, ...open.values()],
     peak: () => peak,
+    /** Live instances right now (as of the last simulation step). */
+    running: () => open.size,
   };
 }

@@ -1,7 +1,8 @@
 import { expect } from 'vitest';
 import type { ClusterConfig } from '../../packages/cluster/src/index.js';
+import type { SingletonPlacement } from '../../packages/singleton/src/index.js';
 import { forEachSeed, SeededRandom } from '../../packages/testkit/src/index.js';
-import { GREEK, SimCluster } from './sim-cluster.js';
+import { GREEK, SimCluster, type SimNode } from './sim-cluster.js';
 import { withNotebook } from './sim-singletons.js';
 
 const FIVE = GREEK.slice(0, 5) as unknown as string[];
@@ -14,8 +15,17 @@ export const SINGLETON_RUNS = Number(process.env.DOYEN_SINGLETON_RUNS ?? 170);
  * the notebook singleton never has two instances alive at the same instant (checked after
  * every simulated step).
  */
-export async function singletonSeededRuns(config: Partial<ClusterConfig>, firstSeed: number): Promise<void> {
-  const seeds = Array.from({ length: SINGLETON_RUNS }, (_, i) => firstSeed + i);
+export async function singletonSeededRuns(
+  config: Partial<ClusterConfig>,
+  firstSeed: number,
+  options: {
+    runs?: number;
+    placement?: () => (node: SimNode) => SingletonPlacement;
+    /** After the last heal, also require exactly one instance within this many simulated ms. */
+    runningAgainWithinMs?: number;
+  } = {},
+): Promise<void> {
+  const seeds = Array.from({ length: options.runs ?? SINGLETON_RUNS }, (_, i) => firstSeed + i);
   await forEachSeed(seeds, async (seed) => {
     const c = new SimCluster({ seed }, config);
     c.restartDowned = true;
@@ -24,7 +34,7 @@ export async function singletonSeededRuns(config: Partial<ClusterConfig>, firstS
       await c.sim.runFor(100);
     }
     await c.sim.runUntil(() => c.converged(FIVE), { description: 'initial convergence' });
-    const nb = withNotebook(c);
+    const nb = withNotebook(c, options.placement ? { placement: options.placement() } : {});
     const rnd = new SeededRandom(seed).fork('singleton-faults');
     await c.sim.runFor(300);
     for (let step = 0; step < 3; step++) {
@@ -48,5 +58,11 @@ export async function singletonSeededRuns(config: Partial<ClusterConfig>, firstS
     c.sim.heal();
     await c.sim.runFor(4000);
     expect(nb.peak()).toBeLessThanOrEqual(1);
+    if (options.runningAgainWithinMs !== undefined) {
+      await c.sim.runUntil(() => nb.running() === 1, {
+        timeoutMs: options.runningAgainWithinMs,
+        description: 'one notebook instance after the heal',
+      });
+    }
   });
 }
