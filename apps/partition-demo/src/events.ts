@@ -26,6 +26,7 @@ export const INTERESTING = new Set([
   'member.downed',
   'member.removed',
   'coordinator.changed',
+  'election.leader',
   'sbr.decision',
   'split-brain.merge',
   'singleton.started',
@@ -59,6 +60,13 @@ export function describe(
       const previous = str(json.previous);
       const text = `${previous ? nameOf(previous) : '(none)'} -> ${who ?? '(none)'}`;
       return { event, text, key: `${event}|${previous}|${member ? str(member.address) : ''}` };
+    }
+    case 'election.leader': {
+      // with an elected coordinator: only a node that starts leading and may act is news
+      if (json.role !== 'leading' || json.acting !== true) return undefined;
+      const node = str(json.node);
+      const text = `${node ? nameOf(node) : '?'} leads (${str(json.algorithm) ?? '?'}, term ${json.term})`;
+      return { event, text, key: `${event}|${node}|${json.term}` };
     }
     case 'member.up':
     case 'member.leaving':

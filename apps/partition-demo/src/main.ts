@@ -14,6 +14,7 @@ import { constants, tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
+import { coordinatorNodeArgs } from './coordinator-args.js';
 import { Demo } from './demo.js';
 import type { DemoEvent } from './events.js';
 import { KEY_HELP, type KeyAction, listenKeys } from './keys.js';
@@ -21,6 +22,7 @@ import { parseScript, runScript, ScriptError, type ScriptLine, type ScriptResult
 import { formatClock, formatDuration, renderView } from './view.js';
 
 const USAGE = `usage: pnpm demo [--nodes N] [--script FILE] [--http-base PORT] [--no-tty] [--logs DIR]
+                 [--coordinator emergent|quorum|etcd] [--etcd URL,…]
 
   --nodes N          nodes to start (default 5): athens, byzantium, cyrene, delphi, ephesus, …
   --script FILE      run a demo script (apps/partition-demo/scripts/ci.demo), then stop;
@@ -28,6 +30,9 @@ const USAGE = `usage: pnpm demo [--nodes N] [--script FILE] [--http-base PORT] [
   --http-base PORT   HTTP management ports PORT, PORT+1, … (default: free ports)
   --no-tty           plain output even in a terminal (the default when stdout is not one)
   --logs DIR         where each node's log goes (default: a new temporary directory)
+  --coordinator M    emergent (default: the oldest coordinates), quorum (an elected leader that
+                     acts only while a majority acknowledges it) or etcd (the holder of an etcd
+                     key's lease; --etcd gives the URLs)
 
 keys: ${KEY_HELP}`;
 
@@ -37,6 +42,7 @@ interface Args {
   readonly httpBase: number | undefined;
   readonly tty: boolean;
   readonly logs: string | undefined;
+  readonly nodeArgs: readonly string[];
 }
 
 function usageError(message: string): never {
@@ -55,6 +61,8 @@ function parseDemoArgs(argv: readonly string[], isTty: boolean): Args {
         'http-base': { type: 'string' },
         'no-tty': { type: 'boolean' },
         logs: { type: 'string' },
+        coordinator: { type: 'string' },
+        etcd: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -72,7 +80,13 @@ function parseDemoArgs(argv: readonly string[], isTty: boolean): Args {
     if (!Number.isInteger(n) || n < min || n > max) usageError(`--${name} must be an integer ${min}..${max}`);
     return n;
   };
+  const nodeArgs = coordinatorNodeArgs(
+    values.coordinator as string | undefined,
+    values.etcd as string | undefined,
+  );
+  if (typeof nodeArgs === 'string') usageError(nodeArgs);
   return {
+    nodeArgs,
     nodes: int('nodes', values.nodes, 1, 20) ?? 5,
     script: values.script as string | undefined,
     httpBase: int('http-base', values['http-base'], 1, 65_000),
@@ -129,6 +143,7 @@ async function main(): Promise<void> {
   const demo = new Demo({
     nodes: args.nodes,
     logDir,
+    nodeArgs: args.nodeArgs,
     ...(args.httpBase !== undefined ? { httpBase: args.httpBase } : {}),
     onEvent: (e) => print(eventLine(e)),
   });

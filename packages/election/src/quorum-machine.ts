@@ -348,7 +348,8 @@ export function createQuorumMachine(deps: ElectionDeps) {
         exit: 'leaveLeadership',
         on: {
           'election.quorum.*': { actions: { type: 'handle', params: { role: 'leader' } } },
-          'election.peers': { actions: ['takePeers', 'evaluateLease'] },
+          // a newcomer's ack is needed for the new majority at once: do not wait for the next beat
+          'election.peers': { actions: ['takePeers', 'sendHeartbeats', 'evaluateLease'] },
           'quorum.lease-check': { actions: 'evaluateLease' },
           'quorum.follow': 'following',
           'quorum.step-down': 'following',
