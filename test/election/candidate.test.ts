@@ -1,6 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { candidateElection } from '../../packages/election/src/candidate.js';
 import { forEachSeed } from '../../packages/testkit/src/index.js';
+import {
+  convergesThroughLossAndDuplication,
+  replacesLeaderDroppedFromPeers,
+} from '../support/election-scenarios.js';
 import { SimElectionCluster, type SimElectionOptions } from '../support/sim-election.js';
 
 const SEEDS = [1, 2, 3];
@@ -121,28 +125,11 @@ describe('candidate/ordinary election', () => {
     });
   });
 
-  it('converges on the highest live candidate despite lost and duplicated messages', async () => {
-    await forEachSeed(SEEDS, async (seed) => {
-      const c = start(seed, { network: { dropRate: 0.05, duplicateRate: 0.05 } });
-      await c.sim.runUntil(() => c.agreedLeader() === c.peers[4]!.address, { timeoutMs: 10_000 });
-      c.crash(4);
-      await c.sim.runUntil(() => c.agreedLeader() === c.peers[3]!.address, { timeoutMs: 10_000 });
-    });
-  });
+  it('converges on the highest live candidate despite lost and duplicated messages', () =>
+    convergesThroughLossAndDuplication(SEEDS, start));
 
-  it('a leader dropped from the peers is replaced; its messages are ignored from then on', async () => {
-    await forEachSeed(SEEDS, async (seed) => {
-      const c = start(seed);
-      await c.untilAgreed();
-      const rest = [0, 1, 2, 3];
-      for (const i of rest) c.nodes[i]!.election.setPeers(c.peers.slice(0, 4));
-      await c.untilAgreed(rest);
-      expect(c.agreedLeader(rest)).toBe(c.peers[3]!.address);
-      await c.sim.runFor(2_000); // node 4 still heartbeats as leader, to no effect
-      expect(c.agreedLeader(rest)).toBe(c.peers[3]!.address);
-      expect(c.leaders(rest)).toEqual([c.peers[3]!.address]);
-    });
-  });
+  it('a leader dropped from the peers is replaced; its messages are ignored from then on', () =>
+    replacesLeaderDroppedFromPeers(SEEDS, start));
 
   it('refuses malformed messages of every type at the boundary', () => {
     const c = start(1);

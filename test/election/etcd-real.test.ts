@@ -1,4 +1,4 @@
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import type { Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ElectionConfigError } from '../../packages/election/src/election.js';
 import {
@@ -9,7 +9,7 @@ import {
 import { Election, peersOf } from '../../packages/election/src/index.js';
 import { WsTransport } from '../../packages/wire/src/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
-import { etcdForSuite, rawEtcd, uniqueCluster } from '../support/etcd.js';
+import { blackholeProxy, etcdForSuite, rawEtcd, uniqueCluster } from '../support/etcd.js';
 import { eventually } from '../support/wait.js';
 
 const endpoints = etcdForSuite('etcd election');
@@ -29,34 +29,6 @@ afterEach(async () => {
   await Promise.all(stores.splice(0).map((s) => s.close()));
   await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
 });
-
-/** A TCP proxy to etcd that can silently drop everything, like a network partition. */
-async function blackholeProxy(target: URL) {
-  let blocked = false;
-  const sockets: Socket[] = [];
-  const server = createServer((client) => {
-    const upstream = connect(Number(target.port), target.hostname);
-    sockets.push(client, upstream);
-    client.on('data', (d) => blocked || upstream.write(d));
-    upstream.on('data', (d) => blocked || client.write(d));
-    client.on('error', () => upstream.destroy());
-    upstream.on('error', () => client.destroy());
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  servers.push(server);
-  const port = (server.address() as { port: number }).port;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    block: () => {
-      blocked = true;
-    },
-    close: () => {
-      for (const s of sockets) s.destroy();
-    },
-  };
-}
 
 function store(overrides: Partial<EtcdLeaderStoreOptions> & { cluster: string }): EtcdLeaderStore {
   const s = new EtcdLeaderStore({
@@ -275,7 +247,7 @@ describe.skipIf(!endpoints)('etcd election against a real etcd', () => {
     const cluster = uniqueCluster('election');
     const ports = await freePorts(3);
     const peers = peersOf(ports.map((port) => ({ host: '127.0.0.1', port })));
-    const proxy = await blackholeProxy(new URL(endpoints![0]!));
+    const proxy = await blackholeProxy(new URL(endpoints![0]!), servers);
     const startNode = async (port: number, via: string[]) => {
       const t = await WsTransport.start({ cluster: 'it', host: '127.0.0.1', port, wire: { secret: 's' } });
       transports.push(t);

@@ -1,4 +1,4 @@
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Metrics } from '../../packages/core/src/index.js';
 import {
@@ -7,7 +7,7 @@ import {
   LeaseConfigError,
   LeaseUnavailableError,
 } from '../../packages/lease/src/index.js';
-import { etcdForSuite, rawEtcd, uniqueCluster } from '../support/etcd.js';
+import { blackholeProxy, etcdForSuite, rawEtcd, uniqueCluster } from '../support/etcd.js';
 import { eventually } from '../support/wait.js';
 
 const endpoints = etcdForSuite('EtcdLease');
@@ -35,32 +35,6 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((l) => l.close()));
   await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
 });
-
-/** A TCP proxy to etcd that can silently drop everything, like a network partition. */
-async function blackholeProxy(target: URL) {
-  let blocked = false;
-  const sockets: Socket[] = [];
-  const server = createServer((client) => {
-    const upstream = connect(Number(target.port), target.hostname);
-    sockets.push(client, upstream);
-    client.on('data', (d) => blocked || upstream.write(d));
-    upstream.on('data', (d) => blocked || client.write(d));
-    client.on('error', () => upstream.destroy());
-    upstream.on('error', () => client.destroy());
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  servers.push(server);
-  const port = (server.address() as { port: number }).port;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    block: () => (blocked = true),
-    close: () => {
-      for (const s of sockets) s.destroy();
-    },
-  };
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -222,7 +196,7 @@ describe.skipIf(!endpoints)('EtcdLease against a real etcd', () => {
 
   it('a holder partitioned from etcd gives the lease up locally before anyone else can take it', async () => {
     const cluster = uniqueCluster();
-    const proxy = await blackholeProxy(new URL(endpoints![0]!));
+    const proxy = await blackholeProxy(new URL(endpoints![0]!), servers);
     const metrics = new Metrics();
     const a = lease({ cluster, endpoints: [proxy.url], metrics });
     const b = lease({ cluster });

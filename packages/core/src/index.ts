@@ -3,6 +3,7 @@ export * from './actor-system.js';
 export * from './address.js';
 export * from './clock.js';
 export * from './dead-letters.js';
+export * from './deadline.js';
 export * from './dispatcher.js';
 export * from './errors.js';
 export * from './logger.js';

@@ -1,4 +1,4 @@
-import { type Logger, RateLimitedLog, silentLogger, toError } from '@doyen/core';
+import { type Logger, RateLimitedLog, silentLogger, toError, withDeadline } from '@doyen/core';
 import { Etcd3, type Lease as Etcd3Lease, EtcdLeaseInvalidError, type IRequestOp, type Watcher } from 'etcd3';
 import { ElectionConfigError, type LeaderStore } from './election.js';
 
@@ -355,29 +355,12 @@ export class EtcdLeaderStore implements LeaderStore {
 
   /** Rejects after timeoutMs; `onLate` gets a result that arrives afterwards. */
   private bounded<T>(call: Promise<T>, onLate?: (value: T) => void): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      let settled = false;
-      const timer = setTimeout(() => {
-        settled = true;
-        if (onLate) call.then(onLate, () => undefined);
-        reject(new Error(`no answer within ${this.timeoutMs} ms`));
-      }, this.timeoutMs);
-      timer.unref();
-      call.then(
-        (value) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          reject(error);
-        },
-      );
-    });
+    return withDeadline(
+      call,
+      this.timeoutMs,
+      () => new Error(`no answer within ${this.timeoutMs} ms`),
+      onLate,
+    );
   }
 
   private discard(lease: Etcd3Lease): void {

@@ -1,4 +1,4 @@
-import { type Logger, type Metrics, RateLimitedLog, silentLogger, toError } from '@doyen/core';
+import { type Logger, type Metrics, RateLimitedLog, silentLogger, toError, withDeadline } from '@doyen/core';
 import { Etcd3, type Lease as Etcd3Lease, type IKeyValue, type IRequestOp, type Watcher } from 'etcd3';
 import {
   type Lease,
@@ -376,27 +376,14 @@ export class EtcdLease implements Lease {
 
   /** Bounds one etcd call by timeoutMs; `onLate` gets a result that arrives after the timeout. */
   private bounded<T>(operation: string, call: Promise<T>, onLate?: (value: T) => void): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      let settled = false;
-      const timer = setTimeout(() => {
-        settled = true;
-        if (onLate) call.then(onLate, () => undefined);
-        reject(new LeaseUnavailableError(this.name, operation, `no answer within ${this.timeoutMs} ms`));
-      }, this.timeoutMs);
-      call.then(
-        (value) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          reject(new LeaseUnavailableError(this.name, operation, toError(error).message));
-        },
-      );
+    const unavailable = (reason: string) => new LeaseUnavailableError(this.name, operation, reason);
+    return withDeadline(
+      call,
+      this.timeoutMs,
+      () => unavailable(`no answer within ${this.timeoutMs} ms`),
+      onLate,
+    ).catch((error: unknown) => {
+      throw error instanceof LeaseUnavailableError ? error : unavailable(toError(error).message);
     });
   }
 }
