@@ -3,6 +3,8 @@ import { bullyElection } from '../../packages/election/src/bully.js';
 import { forEachSeed } from '../../packages/testkit/src/index.js';
 import {
   convergesThroughLossAndDuplication,
+  highestLeadsAfterStart,
+  nextHighestLeadsAfterCrashes,
   replacesLeaderDroppedFromPeers,
 } from '../support/election-scenarios.js';
 import { SimElectionCluster, type SimElectionOptions } from '../support/sim-election.js';
@@ -31,27 +33,10 @@ async function crashLeader(c: SimElectionCluster): Promise<{ leader: string; mes
 }
 
 describe('bully election (modified, next-in-line failover)', () => {
-  it('the highest rank leads after start, and only it', async () => {
-    await forEachSeed(SEEDS, async (seed) => {
-      const c = start(seed);
-      await c.untilAgreed();
-      expect(c.agreedLeader()).toBe(c.peers[4]!.address);
-      await c.sim.runFor(2_000);
-      expect(c.leaders()).toEqual([c.peers[4]!.address]);
-      expect(c.nodes[4]!.election.view()).toMatchObject({ role: 'leading', acting: true, term: 0 });
-    });
-  });
+  it('the highest rank leads after start, and only it', () => highestLeadsAfterStart(SEEDS, start));
 
-  it('after the leader crashes the next highest leads', async () => {
-    await forEachSeed(SEEDS, async (seed) => {
-      const c = start(seed);
-      await c.untilAgreed();
-      expect((await crashLeader(c)).leader).toBe(c.peers[3]!.address);
-      expect((await crashLeader(c)).leader).toBe(c.peers[2]!.address);
-      await c.sim.runFor(2_000);
-      expect(c.leaders()).toEqual([c.peers[2]!.address]);
-    });
-  });
+  it('after the leader crashes the next highest leads', () =>
+    nextHighestLeadsAfterCrashes(SEEDS, start, crashLeader));
 
   it('next-in-line failover re-elects with fewer election messages than the full round', async () => {
     await forEachSeed(SEEDS, async (seed) => {

@@ -3,6 +3,8 @@ import { candidateElection } from '../../packages/election/src/candidate.js';
 import { forEachSeed } from '../../packages/testkit/src/index.js';
 import {
   convergesThroughLossAndDuplication,
+  highestLeadsAfterStart,
+  nextHighestLeadsAfterCrashes,
   replacesLeaderDroppedFromPeers,
 } from '../support/election-scenarios.js';
 import { SimElectionCluster, type SimElectionOptions } from '../support/sim-election.js';
@@ -49,27 +51,10 @@ async function crashLeader(c: SimElectionCluster) {
 }
 
 describe('candidate/ordinary election', () => {
-  it('the highest candidate leads after start, and only it', async () => {
-    await forEachSeed(SEEDS, async (seed) => {
-      const c = start(seed);
-      await c.untilAgreed();
-      expect(c.agreedLeader()).toBe(c.peers[4]!.address);
-      await c.sim.runFor(2_000);
-      expect(c.leaders()).toEqual([c.peers[4]!.address]);
-      expect(c.nodes[4]!.election.view()).toMatchObject({ role: 'leading', acting: true, term: 0 });
-    });
-  });
+  it('the highest candidate leads after start, and only it', () => highestLeadsAfterStart(SEEDS, start));
 
-  it('after the leader crashes the highest live candidate leads', async () => {
-    await forEachSeed(SEEDS, async (seed) => {
-      const c = start(seed);
-      await c.untilAgreed();
-      expect((await crashLeader(c)).leader).toBe(c.peers[3]!.address);
-      expect((await crashLeader(c)).leader).toBe(c.peers[2]!.address);
-      await c.sim.runFor(2_000);
-      expect(c.leaders()).toEqual([c.peers[2]!.address]);
-    });
-  });
+  it('after the leader crashes the highest live candidate leads', () =>
+    nextHighestLeadsAfterCrashes(SEEDS, start, crashLeader));
 
   it('with no candidate alive it falls back to the highest live ordinary peer', async () => {
     await forEachSeed(SEEDS, async (seed) => {

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { invitationElection } from '../../packages/election/src/invitation.js';
 import { forEachSeed } from '../../packages/testkit/src/index.js';
+import { splitSixtyForty } from '../support/election-scenarios.js';
 import { SimElectionCluster } from '../support/sim-election.js';
 
 let cluster: SimElectionCluster | undefined;
@@ -61,13 +62,7 @@ describe("election 'invitation'", () => {
     await forEachSeed(SEEDS, async (seed) => {
       const c = start(seed);
       await c.untilAgreed();
-      const majority = [0, 1, 2];
-      const minority = [3, 4];
-      c.partition(majority, minority);
-      await c.sim.runUntil(
-        () => c.agreedLeader(majority) !== undefined && c.agreedLeader(minority) !== undefined,
-        { timeoutMs: 20_000, description: 'each side agrees' },
-      );
+      const { majority, minority } = await splitSixtyForty(c);
       // let leaders drop the members they no longer hear, so sizes are the sides' sizes
       await c.sim.runFor(2_000);
       const big = c.agreedLeader(majority);

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  ELECTION_ALGORITHMS,
   Election,
   type ElectionAlgorithm,
   MemoryVoteStore,
@@ -17,14 +18,7 @@ afterEach(async () => {
 });
 
 /** Every election over the wire: WebSockets on 127.0.0.1, MessagePack, the handshake, real timers. */
-const WIRE_ALGORITHMS: ElectionAlgorithm[] = [
-  'quorum',
-  'bully',
-  'candidate',
-  'invitation',
-  'ring',
-  'ring-max',
-];
+const WIRE_ALGORITHMS = ELECTION_ALGORITHMS.filter((a) => a !== 'etcd');
 
 async function startFour(algorithm: ElectionAlgorithm) {
   const ports = await freePorts(4);

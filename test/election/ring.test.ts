@@ -9,6 +9,7 @@ import {
 import { createRingMachine } from '../../packages/election/src/ring-machine.js';
 import type { RingVariant } from '../../packages/election/src/ring-messages.js';
 import { forEachSeed } from '../../packages/testkit/src/index.js';
+import { splitSixtyForty } from '../support/election-scenarios.js';
 import { SimElectionCluster } from '../support/sim-election.js';
 
 let cluster: SimElectionCluster | undefined;
@@ -69,13 +70,7 @@ describe.each(VARIANTS)("election '%s' (CHANG79)", (algorithm) => {
     await forEachSeed(SEEDS, async (seed) => {
       const c = start(seed, algorithm);
       await c.untilAgreed();
-      const majority = [0, 1, 2];
-      const minority = [3, 4];
-      c.partition(majority, minority);
-      await c.sim.runUntil(
-        () => c.agreedLeader(majority) !== undefined && c.agreedLeader(minority) !== undefined,
-        { timeoutMs: 20_000, description: 'each side agrees' },
-      );
+      const { majority, minority } = await splitSixtyForty(c);
       await c.sim.runFor(2_000);
       expect(c.agreedLeader(majority)).toBe(c.peers[2]!.address);
       expect(c.agreedLeader(minority)).toBe(c.peers[4]!.address);

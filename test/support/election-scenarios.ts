@@ -6,6 +6,51 @@ import type { SimElectionCluster, SimElectionOptions } from './sim-election.js';
 /** Starts a 5-node simulated election for a seed (network options passed through). */
 export type StartElection = (seed: number, extra?: Partial<SimElectionOptions>) => SimElectionCluster;
 
+/** Rank-based algorithms: the highest rank (node 4 of 5) leads after start, and only it, for good. */
+export async function highestLeadsAfterStart(seeds: number[], start: StartElection): Promise<void> {
+  await forEachSeed(seeds, async (seed) => {
+    const c = start(seed);
+    await c.untilAgreed();
+    expect(c.agreedLeader()).toBe(c.peers[4]!.address);
+    await c.sim.runFor(2_000);
+    expect(c.leaders()).toEqual([c.peers[4]!.address]);
+    expect(c.nodes[4]!.election.view()).toMatchObject({ role: 'leading', acting: true, term: 0 });
+  });
+}
+
+/** Rank-based algorithms: crash the leader twice (with `crashLeader`); the next highest leads each time. */
+export async function nextHighestLeadsAfterCrashes(
+  seeds: number[],
+  start: StartElection,
+  crashLeader: (c: SimElectionCluster) => Promise<{ leader: string }>,
+): Promise<void> {
+  await forEachSeed(seeds, async (seed) => {
+    const c = start(seed);
+    await c.untilAgreed();
+    expect((await crashLeader(c)).leader).toBe(c.peers[3]!.address);
+    expect((await crashLeader(c)).leader).toBe(c.peers[2]!.address);
+    await c.sim.runFor(2_000);
+    expect(c.leaders()).toEqual([c.peers[2]!.address]);
+  });
+}
+
+/** Cuts nodes 0-2 from 3-4 (60/40) and runs until each side agrees on a leader of its own. */
+export async function splitSixtyForty(
+  c: SimElectionCluster,
+): Promise<{ majority: number[]; minority: number[] }> {
+  const majority = [0, 1, 2];
+  const minority = [3, 4];
+  c.partition(majority, minority);
+  await c.sim.runUntil(
+    () => c.agreedLeader(majority) !== undefined && c.agreedLeader(minority) !== undefined,
+    {
+      timeoutMs: 20_000,
+      description: 'each side agrees',
+    },
+  );
+  return { majority, minority };
+}
+
 /** Rank-based algorithms: the highest rank leads, and the next after it crashes, through 5 % loss and duplication. */
 export async function convergesThroughLossAndDuplication(
   seeds: number[],
