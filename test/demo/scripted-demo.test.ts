@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -57,4 +58,39 @@ describe('partition demo, scripted (real node processes)', () => {
     expect(pids.filter(isRunning)).toEqual([]);
     rmSync(logDir, { recursive: true, force: true });
   }, 150_000); // about 25 s alone; a loaded 2-CPU runner can take several times that
+
+  // in this file, so it never overlaps the tour above: both start node processes on 2 cores
+  it('runs three real nodes with a quorum-elected coordinator that they all agree on, allocator included', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'doyen-demo-quorum-'));
+    const script = join(dir, 'quorum.demo');
+    writeFileSync(script, 'wait-until converged 3 60s\nexpect partitions-balanced\n');
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--conditions=@doyen/source',
+        'apps/partition-demo/src/main.ts',
+        '--nodes',
+        '3',
+        '--coordinator',
+        'quorum',
+        '--script',
+        script,
+        '--no-tty',
+        '--logs',
+        join(dir, 'logs'),
+      ],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    demo = child;
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    expect(code, output.split('\n').slice(-40).join('\n')).toBe(0);
+    expect(output).toMatch(/script quorum\.demo passed/);
+    expect(output).toMatch(/election\.leader\s+\S+ leads \(quorum, term \d+\)/);
+    rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
 });
