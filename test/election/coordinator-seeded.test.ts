@@ -8,7 +8,7 @@ import type { SimCluster, SimNode } from '../support/sim-cluster.js';
 import { singletonSeededRuns } from '../support/singleton-runs.js';
 
 /** Seeded runs per placement; DOYEN_QUORUM_SINGLETON_RUNS overrides. */
-const RUNS = Number(process.env.DOYEN_QUORUM_SINGLETON_RUNS ?? 50);
+const RUNS = Number(process.env.DOYEN_QUORUM_SINGLETON_RUNS ?? 25);
 
 /** A quorum-elected coordinator per node incarnation; votes survive restarts (one store per name). */
 function quorumPlacement() {
