@@ -22,26 +22,24 @@ afterEach(() => {
   if (demo && demo.exitCode === null && demo.signalCode === null) demo.kill('SIGTERM');
 });
 
+/** Runs `pnpm demo` with `args` (plain output) to its exit; its exit code and everything it printed. */
+async function runDemo(args: readonly string[]): Promise<{ code: number | null; output: string }> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--conditions=@doyen/source', 'apps/partition-demo/src/main.ts', ...args, '--no-tty'],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  demo = child;
+  let output = '';
+  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+  return { code, output };
+}
+
 describe('partition demo, scripted (real node processes)', () => {
   it('runs scripts/ci.demo to the end, every expectation holds, and no node is left running', async () => {
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        '--conditions=@doyen/source',
-        'apps/partition-demo/src/main.ts',
-        '--script',
-        'apps/partition-demo/scripts/ci.demo',
-        '--no-tty',
-      ],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    demo = child;
-    let output = '';
-    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    const { code, output } = await runDemo(['--script', 'apps/partition-demo/scripts/ci.demo']);
     const tail = output.split('\n').slice(-60).join('\n');
     expect(code, tail).toBe(0);
     expect(output).toMatch(/script ci\.demo passed: \d+ steps, \d+ expectations held/);
@@ -64,30 +62,10 @@ describe('partition demo, scripted (real node processes)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'doyen-demo-quorum-'));
     const script = join(dir, 'quorum.demo');
     writeFileSync(script, 'wait-until converged 3 60s\nexpect partitions-balanced\n');
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        '--conditions=@doyen/source',
-        'apps/partition-demo/src/main.ts',
-        '--nodes',
-        '3',
-        '--coordinator',
-        'quorum',
-        '--script',
-        script,
-        '--no-tty',
-        '--logs',
-        join(dir, 'logs'),
-      ],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    demo = child;
-    let output = '';
-    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    const { code, output } = await runDemo([
+      ...['--nodes', '3', '--coordinator', 'quorum'],
+      ...['--script', script, '--logs', join(dir, 'logs')],
+    ]);
     expect(code, output.split('\n').slice(-40).join('\n')).toBe(0);
     expect(output).toMatch(/script quorum\.demo passed/);
     expect(output).toMatch(/election\.leader\s+\S+ leads \(quorum, term \d+\)/);
