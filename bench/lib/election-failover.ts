@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { silentLogger } from '../../packages/core/src/index.js';
 import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
 import { freePorts } from './free-ports.js';
-import { waitFor } from './singleton-processes.js';
+import { waitFor } from './timeout.js';
 
 const SIZE = 5;
 const TIMEOUT_MS = 30_000;

@@ -5,8 +5,8 @@
 
 import { freePorts } from './free-ports.js';
 import { keyOf, type NodeEvent, type NodeState } from './membership-messages.js';
-import { NodeProcess, waitUntil } from './membership-processes.js';
-import { withTimeout } from './timeout.js';
+import { NodeProcess } from './membership-processes.js';
+import { waitFor, withTimeout } from './timeout.js';
 
 export type VictimKind = 'member' | 'coordinator';
 
@@ -78,7 +78,7 @@ export class ProcessCluster {
   /** Waits until every node sees every current incarnation `up`, at one version, with none unreachable. */
   async converged(timeoutMs = CONVERGE_TIMEOUT_MS): Promise<NodeState> {
     let agreed: NodeState | undefined;
-    await waitUntil(
+    await waitFor(
       async () => {
         const keys = new Set(this.nodes.map((n) => n.key));
         const states = await Promise.all(this.nodes.map((n) => n.state()));
@@ -123,7 +123,7 @@ export class ProcessCluster {
       e.type === 'coordinator.changed' && e.address !== '' && keyOf(e) !== victimKey;
 
     const tKill = victim.kill9();
-    await waitUntil(
+    await waitFor(
       () =>
         survivors.every(
           (n) =>
@@ -179,7 +179,7 @@ export class ProcessCluster {
     const marks = new Map(this.nodes.map((n) => [n, n.events.length]));
     staller.stallDone = undefined;
     staller.send({ cmd: 'stall', busyMs, everyMs, forMs });
-    await waitUntil(() => staller.stallDone !== undefined, forMs + 15_000, 'stalling node', 50);
+    await waitFor(() => staller.stallDone !== undefined, forMs + 15_000, 'stalling node', 50);
     await new Promise((r) => setTimeout(r, graceMs));
     const count = (nodes: NodeProcess[], type: string) =>
       nodes.flatMap((n) => n.events.slice(marks.get(n))).filter((e) => e.type === type).length;

@@ -4,8 +4,7 @@
 import { Cluster, type ClusterConfig } from '../../packages/cluster/src/index.js';
 import { type Envelope, type Lane, type UniqueNodeAddress, WsTransport } from './doyen.js';
 import { MEMBERSHIP_CLUSTER, MEMBERSHIP_SECRET } from './membership-messages.js';
-import { waitUntil } from './membership-processes.js';
-import { withTimeout } from './timeout.js';
+import { waitFor, withTimeout } from './timeout.js';
 
 export interface JoinOutcome {
   readonly n: number;
@@ -94,7 +93,7 @@ export async function joinConvergence(n: number, options: JoinOptions = {}): Pro
 
     let version = 0;
     try {
-      await waitUntil(
+      await waitFor(
         () => {
           // A node that was downed (or gave up joining) stays out: convergence can no longer happen.
           const out = nodes.filter((x) =>

@@ -8,8 +8,8 @@ import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
 import { movedPartitions, optimalMoves, type PartitionTable } from '../../packages/partitions/src/index.js';
 import { createLogger } from './doyen.js';
 import { freePorts } from './free-ports.js';
-import { type HandOverSample, waitFor } from './singleton-processes.js';
-import { withTimeout } from './timeout.js';
+import type { HandOverSample } from './singleton-processes.js';
+import { waitFor, withTimeout } from './timeout.js';
 
 const CLUSTER = 'bench-singleton-inprocess';
 const SECRET = 'bench-singleton-inprocess-secret';

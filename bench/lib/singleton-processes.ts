@@ -1,53 +1,26 @@
 // The parent side of the singleton bench's failover measurement: N node processes (singleton-node.ts); kill -9
 // the oldest and time until the next oldest logs `singleton.started` for the partition allocator; restart the
-// killed node at the same address (a new incarnation, now the youngest) and do it again. No node process
-// outlives the bench (SIGKILL on exit, whatever the exit path).
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
+// killed node at the same address (a new incarnation, now the youngest) and do it again. node-processes.ts
+// makes sure no node process outlives the bench.
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { optimalMoves } from '../../packages/partitions/src/index.js';
 import { freePorts } from './free-ports.js';
+import { installSignalCleanup, liveProcesses, NodeProcessBase, spawnNodeProcess } from './node-processes.js';
 import {
   keyOf,
   type NodeCommand,
   type NodeEvent,
   type NodeLog,
-  type NodeReport,
   type NodeState,
   type NodeUp,
   wallMs,
 } from './singleton-messages.js';
-import { withTimeout } from './timeout.js';
+import { waitFor, withTimeout } from './timeout.js';
+
+export { installSignalCleanup, liveProcesses };
 
 const script = fileURLToPath(new URL('./singleton-node.ts', import.meta.url));
-const live = new Set<ChildProcess>();
-let exitHookInstalled = false;
-
-/** Last resort: whatever way the bench exits, no node process is left behind. */
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const child of live) child.kill('SIGKILL');
-  });
-}
-
-/** SIGINT / SIGTERM exit through process.exit, so the exit hook above still kills the node processes. */
-export function installSignalCleanup(): void {
-  installExitHook();
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      process.stderr.write(`${signal}: stopping ${live.size} node process(es)\n`);
-      process.exit(130);
-    });
-  }
-}
-
-/** Node processes still running (for the report: 0 after cleanup). */
-export function liveProcesses(): number {
-  return live.size;
-}
-
 const processWarnings = new Map<string, number>();
 
 /** Warn-or-worse lines the node processes logged, by event. */
@@ -55,81 +28,18 @@ export function processWarningCounts(): ReadonlyMap<string, number> {
   return processWarnings;
 }
 
-/** Resolves when `check()` holds, polling every `everyMs`; rejects after `timeoutMs`. */
-export async function waitFor(
-  check: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-  what: string,
-  everyMs = 5,
-  views?: () => string | Promise<string>,
-): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (performance.now() >= deadline) {
-      const seen = views ? ` (${await views()})` : '';
-      throw new Error(`${what}: not done after ${timeoutMs} ms${seen}`);
-    }
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
-
-export class NodeProcess {
+export class NodeProcess extends NodeProcessBase<NodeUp, NodeState, NodeLog | NodeEvent, NodeCommand> {
   readonly logs: NodeLog[] = [];
   readonly events: NodeEvent[] = [];
-  readonly exited: Promise<void>;
-  up: NodeUp | undefined;
   private current: { readonly address: string; readonly uid: string } | undefined;
-  private failure: string | undefined;
-  private nextId = 1;
-  private readonly pending = new Map<number, (s: NodeState) => void>();
 
-  private constructor(
-    readonly port: number,
-    private readonly child: ChildProcess,
-  ) {
-    this.exited = once(child, 'exit').then(() => {
-      live.delete(child);
-    });
-    child.on('message', (report: NodeReport) => this.onReport(report));
-    child.on('error', (error) => (this.failure ??= error.message));
+  private constructor(port: number, child: ChildProcess) {
+    super(port, child);
   }
 
   /** Spawns a node on 127.0.0.1:`port` joining through `seeds` (`host:port` list). */
   static spawn(port: number, seeds: readonly string[]): NodeProcess {
-    installExitHook();
-    const tsx = import.meta.resolve('tsx');
-    const child = spawn(
-      process.execPath,
-      [
-        '--conditions=@doyen/source',
-        '--import',
-        tsx,
-        script,
-        '--port',
-        String(port),
-        '--seeds',
-        seeds.join(','),
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] },
-    );
-    live.add(child);
-    // stdout is the bench's table and JSON line: whatever a node prints goes to stderr, prefixed.
-    const prefix = `[node :${port}] `;
-    for (const stream of [child.stdout, child.stderr]) {
-      stream?.setEncoding('utf8');
-      let rest = '';
-      stream?.on('data', (chunk: string) => {
-        const lines = (rest + chunk).split('\n');
-        rest = lines.pop()!;
-        for (const line of lines) if (line.length > 0) process.stderr.write(`${prefix}${line}\n`);
-      });
-    }
-    return new NodeProcess(port, child);
-  }
-
-  get address(): string {
-    return `127.0.0.1:${this.port}`;
+    return new NodeProcess(port, spawnNodeProcess(script, port, seeds));
   }
 
   /** The current incarnation's key: from the last state answer (a downed node restarts in its process). */
@@ -139,76 +49,26 @@ export class NodeProcess {
     return keyOf(this.up);
   }
 
-  get isRunning(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  async whenUp(timeoutMs = 30_000): Promise<NodeUp> {
-    await waitFor(
-      () => {
-        if (this.failure) throw new Error(`node ${this.address} failed: ${this.failure}`);
-        if (!this.isRunning) throw new Error(`node ${this.address} exited before it was up`);
-        return this.up !== undefined;
-      },
-      timeoutMs,
-      `node ${this.address} up`,
-      10,
-    );
-    return this.up!;
+  override whenUp(timeoutMs = 30_000): Promise<NodeUp> {
+    return super.whenUp(timeoutMs);
   }
 
   /** The node's view (membership, singletons running here, partition table), asked over IPC. */
-  state(timeoutMs = 3_000): Promise<NodeState> {
-    const id = this.nextId++;
-    const answer = new Promise<NodeState>((resolve) => this.pending.set(id, resolve));
-    this.send({ cmd: 'state', id });
-    return withTimeout(answer, timeoutMs, `state of ${this.address}`).finally(() => this.pending.delete(id));
+  override state(timeoutMs = 3_000): Promise<NodeState> {
+    return super.state(timeoutMs);
   }
 
-  send(command: NodeCommand): void {
-    if (this.isRunning && this.child.connected) this.child.send(command);
+  protected override onState(state: NodeState): void {
+    this.current = { address: state.address, uid: state.uid };
   }
 
-  /** SIGKILL: a crash. Returns the wall-clock time just before the signal. */
-  kill9(): number {
-    const t = wallMs();
-    this.child.kill('SIGKILL');
-    return t;
-  }
-
-  /** SIGTERM (the node closes without leaving), SIGKILL if it has not exited within `graceMs`. */
-  async stop(graceMs = 3_000): Promise<void> {
-    if (!this.isRunning) return this.exited;
-    this.child.kill('SIGTERM');
-    try {
-      await withTimeout(this.exited, graceMs, `stopping node ${this.address}`);
-    } catch {
-      this.child.kill('SIGKILL');
-      await withTimeout(this.exited, graceMs, `killing node ${this.address}`);
+  protected onReport(report: NodeLog | NodeEvent): void {
+    if (report.kind === 'event') {
+      this.events.push(report);
+      return;
     }
-  }
-
-  private onReport(report: NodeReport): void {
-    switch (report.kind) {
-      case 'up':
-        this.up = report;
-        return;
-      case 'log':
-        this.logs.push(report);
-        if (report.level >= 40)
-          processWarnings.set(report.event, (processWarnings.get(report.event) ?? 0) + 1);
-        return;
-      case 'event':
-        this.events.push(report);
-        return;
-      case 'state':
-        this.current = { address: report.address, uid: report.uid };
-        this.pending.get(report.id)?.(report);
-        return;
-      case 'failed':
-        this.failure = report.message;
-        return;
-    }
+    this.logs.push(report);
+    if (report.level >= 40) processWarnings.set(report.event, (processWarnings.get(report.event) ?? 0) + 1);
   }
 }
 

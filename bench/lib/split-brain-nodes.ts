@@ -7,7 +7,7 @@ import type { ClusterConfig, ClusterEvent } from '../../packages/cluster/src/ind
 import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
 import { createLogger } from './doyen.js';
 import { freePorts } from './free-ports.js';
-import { withTimeout } from './timeout.js';
+import { waitFor, withTimeout } from './timeout.js';
 
 export const SBR_BENCH_CLUSTER = 'bench-split-brain';
 const SECRET = 'bench-split-brain-secret';
@@ -145,7 +145,7 @@ export async function startCluster(
     await nodes[0]!.start(seed, optionsFor(seed), onDowned);
     await nodes[0]!.node.cluster.whenUp();
     await Promise.all(nodes.slice(1).map((x) => x.start(seed, optionsFor(x.port), onDowned)));
-    await waitUntil(
+    await waitFor(
       () => converged(nodes),
       timeoutMs,
       `convergence of ${n} nodes`,
@@ -183,25 +183,6 @@ export async function closeAll(nodes: readonly BenchNode[]): Promise<void> {
     }),
   );
   await withTimeout(closing, 10_000, `closing ${nodes.length} nodes`);
-}
-
-/** Resolves when `check()` holds, polling every `everyMs`; rejects after `timeoutMs` (with `views()`). */
-export async function waitUntil(
-  check: () => boolean,
-  timeoutMs: number,
-  what: string,
-  everyMs = 5,
-  views?: () => string,
-): Promise<number> {
-  const start = performance.now();
-  const deadline = start + timeoutMs;
-  for (;;) {
-    if (check()) return performance.now();
-    if (performance.now() >= deadline) {
-      throw new Error(`${what}: not done after ${timeoutMs} ms${views ? ` (${views()})` : ''}`);
-    }
-    await sleep(everyMs);
-  }
 }
 
 export function sleep(ms: number): Promise<void> {

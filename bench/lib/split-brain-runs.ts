@@ -11,9 +11,9 @@ import {
   describeAll,
   sleep,
   startCluster,
-  waitUntil,
 } from './split-brain-nodes.js';
 import { heal, partition } from './split-brain-partition.js';
+import { waitFor } from './timeout.js';
 
 export type Strategy = 'keep-majority' | 'static-quorum' | 'keep-oldest' | 'down-all' | 'lease-majority';
 export type Side = 'majority' | 'minority';
@@ -186,9 +186,7 @@ export async function strategyRun(
       if (othersDownAt === undefined && others.every(isDown)) othersDownAt = now;
       return convergedAt !== undefined && othersDownAt !== undefined;
     };
-    await waitUntil(settled, DECIDE_TIMEOUT_MS, `${strategy}: both sides settled`, 2, () =>
-      describeAll(nodes),
-    );
+    await waitFor(settled, DECIDE_TIMEOUT_MS, `${strategy}: both sides settled`, 2, () => describeAll(nodes));
     await sleep(HOLD_MS);
     const correct = (keep.length === 0 || keep.every((x) => x.sees(keepKeys))) && others.every(isDown);
 
@@ -291,7 +289,7 @@ export async function mergeRun(apartMs: number): Promise<MergeSample> {
       sides.minority.map((x) => x.port),
       sides.majority.map((x) => x.port),
     );
-    const splitAt = await waitUntil(
+    const splitAt = await waitFor(
       () =>
         sides.minority.every((x) => x.sees(minorityKeys)) &&
         sides.majority.every((x) => x.sees(majorityKeys)),
@@ -311,7 +309,7 @@ export async function mergeRun(apartMs: number): Promise<MergeSample> {
 
     const t1 = performance.now();
     heal();
-    const mergedAt = await waitUntil(
+    const mergedAt = await waitFor(
       () => converged(nodes),
       20_000,
       'auto: merge after heal',

@@ -6,3 +6,25 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
   });
   return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
 }
+
+/**
+ * Resolves with `performance.now()` once `check()` holds, polling every `everyMs`; rejects after `timeoutMs`,
+ * naming `what` and, when given, what `views()` says was seen instead.
+ */
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+  everyMs = 5,
+  views?: () => string | Promise<string>,
+): Promise<number> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return performance.now();
+    if (performance.now() >= deadline) {
+      const seen = views ? ` (${await views()})` : '';
+      throw new Error(`${what}: not done after ${timeoutMs} ms${seen}`);
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
