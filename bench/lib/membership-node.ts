@@ -15,35 +15,11 @@ import {
   type NodeReport,
   wallMs,
 } from './membership-messages.js';
+import { nodeProcessChild } from './node-process-child.js';
 
-if (!process.send) {
-  console.error('membership-node reports over IPC: spawn it with an ipc stdio channel');
-  process.exit(2);
-}
-const report = (message: NodeReport) => {
-  if (process.connected) process.send?.(message);
-};
-
+const { report, exit, orphaned, closeWith } = nodeProcessChild<NodeReport>('membership-node');
 let node: DoyenNode | undefined;
-let exiting = false;
-const exit = (code: number) => {
-  if (exiting) return;
-  exiting = true;
-  // Whatever hangs on the way out (a close, a log flush into a dead pipe), the process goes.
-  setTimeout(() => process.kill(process.pid, 'SIGKILL'), 2_000);
-  void (node?.close() ?? Promise.resolve()).finally(() => process.exit(code));
-};
-// Never outlive the parent: the IPC channel closes when it exits, however it exits. Then this process ends at
-// once with SIGKILL (the kernel closes its sockets): process.exit() can deadlock on Node 20 while an import is
-// still going through the tsx loader thread, and nobody is left to see a graceful close anyway. The handler is
-// in place before the slow imports below; a re-parented process (the channel closed unnoticed) ends too.
-const orphaned = () => process.kill(process.pid, 'SIGKILL');
-process.on('disconnect', orphaned);
-process.on('SIGTERM', () => exit(0));
-const parent = process.ppid;
-setInterval(() => {
-  if (process.ppid !== parent || !process.connected) orphaned();
-}, 500).unref();
+closeWith(() => node?.close() ?? Promise.resolve());
 
 const { values } = parseArgs({
   options: {

@@ -8,6 +8,7 @@
 import { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import type { DoyenNode } from '../../packages/doyen/src/index.js';
+import { nodeProcessChild } from './node-process-child.js';
 import {
   FORWARDED_CLUSTER_EVENTS,
   FORWARDED_LOG_EVENTS,
@@ -18,32 +19,9 @@ import {
   wallMs,
 } from './singleton-messages.js';
 
-if (!process.send) {
-  console.error('singleton-node reports over IPC: spawn it with an ipc stdio channel');
-  process.exit(2);
-}
-const report = (message: NodeReport) => {
-  if (process.connected) process.send?.(message);
-};
-
+const { report, exit, beginExit, orphaned, closeWith } = nodeProcessChild<NodeReport>('singleton-node');
 let node: DoyenNode | undefined;
-let exiting = false;
-const exit = (code: number) => {
-  if (exiting) return;
-  exiting = true;
-  // Whatever hangs on the way out, the process goes.
-  setTimeout(() => process.kill(process.pid, 'SIGKILL'), 2_000);
-  void (node?.close() ?? Promise.resolve()).finally(() => process.exit(code));
-};
-// Never outlive the parent: when the IPC channel closes, end at once with SIGKILL (the kernel closes the
-// sockets; process.exit() can deadlock on Node 20 while an import is still in the tsx loader thread).
-const orphaned = () => process.kill(process.pid, 'SIGKILL');
-process.on('disconnect', orphaned);
-process.on('SIGTERM', () => exit(0));
-const parent = process.ppid;
-setInterval(() => {
-  if (process.ppid !== parent || !process.connected) orphaned();
-}, 500).unref();
+closeWith(() => node?.close() ?? Promise.resolve());
 
 const { values } = parseArgs({
   options: { port: { type: 'string' }, seeds: { type: 'string' } },
@@ -146,10 +124,7 @@ if (node) {
 
   process.on('message', (command: NodeCommand) => {
     if (command.cmd === 'leave') {
-      if (exiting) return;
-      exiting = true;
-      setTimeout(() => process.kill(process.pid, 'SIGKILL'), 20_000);
-      void doyen.shutdown().finally(() => process.exit(0));
+      if (beginExit(20_000)) void doyen.shutdown().finally(() => process.exit(0));
       return;
     }
     const s = doyen.cluster.state();
