@@ -7,23 +7,7 @@ export interface ClusterNode {
   readonly cluster: Cluster;
 }
 
-/** Free ports on 127.0.0.1, picked by binding and releasing (seed lists need ports up front). */
-export async function freePorts(n: number): Promise<number[]> {
-  const { createServer } = await import('node:net');
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<import('node:net').Server>((resolve) => {
-          const s = createServer();
-          s.listen(0, '127.0.0.1', () => resolve(s));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => (s.address() as import('node:net').AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
-}
+export { freePorts } from '../../packages/testkit/src/free-ports.js';
 
 export async function startClusterNode(
   port: number,

@@ -6,9 +6,9 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { freePorts } from '../../../packages/testkit/src/free-ports.js';
 
 /** Node names in start order; the oldest is `athens`. */
 export const NODE_NAMES = [
@@ -101,24 +101,6 @@ interface Internals {
   asked: ExitInfo['asked'];
   beforePause: ProcState;
   waiters: Array<{ test: (line: LogLine) => boolean; resolve: (ok: boolean) => void }>;
-}
-
-/** Free TCP ports on 127.0.0.1, picked by binding and releasing. */
-export async function freePorts(n: number, host = '127.0.0.1'): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<Server>((resolve, reject) => {
-          const s = createServer();
-          s.once('error', reject);
-          s.listen(0, host, () => resolve(s));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => (s.address() as import('node:net').AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
 }
 
 const isAlive = (n: ManagedNode) => n.state !== 'exited';

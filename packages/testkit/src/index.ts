@@ -1,5 +1,6 @@
 export * from './errors.js';
 export * from './for-each-seed.js';
+export * from './free-ports.js';
 export * from './log-capture.js';
 export * from './manual-scheduler.js';
 export * from './seeded-random.js';
