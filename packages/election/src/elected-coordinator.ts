@@ -1,4 +1,4 @@
-import type { Cluster, Member, Membership } from '@doyen/cluster';
+import { type Cluster, type Member, type Membership, nodeOf } from '@doyen/cluster';
 import { type ActorSystem, InvalidConfigError } from '@doyen/core';
 import type { SingletonPlacement } from '@doyen/singleton';
 import type { ElectionPeer, ElectionTiming, LeaderStore, LeaderView, VoteStore } from './election.js';
@@ -119,14 +119,8 @@ export class ElectedCoordinator implements SingletonPlacement {
     const peers: ElectionPeer[] = m.members
       .filter((x) => x.status === 'up')
       .map((x) => {
-        const i = x.address.lastIndexOf(':');
-        const rawHost = x.address.slice(0, i);
-        const host = rawHost.startsWith('[') ? rawHost.slice(1, -1) : rawHost;
-        return {
-          address: x.address,
-          node: { host, port: Number(x.address.slice(i + 1)) },
-          rank: rankOfAge(x.age),
-        };
+        const { host, port } = nodeOf(x);
+        return { address: x.address, node: { host, port }, rank: rankOfAge(x.age) };
       });
     const key = peers.map((p) => `${p.address}/${p.rank}`).join(',');
     if (!this.election) {
