@@ -302,8 +302,13 @@ export class ActorSystem implements RefHost, CellHost {
     this.transport.send(node, { to: ref.path, toUid: node.uid, from: sender?.id, message }, laneOf(ref.path));
   }
 
-  /** Entry point for messages from the network; the wire has validated the envelope already. */
-  receiveRemote(envelope: Envelope): void {
+  /**
+   * Entry point for messages from the network; the wire has validated the envelope already.
+   * `origin` is the node incarnation the connection authenticated as: the only identity a
+   * message may claim (see MessageTypes' identity rules).
+   */
+  receiveRemote(envelope: Envelope, origin: UniqueNodeAddress): void {
+    void origin;
     if (this.terminated) {
       this.deadLetter(envelope.to, envelope.message, envelope.from, 'system-terminated');
       return;

@@ -4,6 +4,7 @@ import {
   formatNodeAddress,
   type Lane,
   type NodeAddress,
+  parseNodeAddress,
   type RemoteTransport,
   type UniqueNodeAddress,
 } from '@doyen/core';
@@ -95,6 +96,8 @@ export interface NetworkStats {
 /** One encoded message on its way; the bytes are all the receiver gets. */
 interface Packet {
   readonly from: string;
+  /** The sender's incarnation: what a real connection would have authenticated. */
+  readonly fromUid: string;
   readonly to: string;
   readonly lane: Lane;
   readonly path: string;
@@ -281,7 +284,7 @@ export class SimNetwork {
   private send(sender: ActorSystem, node: UniqueNodeAddress, envelope: Envelope, lane: Lane): void {
     this.counts.sent++;
     const from = sender.nodeName;
-    const base = { from, to: formatNodeAddress(node), lane, path: envelope.to };
+    const base = { from, fromUid: sender.node.uid, to: formatNodeAddress(node), lane, path: envelope.to };
     const messageType = typeof envelope.message?.type === 'string' ? envelope.message.type : '?';
     const self = this.nodes.get(from);
     if (!self || self.system !== sender) {
@@ -384,14 +387,15 @@ export class SimNetwork {
       this.reject(target, packet, 'malformed-msgpack', (error as Error).message);
       return;
     }
-    const checked = checkEnvelope(system, raw);
+    const origin = { ...parseNodeAddress(packet.from), uid: packet.fromUid };
+    const checked = checkEnvelope(system, raw, origin);
     if (!checked.ok) {
       this.reject(target, packet, checked.reason, checked.detail);
       return;
     }
     this.counts.delivered++;
     this.emit('deliver', packet);
-    system.receiveRemote(checked.envelope);
+    system.receiveRemote(checked.envelope, origin);
   }
 
   private reject(target: SimNode, packet: Packet, reason: RejectReason, detail: string): void {

@@ -1,4 +1,10 @@
-import { type ActorSystem, formatNodeAddress, type Lane, RingBuffer } from '@doyen/core';
+import {
+  type ActorSystem,
+  formatNodeAddress,
+  type Lane,
+  RingBuffer,
+  type UniqueNodeAddress,
+} from '@doyen/core';
 import type WebSocket from 'ws';
 import { BatchDecoder, decodePlain, encodePlain } from './codec.js';
 import type { WireConfig } from './config.js';
@@ -175,11 +181,14 @@ export class InboundConnection {
     const proof = welcomeProof(this.config.secret, this.system.cluster, welcome, hello.nonce);
     this.socket.send(encodePlain(encodeWelcome({ ...welcome, proof })));
     this.lane = hello.lane;
+    this.origin = { host: hello.host, port: hello.port, uid: hello.uid };
     this.state = 'open';
     this.hooks.handshakeDone(this);
   }
 
   private peerAddress: string | undefined;
+  /** The node incarnation this connection authenticated as (set once the hello is verified). */
+  private origin: UniqueNodeAddress | undefined;
 
   private onBatch(data: Buffer): void {
     let batch: unknown;
@@ -203,13 +212,13 @@ export class InboundConnection {
     const lane = this.lane!;
     let accepted = 0;
     for (const raw of batch) {
-      const checked = checkEnvelope(this.system, raw);
+      const checked = checkEnvelope(this.system, raw, this.origin!);
       if (!checked.ok) {
         this.hooks.reject(checked.reason, checked.detail, this.peerName);
         continue;
       }
       accepted++;
-      this.system.receiveRemote(checked.envelope);
+      this.system.receiveRemote(checked.envelope, this.origin!);
     }
     if (accepted > 0) {
       this.system.metrics.inc('doyen_wire_messages_received_total', 'Messages received', { lane }, accepted);

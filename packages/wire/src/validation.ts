@@ -1,4 +1,4 @@
-import { type ActorSystem, type Envelope, isMessage, isValidPath } from '@doyen/core';
+import { type ActorSystem, type Envelope, isMessage, isValidPath, type UniqueNodeAddress } from '@doyen/core';
 import type { RejectReason } from './protocol.js';
 
 export type EnvelopeCheck =
@@ -23,7 +23,8 @@ function isKnownGoodPath(path: string): boolean {
  * Checks one decoded envelope tuple `[to, toUid, from, message]` before anything sees it:
  * the shape, the recipient path, and that the message type is registered and valid.
  */
-export function checkEnvelope(system: ActorSystem, raw: unknown): EnvelopeCheck {
+export function checkEnvelope(system: ActorSystem, raw: unknown, origin: UniqueNodeAddress): EnvelopeCheck {
+  void origin;
   if (!Array.isArray(raw) || raw.length !== 4) {
     return {
       ok: false,
