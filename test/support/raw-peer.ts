@@ -1,20 +1,30 @@
 import { Packr, Unpackr } from 'msgpackr';
 import WebSocket from 'ws';
-import { helloProof, PROTOCOL_VERSION } from '../../packages/wire/src/index.js';
+import { helloProof, PROTOCOL_VERSION, transcriptOf } from '../../packages/wire/src/index.js';
 
 const plain = new Packr({ useRecords: false });
 const unplain = new Unpackr({ useRecords: false });
 
 export interface RawPeer {
   readonly socket: WebSocket;
+  /** The port dialled on 127.0.0.1: the hello's default target. */
+  readonly port: number;
   readonly closed: Promise<{ code: number; reason: string }>;
   send(value: unknown): void;
   sendRaw(data: Buffer | string): void;
 }
 
+export type RawPeerWithChallenge = RawPeer & { challenge: Promise<{ nonce: Buffer }> };
+
 /** A bare `ws` client that speaks (or abuses) the wire protocol by hand. */
-export async function connectRaw(port: number): Promise<RawPeer & { challenge: Promise<{ nonce: Buffer }> }> {
-  const socket = new WebSocket(`ws://127.0.0.1:${port}/doyen`);
+export async function connectRaw(
+  port: number,
+  options: { localAddress?: string } = {},
+): Promise<RawPeerWithChallenge> {
+  const socket = new WebSocket(`ws://127.0.0.1:${port}/doyen`, {
+    ...(options.localAddress ? { localAddress: options.localAddress } : {}),
+    perMessageDeflate: false,
+  });
   const closed = new Promise<{ code: number; reason: string }>((resolve) =>
     socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
   );
@@ -31,6 +41,7 @@ export async function connectRaw(port: number): Promise<RawPeer & { challenge: P
   });
   return {
     socket,
+    port,
     closed,
     challenge,
     send: (value) => socket.send(plain.pack(value)),
@@ -42,36 +53,49 @@ export interface HelloFields {
   version?: number;
   cluster: string;
   secret: string;
+  /** The identity claimed (defaults: 127.0.0.1:1#rawpeer). */
+  host?: string;
+  port?: number;
   uid?: string;
   lane?: 'system' | 'user';
+  /** The `host:port` the hello says it meant to reach (default: the address dialled). */
+  target?: string;
+}
+
+/** The hello frame (as an array) answering a challenge nonce. */
+export function helloFrame(peer: Pick<RawPeer, 'port'>, challengeNonce: Buffer, f: HelloFields): unknown[] {
+  const hello = {
+    version: f.version ?? PROTOCOL_VERSION,
+    cluster: f.cluster,
+    host: f.host ?? '127.0.0.1',
+    port: f.port ?? 1,
+    uid: f.uid ?? 'rawpeer',
+    lane: f.lane ?? ('user' as const),
+    target: f.target ?? `127.0.0.1:${peer.port}`,
+    nonce: Buffer.alloc(16, 3),
+  };
+  const proof = helloProof(f.secret, transcriptOf(hello, challengeNonce));
+  return [
+    1,
+    hello.version,
+    hello.cluster,
+    hello.host,
+    hello.port,
+    hello.uid,
+    hello.lane,
+    hello.target,
+    hello.nonce,
+    proof,
+  ];
 }
 
 /** Completes a correct (or deliberately wrong) handshake; resolves once the welcome arrived. */
-export async function handshake(peer: RawPeer & { challenge: Promise<{ nonce: Buffer }> }, f: HelloFields) {
+export async function handshake(peer: RawPeerWithChallenge, f: HelloFields) {
   const { nonce } = await peer.challenge;
-  const fields = {
-    version: f.version ?? PROTOCOL_VERSION,
-    cluster: f.cluster,
-    host: '127.0.0.1',
-    port: 1,
-    uid: f.uid ?? 'rawpeer',
-    lane: f.lane ?? ('user' as const),
-  };
-  const proof = helloProof(f.secret, fields, nonce);
   const welcome = new Promise<unknown>((resolve) =>
     peer.socket.once('message', (d: Buffer) => resolve(unplain.unpack(d))),
   );
-  peer.send([
-    1,
-    fields.version,
-    fields.cluster,
-    fields.host,
-    fields.port,
-    fields.uid,
-    fields.lane,
-    Buffer.alloc(16),
-    proof,
-  ]);
+  peer.send(helloFrame(peer, nonce, f));
   return welcome;
 }
 

@@ -41,7 +41,8 @@ describe('wire boundary: every bad input gets a reason and a drop or a close', (
     void handshake(raw, { cluster: 'test', secret: 'sesame', version: 99 });
     const closed = await raw.closed;
     expect(closed.code).toBe(CloseCode.wrongVersion);
-    expect(closed.reason).toMatch(/protocol 99 not supported/);
+    // an unauthenticated peer gets the code, never details (those go to our log)
+    expect(closed.reason).toBe('handshake failed');
     expect(rejected(n, 'wrong-version')).toBe(1);
   });
 
@@ -72,16 +73,20 @@ describe('wire boundary: every bad input gets a reason and a drop or a close', (
     expect(n.inbox).toHaveLength(0);
   });
 
-  it('text frames close with 1003, undecodable hello with 1007', async () => {
+  it('text frames close with 1003, undecodable hello with 1007, msgpack outside the wire grammar with 1003', async () => {
     const n = await node();
     const a = await connectRaw(n.transport.port);
     a.sendRaw('hello');
     expect(await a.closed).toMatchObject({ code: CloseCode.unsupportedData });
     const b = await connectRaw(n.transport.port);
-    b.sendRaw(Buffer.from([0xc1, 0xff, 0x00]));
-    expect(await b.closed).toMatchObject({ code: CloseCode.invalidPayload });
+    b.sendRaw(Buffer.from([0x93, 0x01, 0x02])); // an array of three with two elements
+    expect(await b.closed).toMatchObject({ code: CloseCode.invalidPayload, reason: 'handshake failed' });
+    const c = await connectRaw(n.transport.port);
+    c.sendRaw(Buffer.from([0xc1, 0xff, 0x00]));
+    expect(await c.closed).toMatchObject({ code: CloseCode.unsupportedData });
     expect(rejected(n, 'text-frame')).toBe(1);
     expect(rejected(n, 'malformed-msgpack')).toBe(1);
+    expect(rejected(n, 'unsupported-msgpack')).toBe(1);
   });
 
   it('after the handshake: malformed MessagePack closes with 1007', async () => {

@@ -7,28 +7,73 @@ import {
   proofMatches,
   reconnectDelay,
   resolveWireConfig,
+  transcriptOf,
+  welcomeProof,
 } from '../../packages/wire/src/index.js';
 
 describe('handshake proofs', () => {
-  const fields = { version: 1, cluster: 'c', host: 'h', port: 1, uid: 'u', lane: 'system' as const };
-  const nonce = Buffer.alloc(16, 7);
+  const hello = {
+    version: 2,
+    cluster: 'c',
+    host: 'h',
+    port: 1,
+    uid: 'u',
+    lane: 'system' as const,
+    target: 'a:2',
+    nonce: Buffer.alloc(16, 5),
+  };
+  const challenge = Buffer.alloc(16, 7);
+  const t = transcriptOf(hello, challenge);
+  const acceptor = { host: 'a', port: 2, uid: 'x' };
 
-  it('depend on the secret, the nonce and every identity field', () => {
-    const p = helloProof('s', fields, nonce);
-    expect(proofMatches(p, helloProof('s', fields, nonce))).toBe(true);
-    expect(proofMatches(p, helloProof('t', fields, nonce))).toBe(false);
-    expect(proofMatches(p, helloProof('s', fields, Buffer.alloc(16, 8)))).toBe(false);
-    expect(proofMatches(p, helloProof('s', { ...fields, uid: 'v' }, nonce))).toBe(false);
-    expect(proofMatches(p, helloProof('s', { ...fields, lane: 'user' }, nonce))).toBe(false);
+  it('bind the secret, both nonces, every identity field and the address dialled', () => {
+    const p = helloProof('s', t);
+    expect(proofMatches(p, helloProof('s', transcriptOf(hello, challenge)))).toBe(true);
+    const variants = [
+      helloProof('t', t),
+      helloProof('s', transcriptOf(hello, Buffer.alloc(16, 8))),
+      helloProof('s', transcriptOf({ ...hello, nonce: Buffer.alloc(16, 6) }, challenge)),
+      helloProof('s', transcriptOf({ ...hello, uid: 'v' }, challenge)),
+      helloProof('s', transcriptOf({ ...hello, lane: 'user' }, challenge)),
+      helloProof('s', transcriptOf({ ...hello, target: 'b:2' }, challenge)),
+      helloProof('s', transcriptOf({ ...hello, cluster: 'd' }, challenge)),
+      helloProof('s', transcriptOf({ ...hello, version: 3 }, challenge)),
+    ];
+    for (const v of variants) expect(proofMatches(p, v)).toBe(false);
     expect(proofMatches(p, Buffer.alloc(3))).toBe(false);
   });
 
+  it('the welcome proof covers the transcript and the acceptor, and differs from the hello proof', () => {
+    const w = welcomeProof('s', t, acceptor);
+    expect(proofMatches(w, welcomeProof('s', t, acceptor))).toBe(true);
+    expect(proofMatches(w, welcomeProof('s', t, { ...acceptor, port: 3 }))).toBe(false);
+    expect(
+      proofMatches(w, welcomeProof('s', transcriptOf({ ...hello, target: 'b:2' }, challenge), acceptor)),
+    ).toBe(false);
+    expect(proofMatches(w, helloProof('s', t))).toBe(false);
+  });
+
+  it('length-prefixes the parts: shifting a boundary changes the proof', () => {
+    const a = helloProof('s', transcriptOf({ ...hello, cluster: 'ab', host: 'c' }, challenge));
+    const b = helloProof('s', transcriptOf({ ...hello, cluster: 'a', host: 'bc' }, challenge));
+    expect(proofMatches(a, b)).toBe(false);
+  });
+
   it('hello frames round-trip and malformed ones are refused', () => {
-    const hello = { ...fields, nonce, proof: helloProof('s', fields, nonce) };
-    expect(decodeHello(encodeHello(hello))).toEqual(hello);
-    expect(decodeHello([1, 1, 'c'])).toBeUndefined();
-    expect(decodeHello([1, 1, 'c', 'h', 70000, 'u', 'system', nonce, nonce])).toBeUndefined();
-    expect(decodeHello([1, 1, 'c', 'h', 1, 'u', 'bulk', nonce, nonce])).toBeUndefined();
+    const full = { ...hello, proof: helloProof('s', t) };
+    expect(decodeHello(encodeHello(full))).toEqual(full);
+    expect(decodeHello([1, 2, 'c'])).toBeUndefined();
+    const frame = encodeHello(full);
+    const withPort = [...frame];
+    withPort[4] = 70000;
+    expect(decodeHello(withPort)).toBeUndefined();
+    const withLane = [...frame];
+    withLane[6] = 'bulk';
+    expect(decodeHello(withLane)).toBeUndefined();
+    const shortNonce = [...frame];
+    shortNonce[8] = Buffer.alloc(3);
+    expect(decodeHello(shortNonce)).toBeUndefined();
+    expect(decodeHello(frame.slice(0, 9))).toBeUndefined();
     expect(decodeHello('hello')).toBeUndefined();
   });
 });
@@ -48,5 +93,15 @@ describe('wire config', () => {
     expect(() => resolveWireConfig({ batchBytes: 2_000_000, maxFrameBytes: 1_000_000 })).toThrow(
       InvalidConfigError,
     );
+    expect(() => resolveWireConfig({ maxPendingHandshakesPerIp: 0 })).toThrow(InvalidConfigError);
+    expect(() => resolveWireConfig({ maxHandshakeFrameBytes: 2_000_000 })).toThrow(InvalidConfigError);
+    expect(() => resolveWireConfig({ aliases: ['no-port'] })).toThrow();
+  });
+
+  it('normalises aliases the way a dialer writes its target', () => {
+    expect(resolveWireConfig({ aliases: [' node-1.example:2552 ', '[::1]:7'] }).aliases).toEqual([
+      'node-1.example:2552',
+      '[::1]:7',
+    ]);
   });
 });

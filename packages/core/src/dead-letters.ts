@@ -13,6 +13,7 @@ export type DeadLetterReason =
   | 'no-transport'
   | 'outbound-queue-full'
   | 'message-too-large'
+  | 'unencodable'
   | 'ask-reply-after-timeout'
   | 'node-gone'
   | 'system-terminated';

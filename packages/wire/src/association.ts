@@ -9,6 +9,7 @@ import {
 import WebSocket from 'ws';
 import { BatchEncoder, decodePlain, encodePlain } from './codec.js';
 import { reconnectDelay, type WireConfig } from './config.js';
+import { FrameRejectedError } from './frame-scan.js';
 import {
   decodeChallenge,
   decodeWelcome,
@@ -16,14 +17,29 @@ import {
   helloProof,
   newNonce,
   proofMatches,
+  type Transcript,
+  transcriptOf,
   welcomeProof,
 } from './handshake.js';
-import { CloseCode, PROTOCOL_VERSION, WS_PATH } from './protocol.js';
+import { CloseCode, PROTOCOL_VERSION, UNAUTHENTICATED_CLOSE_REASON, WS_PATH } from './protocol.js';
 
 /** Bytes encoded per flush turn before yielding to the event loop. */
 const FLUSH_BUDGET_BYTES = 128 * 1024;
 
 type State = 'idle' | 'connecting' | 'ready' | 'backing-off' | 'closed';
+
+/** Why a dial failed; the label of `doyen_wire_handshake_failures_total`. */
+export type DialFailure =
+  | 'bad-challenge'
+  | 'wrong-version'
+  | 'bad-welcome'
+  | 'bad-proof'
+  | 'wrong-peer'
+  | 'malformed-msgpack'
+  | 'unsupported-msgpack'
+  | 'too-deep'
+  | 'timeout'
+  | 'refused';
 
 /** The identity the peer proved in its welcome. */
 export interface PeerIdentity {
@@ -49,6 +65,8 @@ export class Association {
   /** Envelopes per frame, adapted to the observed bytes per envelope so frames stay near `batchBytes`. */
   private batchSize = 256;
   peer: PeerIdentity | undefined;
+  /** The socket whose dial we failed ourselves (its close is not counted again as a refusal). */
+  private failedDial: WebSocket | undefined;
 
   constructor(
     private readonly system: ActorSystem,
@@ -118,73 +136,91 @@ export class Association {
     for (const e of this.queue.drain()) this.system.deadLetter(e.to, e.message, e.from, 'node-gone');
   }
 
+  /**
+   * Dials the target and runs the dialer's half of the handshake: answer the challenge with a
+   * hello naming the address dialled, then accept only a welcome that proves the secret over
+   * the same transcript and comes from that very address. The uid is not pinned: the
+   * association is per address and carries envelopes for whichever incarnation lives there;
+   * each envelope's `toUid` is checked by the receiver, which proved its uid in the welcome.
+   */
   private connect(): void {
     this.state = 'connecting';
-    const url = `ws://${formatNodeAddress(this.target)}${WS_PATH}`;
+    const target = formatNodeAddress(this.target);
+    const url = `ws://${target}${WS_PATH}`;
     const socket = new WebSocket(url, {
       perMessageDeflate: false,
-      maxPayload: this.config.maxFrameBytes,
+      // connections are one-way: the dialer only ever receives the challenge and the welcome
+      maxPayload: this.config.maxHandshakeFrameBytes,
       handshakeTimeout: this.config.handshakeTimeoutMs,
+      autoPong: false,
     });
     this.socket = socket;
     this.encoder = new BatchEncoder();
     this.inflightBytes = 0;
     const deadline = setTimeout(
-      () => this.fail(socket, 'handshake timed out'),
+      () => this.fail(socket, 'timeout', 'handshake timed out'),
       this.config.handshakeTimeoutMs,
     );
-    let helloNonce: Buffer | undefined;
+    let transcript: Transcript | undefined;
     socket.on('message', (data: Buffer, isBinary: boolean) => {
       if (this.state !== 'connecting' || socket !== this.socket) return;
+      let frame: unknown;
       try {
-        const frame = isBinary ? decodePlain(data) : undefined;
-        if (!helloNonce) {
-          const challenge = decodeChallenge(frame);
-          if (!challenge) return this.fail(socket, 'expected a challenge frame', CloseCode.policyViolation);
-          if (challenge.version !== PROTOCOL_VERSION) {
-            return this.fail(
-              socket,
-              `peer speaks protocol ${challenge.version}, this node ${PROTOCOL_VERSION}`,
-              CloseCode.wrongVersion,
-            );
-          }
-          helloNonce = newNonce();
-          const me = this.system.node;
-          const fields = {
-            version: PROTOCOL_VERSION,
-            cluster: this.system.cluster,
-            host: me.host,
-            port: me.port,
-            uid: me.uid,
-            lane: this.lane,
-          };
-          const proof = helloProof(this.config.secret, fields, challenge.nonce);
-          socket.send(encodePlain(encodeHello({ ...fields, nonce: helloNonce, proof })));
-          return;
-        }
-        const welcome = decodeWelcome(frame);
-        if (!welcome) return this.fail(socket, 'expected a welcome frame', CloseCode.policyViolation);
-        const expected = welcomeProof(this.config.secret, this.system.cluster, welcome, helloNonce);
-        if (!proofMatches(expected, welcome.proof)) {
-          return this.fail(socket, 'peer failed to prove the cluster secret', CloseCode.badProof);
-        }
-        clearTimeout(deadline);
-        this.peer = { host: welcome.host, port: welcome.port, uid: welcome.uid };
-        this.state = 'ready';
-        this.attempts = 0;
-        this.system.logger.debug(
-          {
-            event: 'wire.connected',
-            peer: formatNodeAddress(this.target),
-            uid: welcome.uid,
-            lane: this.lane,
-          },
-          `connected to ${formatNodeAddress(this.target)} (${this.lane})`,
-        );
-        this.scheduleFlush();
+        frame = isBinary ? decodePlain(data) : undefined;
       } catch (error) {
-        this.fail(socket, `bad handshake frame: ${(error as Error).message}`, CloseCode.invalidPayload);
+        const reason = error instanceof FrameRejectedError ? error.reason : 'malformed-msgpack';
+        return this.fail(socket, reason, `bad handshake frame: ${(error as Error).message}`);
       }
+      if (!transcript) {
+        const challenge = decodeChallenge(frame);
+        if (!challenge) return this.fail(socket, 'bad-challenge', 'expected a challenge frame');
+        if (challenge.version !== PROTOCOL_VERSION) {
+          return this.fail(
+            socket,
+            'wrong-version',
+            `peer speaks protocol ${challenge.version}, this node ${PROTOCOL_VERSION}`,
+            CloseCode.wrongVersion,
+          );
+        }
+        const me = this.system.node;
+        const hello = {
+          version: PROTOCOL_VERSION,
+          cluster: this.system.cluster,
+          host: me.host,
+          port: me.port,
+          uid: me.uid,
+          lane: this.lane,
+          target,
+          nonce: newNonce(),
+        };
+        transcript = transcriptOf(hello, challenge.nonce);
+        const proof = helloProof(this.config.secret, transcript);
+        socket.send(encodePlain(encodeHello({ ...hello, proof })));
+        return;
+      }
+      const welcome = decodeWelcome(frame);
+      if (!welcome) return this.fail(socket, 'bad-welcome', 'expected a welcome frame');
+      if (!proofMatches(welcomeProof(this.config.secret, transcript, welcome), welcome.proof)) {
+        return this.fail(socket, 'bad-proof', 'peer failed to prove the cluster secret', CloseCode.badProof);
+      }
+      if (formatNodeAddress(welcome) !== target) {
+        // it knows the secret, but it is not the node we dialled (an alias must be configured there)
+        return this.fail(
+          socket,
+          'wrong-peer',
+          `welcome from ${formatNodeAddress(welcome)}, dialled ${target}`,
+          CloseCode.wrongTarget,
+        );
+      }
+      clearTimeout(deadline);
+      this.peer = { host: welcome.host, port: welcome.port, uid: welcome.uid };
+      this.state = 'ready';
+      this.attempts = 0;
+      this.system.logger.debug(
+        { event: 'wire.connected', peer: target, uid: welcome.uid, lane: this.lane },
+        `connected to ${target} (${this.lane})`,
+      );
+      this.scheduleFlush();
     });
     socket.on('error', () => {
       // 'close' follows and handles it; without this listener an error event would throw
@@ -192,21 +228,37 @@ export class Association {
     socket.on('close', (code, reason) => {
       clearTimeout(deadline);
       if (socket !== this.socket) return;
+      if (this.state === 'connecting' && code >= 4000 && this.failedDial !== socket) {
+        this.countFailure('refused', `peer closed with ${code}`, { code });
+      }
       this.onDisconnected(code, reason.toString());
     });
   }
 
-  private fail(socket: WebSocket, reason: string, code: number = CloseCode.policyViolation): void {
+  /** Ends a dial that went wrong: counted, logged here, and a reason that tells the peer nothing. */
+  private fail(
+    socket: WebSocket,
+    failure: DialFailure,
+    detail: string,
+    code: number = CloseCode.policyViolation,
+  ): void {
     if (socket !== this.socket) return;
+    this.failedDial = socket;
+    this.countFailure(failure, detail);
+    if (socket.readyState === WebSocket.OPEN) socket.close(code, UNAUTHENTICATED_CLOSE_REASON);
+    else socket.terminate();
+  }
+
+  private countFailure(failure: DialFailure, detail: string, extra: Record<string, unknown> = {}): void {
+    const peer = formatNodeAddress(this.target);
     this.system.logger.warn(
-      { event: 'wire.handshake.failed', peer: formatNodeAddress(this.target), lane: this.lane, reason },
-      `handshake with ${formatNodeAddress(this.target)} failed: ${reason}`,
+      { event: 'wire.handshake.failed', peer, lane: this.lane, reason: failure, detail, ...extra },
+      `handshake with ${peer} failed: ${detail}`,
     );
     this.system.metrics.inc('doyen_wire_handshake_failures_total', 'Outbound handshakes that failed', {
       lane: this.lane,
+      reason: failure,
     });
-    if (socket.readyState === WebSocket.OPEN) socket.close(code, reason.slice(0, 120));
-    else socket.terminate();
   }
 
   private onDisconnected(code: number, reason: string): void {
@@ -263,7 +315,13 @@ export class Association {
   }
 
   private sendBatch(socket: WebSocket, batch: Envelope[]): void {
-    const frame = this.encoder.encode(batch.map(toTuple));
+    let frame: Buffer;
+    try {
+      frame = this.encoder.encode(batch.map(toTuple));
+    } catch (error) {
+      this.unencodable(socket, batch, error as Error);
+      return;
+    }
     if (frame.length > this.config.maxFrameBytes) {
       // The encoder has recorded shapes the peer will never see: reset both sides, then send one by one.
       this.write(socket, this.encoder.reset(), 0);
@@ -286,6 +344,28 @@ export class Association {
       Math.min(4096, Math.floor(this.config.batchBytes / Math.max(perEnvelope, 1))),
     );
     this.write(socket, frame, batch.length);
+  }
+
+  /**
+   * A batch msgpackr could not encode (a cycle, a BigInt beyond 64 bits, a getter that throws):
+   * the encoder may have recorded shapes it never sent, so both sides reset; then the messages
+   * go one by one and only the bad one becomes a dead letter. Nothing reaches the event loop.
+   */
+  private unencodable(socket: WebSocket, batch: Envelope[], error: Error): void {
+    this.write(socket, this.encoder.reset(), 0);
+    if (batch.length > 1) {
+      for (const e of batch) this.sendBatch(socket, [e]);
+      return;
+    }
+    const e = batch[0]!;
+    this.system.logger.warn(
+      { event: 'wire.encode-failed', to: e.to, messageType: e.message.type, error: error.message },
+      `message ${JSON.stringify(e.message.type)} to ${e.to} cannot be encoded: ${error.message}`,
+    );
+    this.system.metrics.inc('doyen_wire_encode_failures_total', 'Messages that could not be encoded', {
+      lane: this.lane,
+    });
+    this.system.deadLetter(e.to, e.message, e.from, 'unencodable');
   }
 
   private write(socket: WebSocket, frame: Buffer, messages: number): void {

@@ -1,8 +1,6 @@
 import { type ActorRef, ActorRef as ActorRefClass, type ActorSystem } from '@doyen/core';
 import { addExtension, Packr, Unpackr } from 'msgpackr';
-
-/** MessagePack extension type under which actor refs travel (as their address string). */
-const ACTOR_REF_EXTENSION = 0x44; // 'D'
+import { ACTOR_REF_EXTENSION, FrameScanner } from './frame-scan.js';
 
 /**
  * The system that decoded refs belong to. msgpackr's extensions are process-global, so each
@@ -31,15 +29,25 @@ export function withDecodingSystem<T>(system: ActorSystem, decode: () => T): T {
   }
 }
 
+/**
+ * Decoder options on top of the scanner (defence in depth): no structured clone, 64-bit
+ * integers as plain numbers (a BigInt would break JSON logs and re-encoding).
+ */
+const strictDecoding = { structuredClone: false, int64AsType: 'number', mapsAsObjects: true } as const;
+
 const plainPackr = new Packr({ useRecords: false });
-const plainUnpackr = new Unpackr({ useRecords: false });
+const plainUnpackr = new Unpackr({ useRecords: false, ...strictDecoding });
+/** Handshake frames are flat arrays: no records, no extensions (the depth lets a batch sent too early be told apart). */
+const handshakeScanner = new FrameScanner({ records: false, actorRefs: false, maxDepth: 8 });
 
 /** Handshake frames: self-contained, no shared state. */
 export function encodePlain(value: unknown): Buffer {
   return plainPackr.pack(value);
 }
 
+/** Decodes a handshake frame; throws (`FrameRejectedError` when the scanner refused it). */
 export function decodePlain(frame: Buffer): unknown {
+  handshakeScanner.check(frame);
   return plainUnpackr.unpack(frame);
 }
 
@@ -58,30 +66,39 @@ export class BatchEncoder {
     return new Packr({ sequential: true, useRecords: true });
   }
 
+  /** Throws when a message cannot be encoded (a cycle, a BigInt beyond 64 bits): then `reset`. */
   encode(envelopes: readonly unknown[]): Buffer {
     return this.packr.pack(envelopes);
   }
 
-  /** After an encoded frame was not sent, both sides must drop their record state. */
+  /** After an encoded frame was not sent (or encoding failed), both sides must drop their record state. */
   reset(): Buffer {
     this.packr = BatchEncoder.newPackr();
     return RESET_FRAME;
   }
 }
 
+/** Decodes one connection's batches in order; every frame passes the scanner first. */
 export class BatchDecoder {
   private unpackr = BatchDecoder.newUnpackr();
+  private readonly scanner: FrameScanner;
 
-  private static newUnpackr(): Unpackr {
-    return new Unpackr({ sequential: true, useRecords: true });
+  constructor(maxDepth: number) {
+    this.scanner = new FrameScanner({ records: true, actorRefs: true, maxDepth });
   }
 
-  /** The decoded batch, or `'reset'` for a reset frame. Throws on malformed input. */
+  private static newUnpackr(): Unpackr {
+    return new Unpackr({ sequential: true, useRecords: true, ...strictDecoding });
+  }
+
+  /** The decoded batch, or `'reset'` for a reset frame. Throws on malformed or disallowed input. */
   decode(system: ActorSystem, frame: Buffer): unknown {
     if (frame.length === 1 && frame[0] === 0xc0) {
       this.unpackr = BatchDecoder.newUnpackr();
+      this.scanner.reset();
       return 'reset';
     }
+    this.scanner.check(frame);
     return withDecodingSystem(system, () => this.unpackr.unpack(frame));
   }
 }

@@ -1,4 +1,4 @@
-import { InvalidConfigError } from '@doyen/core';
+import { formatNodeAddress, InvalidConfigError, parseNodeAddress } from '@doyen/core';
 
 export interface WireConfig {
   /** Shared cluster secret proven with HMAC during the handshake. Empty: no authentication. */
@@ -12,10 +12,25 @@ export interface WireConfig {
   readonly userQueueCapacity: number;
   /** Bytes handed to the socket but not yet written; above it we stop and wait (backpressure). */
   readonly highWaterBytes: number;
-  /** Time a peer has to complete the handshake, either side. */
+  /** Time a peer has to complete the handshake after the WebSocket upgrade (the dialer: from the dial). */
   readonly handshakeTimeoutMs: number;
-  /** Unauthenticated connections allowed at once (a cheap guard against connection floods). */
+  /** Time a TCP connection has to complete the HTTP upgrade to WebSocket before it is cut. */
+  readonly upgradeTimeoutMs: number;
+  /** TCP connections allowed at once that have not completed the HTTP upgrade (beyond: cut at once). */
+  readonly maxPendingUpgrades: number;
+  /** Upgraded connections allowed at once that have not authenticated (beyond: closed with 4006). */
   readonly maxPendingHandshakes: number;
+  /** Unauthenticated connections (upgraded or not) allowed at once from one remote IP address. */
+  readonly maxPendingHandshakesPerIp: number;
+  /** Largest challenge, hello or welcome frame: the limit before a peer has authenticated. */
+  readonly maxHandshakeFrameBytes: number;
+  /** Deepest nesting of arrays and maps a frame may contain (checked before decoding). */
+  readonly maxNestingDepth: number;
+  /**
+   * Other `host:port` names this node is reachable as (a DNS name, a NAT address): a hello must
+   * name the node it meant to reach, and only the advertised `host:port` and these are accepted.
+   */
+  readonly aliases: readonly string[];
   /** Reconnect backoff: doubles from min to max, with ±`reconnectJitter` random spread. */
   readonly reconnectMinMs: number;
   readonly reconnectMaxMs: number;
@@ -29,8 +44,14 @@ export const defaultWireConfig: WireConfig = {
   systemQueueCapacity: 20_000,
   userQueueCapacity: 200_000,
   highWaterBytes: 4 * 1024 * 1024,
-  handshakeTimeoutMs: 5_000,
+  handshakeTimeoutMs: 3_000,
+  upgradeTimeoutMs: 2_000,
+  maxPendingUpgrades: 64,
   maxPendingHandshakes: 64,
+  maxPendingHandshakesPerIp: 8,
+  maxHandshakeFrameBytes: 1024,
+  maxNestingDepth: 32,
+  aliases: [],
   reconnectMinMs: 100,
   reconnectMaxMs: 5_000,
   reconnectJitter: 0.2,
@@ -45,7 +66,12 @@ export function resolveWireConfig(partial: Partial<WireConfig> = {}): WireConfig
     'userQueueCapacity',
     'highWaterBytes',
     'handshakeTimeoutMs',
+    'upgradeTimeoutMs',
+    'maxPendingUpgrades',
     'maxPendingHandshakes',
+    'maxPendingHandshakesPerIp',
+    'maxHandshakeFrameBytes',
+    'maxNestingDepth',
     'reconnectMinMs',
     'reconnectMaxMs',
   ] as const;
@@ -57,7 +83,11 @@ export function resolveWireConfig(partial: Partial<WireConfig> = {}): WireConfig
     throw new InvalidConfigError('wire.batchBytes must not exceed wire.maxFrameBytes');
   if (c.reconnectMaxMs < c.reconnectMinMs)
     throw new InvalidConfigError('wire.reconnectMaxMs < reconnectMinMs');
-  return c;
+  if (c.maxHandshakeFrameBytes > c.maxFrameBytes)
+    throw new InvalidConfigError('wire.maxHandshakeFrameBytes must not exceed wire.maxFrameBytes');
+  // normalised as the dialer formats its target, so the comparison is exact
+  const aliases = c.aliases.map((a) => formatNodeAddress(parseNodeAddress(a)));
+  return { ...c, aliases };
 }
 
 /** Reconnect delay after `attempt` consecutive failures (pure; `random` in [0,1)). */

@@ -8,20 +8,33 @@ import {
 import type WebSocket from 'ws';
 import { BatchDecoder, decodePlain, encodePlain } from './codec.js';
 import type { WireConfig } from './config.js';
+import { FrameRejectedError } from './frame-scan.js';
 import {
   type Challenge,
   decodeHello,
   encodeChallenge,
   encodeWelcome,
   helloProof,
+  helloVersion,
   newNonce,
   proofMatches,
+  transcriptOf,
   welcomeProof,
 } from './handshake.js';
-import { CloseCode, PROTOCOL_VERSION, type RejectReason } from './protocol.js';
+import {
+  CLOSE_CODE_OF,
+  CloseCode,
+  type ClosingRejectReason,
+  PROTOCOL_VERSION,
+  type RejectReason,
+  UNAUTHENTICATED_CLOSE_REASON,
+} from './protocol.js';
+import { setReceiveLimit } from './receive-limit.js';
 import { checkEnvelope } from './validation.js';
 
+/** Time each connection may spend decoding per event-loop turn before yielding. */
 const INBOUND_BUDGET_MS = 1;
+/** Frames waiting to be decoded at which the socket is paused (TCP backpressure to the sender). */
 const INBOUND_PAUSE_FRAMES = 2;
 
 /** Callbacks from an inbound connection to the transport that owns it. */
@@ -30,6 +43,7 @@ export interface InboundHooks {
   readonly blackholed?: (peerAddress: string) => boolean;
   readonly reject: (reason: RejectReason, detail: string, peer: string) => void;
   readonly handshakeDone: (connection: InboundConnection) => void;
+  /** Called exactly once, when the socket has closed, whatever the state. */
   readonly closed: (connection: InboundConnection) => void;
 }
 
@@ -41,39 +55,47 @@ export interface InboundHooks {
 export class InboundConnection {
   private state: 'awaiting-hello' | 'open' | 'closed' = 'awaiting-hello';
   private readonly challenge: Challenge = { version: PROTOCOL_VERSION, nonce: newNonce() };
-  private readonly decoder = new BatchDecoder();
+  private readonly decoder: BatchDecoder;
   private readonly deadline: NodeJS.Timeout;
   lane: Lane | undefined;
   peerName: string;
-  /** User-lane frames waiting for their turn: processed under a time budget so system frames get in. */
+  /** Frames waiting for their turn: decoded under a time budget so no connection holds the event loop. */
   private readonly pending = new RingBuffer<Buffer>(16);
   private drainScheduled = false;
+  private peerAddress: string | undefined;
+  /** The node incarnation this connection authenticated as (set once the hello is verified). */
+  private origin: UniqueNodeAddress | undefined;
 
   constructor(
     private readonly system: ActorSystem,
     private readonly config: WireConfig,
     private readonly socket: WebSocket,
     remote: string,
+    /** The `host:port` names a hello may target: the advertised address and the aliases. */
+    private readonly ownAddresses: ReadonlySet<string>,
     private readonly hooks: InboundHooks,
   ) {
     this.peerName = remote;
+    this.decoder = new BatchDecoder(config.maxNestingDepth);
+    setReceiveLimit(socket, config.maxHandshakeFrameBytes);
     this.deadline = setTimeout(
-      () => this.close(CloseCode.handshakeTimeout, 'handshake-timeout', 'no valid hello in time'),
+      () => this.close('handshake-timeout', 'no valid hello in time'),
       config.handshakeTimeoutMs,
     );
     this.deadline.unref();
     socket.on('message', (data: Buffer, isBinary: boolean) => this.onFrame(data, isBinary));
     socket.on('error', (error: Error & { code?: string }) => {
       if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') {
-        this.hooks.reject('frame-too-large', `frame over ${config.maxFrameBytes} bytes`, this.peerName);
+        const limit = this.isOpen ? config.maxFrameBytes : config.maxHandshakeFrameBytes;
+        this.hooks.reject('frame-too-large', `frame over ${limit} bytes`, this.peerName);
       }
       // ws closes the socket itself after protocol errors; 'close' does the bookkeeping
     });
-    socket.on('close', () => {
+    socket.once('close', () => {
       clearTimeout(this.deadline);
-      const wasOpen = this.state === 'open';
       this.state = 'closed';
-      if (wasOpen || this.lane === undefined) this.hooks.closed(this);
+      this.pending.drain();
+      this.hooks.closed(this);
     });
     socket.send(encodePlain(encodeChallenge(this.challenge)));
   }
@@ -82,12 +104,23 @@ export class InboundConnection {
     return this.state === 'open';
   }
 
-  close(code: number, reason: RejectReason | 'shutdown', detail: string): void {
+  /** Closes for a violation (counted under `reason`) or a shutdown. */
+  close(reason: ClosingRejectReason | 'shutdown', detail: string): void {
     if (this.state === 'closed') return;
-    if (reason !== 'shutdown') this.hooks.reject(reason, detail, this.peerName);
+    const authenticated = this.state === 'open';
     this.state = 'closed';
     clearTimeout(this.deadline);
-    this.socket.close(code, detail.slice(0, 120));
+    this.pending.drain();
+    if (reason === 'shutdown') {
+      this.socket.close(CloseCode.goingAway, 'node shutting down');
+    } else {
+      this.hooks.reject(reason, detail, this.peerName);
+      // an unauthenticated peer learns nothing from the reason text (the code says enough)
+      this.socket.close(
+        CLOSE_CODE_OF[reason],
+        authenticated ? detail.slice(0, 120) : UNAUTHENTICATED_CLOSE_REASON,
+      );
+    }
     // a peer that ignores the close handshake is cut off
     setTimeout(() => this.socket.terminate(), 1000).unref();
   }
@@ -95,20 +128,20 @@ export class InboundConnection {
   private onFrame(data: Buffer, isBinary: boolean): void {
     if (this.state === 'closed') return;
     if (!isBinary) {
-      this.close(CloseCode.unsupportedData, 'text-frame', 'binary frames only');
+      this.close('text-frame', 'binary frames only');
       return;
     }
     if (this.state === 'awaiting-hello') this.onHello(data);
-    else if (this.lane === 'system') this.onBatch(data);
-    else this.enqueueUserFrame(data);
+    else this.enqueue(data);
   }
 
   /**
-   * A flood of user frames must not hold the event loop: Node reads many chunks per socket per
-   * turn, so frames are queued, processed for at most `INBOUND_BUDGET_MS` per turn, and the
-   * socket is paused (TCP backpressure to the sender) while the queue is long.
+   * A flood must not hold the event loop, on either lane: Node reads many chunks per socket per
+   * turn, so frames are queued, decoded for at most `INBOUND_BUDGET_MS` per turn, and the
+   * socket is paused (TCP backpressure to the sender) while the queue is long. Every other
+   * connection (another node's heartbeats) gets its turn in between.
    */
-  private enqueueUserFrame(data: Buffer): void {
+  private enqueue(data: Buffer): void {
     this.pending.push(data);
     if (this.pending.length >= INBOUND_PAUSE_FRAMES && !this.socket.isPaused) this.socket.pause();
     if (!this.drainScheduled) {
@@ -134,79 +167,76 @@ export class InboundConnection {
   }
 
   private onHello(data: Buffer): void {
+    // ws enforces this limit already when it can (see setReceiveLimit); this is the fallback
+    if (data.length > this.config.maxHandshakeFrameBytes) {
+      this.close('frame-too-large', `handshake frame of ${data.length} bytes`);
+      return;
+    }
     let frame: unknown;
     try {
       frame = decodePlain(data);
     } catch (error) {
-      this.close(
-        CloseCode.invalidPayload,
-        'malformed-msgpack',
-        `undecodable hello: ${(error as Error).message}`,
-      );
+      const reason = error instanceof FrameRejectedError ? error.reason : 'malformed-msgpack';
+      this.close(reason, `undecodable hello: ${(error as Error).message}`);
+      return;
+    }
+    const version = helloVersion(frame);
+    if (version !== undefined && version !== PROTOCOL_VERSION) {
+      this.close('wrong-version', `protocol ${version} not supported (this node speaks ${PROTOCOL_VERSION})`);
       return;
     }
     const hello = decodeHello(frame);
     if (!hello) {
       const looksLikeBatch = Array.isArray(frame) && Array.isArray(frame[0]);
-      if (looksLikeBatch)
-        this.close(CloseCode.handshakeRequired, 'before-handshake', 'messages before the handshake');
-      else this.close(CloseCode.policyViolation, 'bad-handshake', 'first frame must be a hello');
+      if (looksLikeBatch) this.close('before-handshake', 'messages before the handshake');
+      else this.close('bad-handshake', 'first frame must be a hello');
       return;
     }
     this.peerName = `${formatNodeAddress(hello)}#${hello.uid}`;
-    this.peerAddress = formatNodeAddress(hello);
-    if (hello.version !== PROTOCOL_VERSION) {
-      this.close(
-        CloseCode.wrongVersion,
-        'wrong-version',
-        `protocol ${hello.version} not supported (this node speaks ${PROTOCOL_VERSION})`,
-      );
-      return;
-    }
     if (hello.cluster !== this.system.cluster) {
       this.close(
-        CloseCode.wrongCluster,
         'wrong-cluster',
         `cluster ${JSON.stringify(hello.cluster)} is not ${JSON.stringify(this.system.cluster)}`,
       );
       return;
     }
-    if (!proofMatches(helloProof(this.config.secret, hello, this.challenge.nonce), hello.proof)) {
-      this.close(CloseCode.badProof, 'bad-proof', 'bad proof of the cluster secret');
+    if (!this.ownAddresses.has(hello.target)) {
+      // a hello meant for another node: relayed by whoever the dialer reached instead
+      this.close('wrong-target', `hello addressed to ${JSON.stringify(hello.target)}, not to this node`);
+      return;
+    }
+    const transcript = transcriptOf(hello, this.challenge.nonce);
+    if (!proofMatches(helloProof(this.config.secret, transcript), hello.proof)) {
+      this.close('bad-proof', 'bad proof of the cluster secret');
       return;
     }
     clearTimeout(this.deadline);
     const me = this.system.node;
     const welcome = { host: me.host, port: me.port, uid: me.uid };
-    const proof = welcomeProof(this.config.secret, this.system.cluster, welcome, hello.nonce);
+    const proof = welcomeProof(this.config.secret, transcript, welcome);
     this.socket.send(encodePlain(encodeWelcome({ ...welcome, proof })));
+    setReceiveLimit(this.socket, this.config.maxFrameBytes);
     this.lane = hello.lane;
+    this.peerAddress = formatNodeAddress(hello);
     this.origin = { host: hello.host, port: hello.port, uid: hello.uid };
     this.state = 'open';
     this.hooks.handshakeDone(this);
   }
-
-  private peerAddress: string | undefined;
-  /** The node incarnation this connection authenticated as (set once the hello is verified). */
-  private origin: UniqueNodeAddress | undefined;
 
   private onBatch(data: Buffer): void {
     let batch: unknown;
     try {
       batch = this.decoder.decode(this.system, data);
     } catch (error) {
-      this.close(
-        CloseCode.invalidPayload,
-        'malformed-msgpack',
-        `undecodable frame: ${(error as Error).message}`,
-      );
+      const reason = error instanceof FrameRejectedError ? error.reason : 'malformed-msgpack';
+      this.close(reason, `undecodable frame: ${(error as Error).message}`);
       return;
     }
     if (batch === 'reset') return;
     // decoded all the same: the record definitions in it must not be lost
     if (this.peerAddress !== undefined && this.hooks.blackholed?.(this.peerAddress)) return;
     if (!Array.isArray(batch)) {
-      this.close(CloseCode.invalidPayload, 'bad-batch', 'a frame must be an array of envelopes');
+      this.close('bad-batch', 'a frame must be an array of envelopes');
       return;
     }
     const lane = this.lane!;

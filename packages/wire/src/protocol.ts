@@ -1,5 +1,5 @@
 /** Version of the frame format and handshake; peers speaking another version are refused. */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 /** The one WebSocket endpoint of a node. */
 export const WS_PATH = '/doyen';
@@ -13,7 +13,8 @@ export enum HandshakeKind {
 
 /**
  * Close codes: standard ones where they fit (RFC 6455 §7.4.1), 4xxx for doyen's own reasons.
- * Every protocol violation closes with one of these and a human-readable reason.
+ * Every protocol violation closes with one of these; the reason text is generic until the peer
+ * authenticated (details stay in our own log and the reject counter).
  */
 export const CloseCode = {
   normal: 1000,
@@ -29,21 +30,46 @@ export const CloseCode = {
   handshakeRequired: 4005,
   tooManyHandshakes: 4006,
   notReady: 4007,
+  wrongTarget: 4008,
 } as const;
 
-/** Why inbound input was refused; the label of `doyen_wire_rejected_total`. */
+/** The close reason sent to a peer that has not authenticated: it learns nothing from it. */
+export const UNAUTHENTICATED_CLOSE_REASON = 'handshake failed';
+
+/**
+ * Violations that end a connection, each with the close code it is answered with (the label
+ * of `doyen_wire_rejected_total` is the key).
+ */
+export const CLOSE_CODE_OF = {
+  'text-frame': CloseCode.unsupportedData,
+  'frame-too-large': CloseCode.tooBig,
+  'malformed-msgpack': CloseCode.invalidPayload,
+  'unsupported-msgpack': CloseCode.unsupportedData,
+  'too-deep': CloseCode.policyViolation,
+  'bad-handshake': CloseCode.policyViolation,
+  'wrong-cluster': CloseCode.wrongCluster,
+  'wrong-version': CloseCode.wrongVersion,
+  'bad-proof': CloseCode.badProof,
+  'wrong-target': CloseCode.wrongTarget,
+  'handshake-timeout': CloseCode.handshakeTimeout,
+  'before-handshake': CloseCode.handshakeRequired,
+  'too-many-handshakes': CloseCode.tooManyHandshakes,
+  'too-many-handshakes-from-ip': CloseCode.tooManyHandshakes,
+  'bad-batch': CloseCode.invalidPayload,
+} as const;
+
+export type ClosingRejectReason = keyof typeof CLOSE_CODE_OF;
+
+/**
+ * Why inbound input was refused; the label of `doyen_wire_rejected_total`. Besides the closing
+ * ones: raw TCP connections cut before the WebSocket upgrade (no close code to send), and
+ * single envelopes dropped while the connection stays open.
+ */
 export type RejectReason =
-  | 'text-frame'
-  | 'frame-too-large'
-  | 'malformed-msgpack'
-  | 'bad-handshake'
-  | 'wrong-cluster'
-  | 'wrong-version'
-  | 'bad-proof'
-  | 'handshake-timeout'
-  | 'before-handshake'
-  | 'too-many-handshakes'
-  | 'bad-batch'
+  | ClosingRejectReason
+  | 'too-many-upgrades'
+  | 'upgrade-timeout'
+  | 'not-websocket'
   | 'bad-envelope'
   | 'unknown-type'
   | 'invalid-message';

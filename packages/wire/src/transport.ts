@@ -1,3 +1,4 @@
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   ActorSystem,
@@ -11,10 +12,11 @@ import {
   type UniqueNodeAddress,
 } from '@doyen/core';
 import { WebSocketServer } from 'ws';
+import { Admission } from './admission.js';
 import { Association } from './association.js';
 import { resolveWireConfig, type WireConfig } from './config.js';
 import { InboundConnection } from './inbound.js';
-import { CloseCode, type RejectReason, WS_PATH } from './protocol.js';
+import { CLOSE_CODE_OF, CloseCode, type RejectReason, UNAUTHENTICATED_CLOSE_REASON } from './protocol.js';
 
 /** How long a removed peer's queued messages may take to leave. */
 const FORGET_GRACE_MS = 1000;
@@ -42,48 +44,55 @@ export class WsTransport implements RemoteTransport {
   private readonly byNode = new WeakMap<UniqueNodeAddress, { system?: Association; user?: Association }>();
   private readonly inbound = new Set<InboundConnection>();
   private readonly rejectLog: RateLimitedLog;
+  private readonly admission: Admission;
+  /** Upgraded connections that have not authenticated yet. */
   private pendingHandshakes = 0;
   private closed = false;
 
   private constructor(
-    private readonly server: WebSocketServer,
+    private readonly server: Server,
+    private readonly wss: WebSocketServer,
     readonly system: ActorSystem,
     readonly config: WireConfig,
   ) {
     this.rejectLog = new RateLimitedLog(system.logger, () => Date.now(), 20);
-    server.on('connection', (socket, request) => {
-      const remote = `${request.socket.remoteAddress}:${request.socket.remotePort}`;
-      if (this.closed) {
-        socket.close(CloseCode.notReady, 'node is shutting down');
-        return;
-      }
-      if (this.pendingHandshakes >= config.maxPendingHandshakes) {
-        this.reject('too-many-handshakes', 'too many unauthenticated connections', remote);
-        socket.close(CloseCode.tooManyHandshakes, 'too many pending handshakes');
-        return;
-      }
-      this.pendingHandshakes++;
-      let counted = true;
-      const settle = () => {
-        if (counted) this.pendingHandshakes--;
-        counted = false;
-      };
-      const connection = new InboundConnection(system, config, socket, remote, {
-        reject: (reason, detail, peer) => this.reject(reason, detail, peer),
-        blackholed: (peer) => this.blackholed.has(peer),
-        handshakeDone: (c) => {
-          settle();
-          this.inbound.add(c);
-          system.metrics.inc('doyen_wire_inbound_connections_total', 'Inbound connections accepted', {
-            lane: c.lane ?? 'unknown',
-          });
-        },
-        closed: (c) => {
-          settle();
-          this.inbound.delete(c);
-        },
-      });
-      void connection;
+    const ownAddresses = new Set([formatNodeAddress(system.node), ...config.aliases]);
+    this.admission = new Admission(server, wss, config, {
+      reject: (reason, detail, peer) => this.reject(reason, detail, peer),
+      upgraded: (socket, remote, slot) => {
+        if (this.closed) {
+          socket.close(CloseCode.notReady, 'node is shutting down');
+          return;
+        }
+        if (this.pendingHandshakes >= config.maxPendingHandshakes) {
+          this.reject('too-many-handshakes', 'too many unauthenticated connections', remote);
+          socket.close(CLOSE_CODE_OF['too-many-handshakes'], UNAUTHENTICATED_CLOSE_REASON);
+          return;
+        }
+        this.pendingHandshakes++;
+        let pending = true;
+        const settle = () => {
+          if (pending) this.pendingHandshakes--;
+          pending = false;
+          slot.release();
+        };
+        const connection = new InboundConnection(system, config, socket, remote, ownAddresses, {
+          reject: (reason, detail, peer) => this.reject(reason, detail, peer),
+          blackholed: (peer) => this.blackholed.has(peer),
+          handshakeDone: (c) => {
+            settle();
+            this.inbound.add(c);
+            system.metrics.inc('doyen_wire_inbound_connections_total', 'Inbound connections accepted', {
+              lane: c.lane ?? 'unknown',
+            });
+          },
+          closed: (c) => {
+            settle();
+            this.inbound.delete(c);
+          },
+        });
+        void connection;
+      },
     });
   }
 
@@ -99,22 +108,28 @@ export class WsTransport implements RemoteTransport {
     },
   ): Promise<WsTransport> {
     const config = resolveWireConfig(options.wire);
-    const server = new WebSocketServer({
-      host: options.bindHost ?? options.host,
-      port: options.port,
-      path: WS_PATH,
+    const server = createServer();
+    // Upgrades are routed by Admission (limits first); doyen never uses pings, so none are answered.
+    const wss = new WebSocketServer({
+      noServer: true,
       maxPayload: config.maxFrameBytes,
       perMessageDeflate: false,
       clientTracking: true,
+      autoPong: false,
     });
     await new Promise<void>((resolve, reject) => {
-      server.once('listening', resolve);
       server.once('error', reject);
+      server.listen(options.port, options.bindHost ?? options.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
     server.on('error', () => {});
+    // Errors on sockets before the upgrade (resets, garbage) only close them.
+    server.on('clientError', (_error, socket) => socket.destroy());
     const port = (server.address() as AddressInfo).port;
     const system = new ActorSystem({ ...options, port });
-    const transport = new WsTransport(server, system, config);
+    const transport = new WsTransport(server, wss, system, config);
     system.attachTransport(transport);
     if (!config.secret) {
       system.logger.warn(
@@ -195,6 +210,16 @@ export class WsTransport implements RemoteTransport {
     return this.inbound.size;
   }
 
+  /** Upgraded connections still in their handshake (for tests and metrics). */
+  get pendingHandshakeCount(): number {
+    return this.pendingHandshakes;
+  }
+
+  /** TCP connections that have not completed the HTTP upgrade (for tests and metrics). */
+  get pendingUpgradeCount(): number {
+    return this.admission.pendingUpgrades;
+  }
+
   private reject(reason: RejectReason, detail: string, peer: string): void {
     this.system.metrics.inc('doyen_wire_rejected_total', 'Inbound input refused at the boundary', { reason });
     this.rejectLog.warn(
@@ -215,9 +240,14 @@ export class WsTransport implements RemoteTransport {
       [...this.associations.values()].map((a) => a.closeWhenFlushed(graceMs, 'node shutting down')),
     );
     this.associations.clear();
-    for (const c of this.inbound) c.close(CloseCode.goingAway, 'shutdown', 'node shutting down');
-    for (const client of this.server.clients) client.terminate();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const c of this.inbound) c.close('shutdown', 'node shutting down');
+    for (const client of this.wss.clients) client.terminate();
+    this.admission.close();
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+    this.wss.close();
     this.system.terminate();
   }
 }

@@ -1,0 +1,277 @@
+import { DoyenError } from '@doyen/core';
+import type { RejectReason } from './protocol.js';
+
+/** MessagePack extension type under which actor refs travel (as their address string). */
+export const ACTOR_REF_EXTENSION = 0x44; // 'D'
+/** msgpackr's inline record definition: fixext 1, type 'r', then the record id. */
+const RECORD_DEFINITION_EXTENSION = 0x72;
+/** Longest actor ref address accepted inside an extension. */
+const MAX_ACTOR_REF_BYTES = 1024;
+
+/** What a frame may contain, checked on its bytes before msgpackr decodes it. */
+export interface ScanRules {
+  /** msgpackr records (one-byte ids, defined inline before use): batch frames only. */
+  readonly records: boolean;
+  /** doyen's actor-ref extension (0x44): batch frames only. */
+  readonly actorRefs: boolean;
+  /** Deepest nesting of arrays, maps and records. */
+  readonly maxDepth: number;
+}
+
+/** A frame refused by the scanner, with the reason it is counted under. */
+export class FrameRejectedError extends DoyenError {
+  constructor(
+    readonly reason: Extract<RejectReason, 'malformed-msgpack' | 'unsupported-msgpack' | 'too-deep'>,
+    message: string,
+  ) {
+    super(message, reason);
+  }
+}
+
+/**
+ * Validates MessagePack bytes against a strict grammar before msgpackr sees them. msgpackr's
+ * extension table is process-global and its decoder understands structured-clone references
+ * (0x69/0x70: cycles), Set (0x73), Error (0x65), RegExp (0x78), typed arrays (0x74), BigInt
+ * (0x42), Date (-1), undefined (0), bundled strings (0x62, 0xc1) and record definitions even
+ * with `useRecords: false`. Only this is let through: nil, booleans, numbers, strings, binary,
+ * arrays, maps with string keys, and (per the rules) doyen's actor refs and msgpackr records
+ * with one-byte ids — so what msgpackr builds from an accepted frame is acyclic plain data.
+ * Every container length is checked against the bytes left, so scanning costs O(frame bytes).
+ *
+ * Record definitions change how later bytes parse (0x40-0x7f is a record reference once its id
+ * is defined, an integer before), so a scanner for a sequential stream mirrors the record ids
+ * the decoder knows. A frame refused halfway leaves that mirror unreliable: the caller must end
+ * the connection, as it does.
+ */
+export class FrameScanner {
+  /** Per record id 0x40-0x7f: how many values a reference reads, -1 while undefined. */
+  private readonly recordArity: Int32Array | undefined;
+  private bytes: Uint8Array = new Uint8Array(0);
+  private view: DataView = new DataView(new ArrayBuffer(0));
+  private pos = 0;
+
+  constructor(private readonly rules: ScanRules) {
+    this.recordArity = rules.records ? new Int32Array(64).fill(-1) : undefined;
+  }
+
+  /** Forgets the record ids (the decoder got a reset frame). */
+  reset(): void {
+    this.recordArity?.fill(-1);
+  }
+
+  /** Throws `FrameRejectedError` unless the frame is one value of the allowed grammar, exactly. */
+  check(frame: Uint8Array): void {
+    this.bytes = frame;
+    this.view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
+    this.pos = 0;
+    try {
+      this.value(0);
+      if (this.pos !== frame.length) this.malformed(`${frame.length - this.pos} bytes after the value`);
+    } finally {
+      this.bytes = new Uint8Array(0);
+    }
+  }
+
+  private value(depth: number): void {
+    const b = this.bytes;
+    if (this.pos >= b.length) this.malformed('truncated');
+    const t = b[this.pos++]!;
+    if (t < 0x80) {
+      const arity = t >= 0x40 ? this.recordArity?.[t - 0x40] : undefined;
+      if (arity !== undefined && arity >= 0) this.values(arity, depth + 1);
+      return;
+    }
+    if (t < 0x90) {
+      this.map(t & 0x0f, depth + 1);
+      return;
+    }
+    if (t < 0xa0) {
+      this.values(t & 0x0f, depth + 1);
+      return;
+    }
+    if (t < 0xc0) {
+      this.skip(t & 0x1f);
+      return;
+    }
+    if (t >= 0xe0) return;
+    switch (t) {
+      case 0xc0:
+      case 0xc2:
+      case 0xc3:
+        return;
+      case 0xc4:
+        this.skip(this.u8());
+        return;
+      case 0xc5:
+        this.skip(this.u16());
+        return;
+      case 0xc6:
+        this.skip(this.u32());
+        return;
+      case 0xc7:
+        this.ext(this.u8(), false, depth);
+        return;
+      case 0xc8:
+        this.ext(this.u16(), false, depth);
+        return;
+      case 0xc9:
+        this.ext(this.u32(), false, depth);
+        return;
+      case 0xca:
+        this.skip(4);
+        return;
+      case 0xcb:
+        this.skip(8);
+        return;
+      case 0xcc:
+      case 0xd0:
+        this.skip(1);
+        return;
+      case 0xcd:
+      case 0xd1:
+        this.skip(2);
+        return;
+      case 0xce:
+      case 0xd2:
+        this.skip(4);
+        return;
+      case 0xcf:
+      case 0xd3:
+        this.skip(8);
+        return;
+      case 0xd4:
+        this.ext(1, true, depth);
+        return;
+      case 0xd5:
+        this.ext(2, true, depth);
+        return;
+      case 0xd6:
+        this.ext(4, true, depth);
+        return;
+      case 0xd7:
+        this.ext(8, true, depth);
+        return;
+      case 0xd8:
+        this.ext(16, true, depth);
+        return;
+      case 0xd9:
+        this.skip(this.u8());
+        return;
+      case 0xda:
+        this.skip(this.u16());
+        return;
+      case 0xdb:
+        this.skip(this.u32());
+        return;
+      case 0xdc:
+        this.values(this.u16(), depth + 1);
+        return;
+      case 0xdd:
+        this.values(this.u32(), depth + 1);
+        return;
+      case 0xde:
+        this.map(this.u16(), depth + 1);
+        return;
+      case 0xdf:
+        this.map(this.u32(), depth + 1);
+        return;
+      default:
+        // 0xc1: msgpack's never-used byte (msgpackr: bundled strings or a C1 object)
+        this.unsupported(`byte 0x${t.toString(16)}`);
+    }
+  }
+
+  /** `count` values one level down: an array's elements or a record's fields. */
+  private values(count: number, depth: number): void {
+    this.enter(depth, count);
+    for (let i = 0; i < count; i++) this.value(depth);
+  }
+
+  private map(count: number, depth: number): void {
+    this.enter(depth, count * 2);
+    for (let i = 0; i < count; i++) {
+      this.string('map keys must be strings');
+      this.value(depth);
+    }
+  }
+
+  private enter(depth: number, minBytes: number): void {
+    if (depth > this.rules.maxDepth) {
+      throw new FrameRejectedError('too-deep', `nested deeper than ${this.rules.maxDepth}`);
+    }
+    if (minBytes > this.bytes.length - this.pos) this.malformed('container longer than the frame');
+  }
+
+  private ext(length: number, fixed: boolean, depth: number): void {
+    if (this.pos >= this.bytes.length) this.malformed('truncated extension');
+    const type = this.bytes[this.pos++]!;
+    if (type === RECORD_DEFINITION_EXTENSION && fixed && length === 1 && this.recordArity) {
+      this.recordDefinition(depth);
+      return;
+    }
+    if (type === ACTOR_REF_EXTENSION && this.rules.actorRefs) {
+      if (length === 0 || length > MAX_ACTOR_REF_BYTES) this.unsupported(`actor ref of ${length} bytes`);
+      this.skip(length);
+      return;
+    }
+    this.unsupported(`extension type 0x${type.toString(16)}`);
+  }
+
+  /** `0xd4 0x72 id`, the keys (an array of strings), then the first record's values. */
+  private recordDefinition(depth: number): void {
+    const id = this.u8();
+    if (id < 0x40 || id > 0x7f) this.unsupported(`record id 0x${id.toString(16)}`);
+    const t = this.u8();
+    let count: number;
+    if (t >= 0x90 && t < 0xa0) count = t & 0x0f;
+    else if (t === 0xdc) count = this.u16();
+    else if (t === 0xdd) count = this.u32();
+    else count = this.unsupported('record keys must be an array');
+    this.enter(depth + 1, count);
+    for (let i = 0; i < count; i++) this.string('record keys must be strings');
+    // defined before its values are read, as msgpackr does: a nested reference may use it
+    this.recordArity![id - 0x40] = count;
+    this.values(count, depth + 1);
+  }
+
+  private string(problem: string): void {
+    const t = this.u8();
+    if (t >= 0xa0 && t < 0xc0) this.skip(t & 0x1f);
+    else if (t === 0xd9) this.skip(this.u8());
+    else if (t === 0xda) this.skip(this.u16());
+    else if (t === 0xdb) this.skip(this.u32());
+    else this.unsupported(problem);
+  }
+
+  private skip(n: number): void {
+    if (n > this.bytes.length - this.pos) this.malformed('truncated');
+    this.pos += n;
+  }
+
+  private u8(): number {
+    if (this.pos + 1 > this.bytes.length) this.malformed('truncated');
+    return this.bytes[this.pos++]!;
+  }
+
+  private u16(): number {
+    if (this.pos + 2 > this.bytes.length) this.malformed('truncated');
+    const v = this.view.getUint16(this.pos);
+    this.pos += 2;
+    return v;
+  }
+
+  private u32(): number {
+    if (this.pos + 4 > this.bytes.length) this.malformed('truncated');
+    const v = this.view.getUint32(this.pos);
+    this.pos += 4;
+    return v;
+  }
+
+  private malformed(detail: string): never {
+    throw new FrameRejectedError('malformed-msgpack', `malformed MessagePack: ${detail}`);
+  }
+
+  private unsupported(detail: string): never {
+    throw new FrameRejectedError('unsupported-msgpack', `not allowed on the wire: ${detail}`);
+  }
+}
