@@ -1,0 +1,74 @@
+import { Packr, Unpackr } from 'msgpackr';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { CloseCode, withDecodingSystem } from '../../packages/wire/src/index.js';
+import { type ClusterNode, freePorts, startClusterNode } from '../support/cluster-nodes.js';
+import { connectRaw, handshake } from '../support/raw-peer.js';
+import { eventually } from '../support/wait.js';
+
+const running: ClusterNode[] = [];
+const uncaught = vi.fn();
+afterEach(async () => {
+  process.off('uncaughtException', uncaught);
+  await Promise.all(running.splice(0).map((n) => n.transport.close()));
+});
+
+const rejected = (n: ClusterNode, reason: string) =>
+  n.transport.system.metrics.value('doyen_wire_rejected_total', { reason });
+
+describe('issue 10 (1): structured-clone extensions from the network', () => {
+  it('a membership.join with a self-referencing field is refused and counted; the node stays up; without the cycle it is accepted', async () => {
+    process.on('uncaughtException', uncaught);
+    const [portA, portB, evilPort] = (await freePorts(3)) as [number, number, number];
+    const seeds = [{ host: '127.0.0.1', port: portA }];
+    const a = await startClusterNode(portA, seeds);
+    running.push(a);
+    const b = await startClusterNode(portB, seeds);
+    running.push(b);
+    await Promise.all([a.cluster.whenUp(), b.cluster.whenUp()]);
+    expect(a.cluster.state().isCoordinator).toBe(true);
+
+    // an authenticated peer (it has the secret) joins through B, which forwards joins to A
+    const identity = { host: '127.0.0.1', port: evilPort, uid: 'evil' };
+    const replyTo = b.transport.system.refFor(`doyen://it@127.0.0.1:${evilPort}/system/membership#evil`);
+    const join = { type: 'membership.join', node: identity, name: 'evil', roles: [], replyTo };
+    const cycle: Record<string, unknown> = { n: 1 };
+    cycle.self = cycle;
+    const cloning = new Packr({ structuredClone: true });
+    const attack = cloning.pack([
+      ['/system/membership', b.cluster.self.uid, null, { ...join, extra: cycle }],
+    ]);
+    expect(attack.length).toBeLessThan(400);
+    // positive control: msgpackr's decoder, as the wire configured it before, builds the cycle
+    const before = withDecodingSystem(b.transport.system, () =>
+      new Unpackr({ sequential: true, useRecords: true }).unpack(attack),
+    ) as [[string, string, null, { extra: { self: unknown } }]];
+    expect(before[0][3].extra.self).toBe(before[0][3].extra);
+
+    const raw = await connectRaw(b.transport.port);
+    await handshake(raw, { cluster: 'it', secret: 's', ...identity, lane: 'system' });
+    raw.sendRaw(attack);
+    expect(await raw.closed).toMatchObject({ code: CloseCode.unsupportedData });
+    expect(rejected(b, 'unsupported-msgpack')).toBe(1);
+
+    // the same join without the cycle is accepted, forwarded to the coordinator, and handled
+    const honest = await connectRaw(b.transport.port);
+    await handshake(honest, { cluster: 'it', secret: 's', ...identity, lane: 'system' });
+    honest.sendRaw(
+      new Packr({ useRecords: false }).pack([['/system/membership', b.cluster.self.uid, null, join]]),
+    );
+    await eventually(
+      () => a.cluster.state().membership?.members.some((m) => m.address === `127.0.0.1:${evilPort}`),
+      { what: 'the coordinator to see the join forwarded by B' },
+    );
+    honest.socket.close();
+
+    // B is alive and still a member: nothing reached its event loop
+    await new Promise((r) => setTimeout(r, 100));
+    expect(uncaught).not.toHaveBeenCalled();
+    const up = b.cluster
+      .state()
+      .membership?.members.filter((m) => m.status === 'up')
+      .map((m) => m.address);
+    expect(up).toEqual(expect.arrayContaining([`127.0.0.1:${portA}`, `127.0.0.1:${portB}`]));
+  });
+});
