@@ -1,6 +1,14 @@
 import { Packr, Unpackr } from 'msgpackr';
-import WebSocket from 'ws';
-import { helloProof, PROTOCOL_VERSION, transcriptOf } from '../../packages/wire/src/index.js';
+import WebSocket, { WebSocketServer } from 'ws';
+import {
+  decodeHello,
+  encodeChallenge,
+  encodeWelcome,
+  helloProof,
+  PROTOCOL_VERSION,
+  transcriptOf,
+  welcomeProof,
+} from '../../packages/wire/src/index.js';
 
 const plain = new Packr({ useRecords: false });
 const unplain = new Unpackr({ useRecords: false });
@@ -102,4 +110,53 @@ export async function handshake(peer: RawPeerWithChallenge, f: HelloFields) {
 /** Batch frames in the sequential-records encoding the wire uses. */
 export function batchPackr(): Packr {
   return new Packr({ sequential: true, useRecords: true });
+}
+
+export interface FakeAcceptor {
+  readonly port: number;
+  /** Frames received from dialers, in order. */
+  readonly received: Buffer[];
+  close(): Promise<void>;
+}
+
+/**
+ * A `ws` server that plays the acceptor by hand. By default it answers like a node with the
+ * secret would, but welcomes as `welcomeAs`; `onConnection` replaces the whole script (fuzzing).
+ */
+export async function startFakeAcceptor(
+  port: number,
+  options: {
+    secret?: string;
+    welcomeAs?: { host: string; port: number; uid: string };
+    onConnection?: (socket: WebSocket) => void;
+  },
+): Promise<FakeAcceptor> {
+  const received: Buffer[] = [];
+  const wss = new WebSocketServer({ host: '127.0.0.1', port, path: '/doyen', perMessageDeflate: false });
+  wss.on('connection', (socket) => {
+    socket.on('error', () => {});
+    socket.on('message', (d: Buffer) => received.push(d));
+    if (options.onConnection) {
+      options.onConnection(socket);
+      return;
+    }
+    const nonce = Buffer.alloc(16, 9);
+    socket.send(plain.pack(encodeChallenge({ version: PROTOCOL_VERSION, nonce })));
+    socket.once('message', (d: Buffer) => {
+      const hello = decodeHello(unplain.unpack(d));
+      if (!hello || !options.welcomeAs) return;
+      const proof = welcomeProof(options.secret ?? 'sesame', transcriptOf(hello, nonce), options.welcomeAs);
+      socket.send(plain.pack(encodeWelcome({ ...options.welcomeAs, proof })));
+    });
+  });
+  await new Promise((resolve) => wss.once('listening', resolve));
+  return {
+    port,
+    received,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const c of wss.clients) c.terminate();
+        wss.close(() => resolve());
+      }),
+  };
 }

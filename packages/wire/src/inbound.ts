@@ -2,6 +2,7 @@ import {
   type ActorSystem,
   formatNodeAddress,
   type Lane,
+  parseNodeAddress,
   RingBuffer,
   type UniqueNodeAddress,
 } from '@doyen/core';
@@ -211,8 +212,9 @@ export class InboundConnection {
       return;
     }
     clearTimeout(this.deadline);
-    const me = this.system.node;
-    const welcome = { host: me.host, port: me.port, uid: me.uid };
+    // answered as the name the dialer used (the advertised address or an alias): the dialer checks it
+    const answeredAs = parseNodeAddress(hello.target);
+    const welcome = { host: answeredAs.host, port: answeredAs.port, uid: this.system.node.uid };
     const proof = welcomeProof(this.config.secret, transcript, welcome);
     this.socket.send(encodePlain(encodeWelcome({ ...welcome, proof })));
     setReceiveLimit(this.socket, this.config.maxFrameBytes);
