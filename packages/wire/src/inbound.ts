@@ -26,6 +26,7 @@ import {
   CLOSE_CODE_OF,
   CloseCode,
   type ClosingRejectReason,
+  closeReasonText,
   PROTOCOL_VERSION,
   type RejectReason,
   UNAUTHENTICATED_CLOSE_REASON,
@@ -119,7 +120,7 @@ export class InboundConnection {
       // an unauthenticated peer learns nothing from the reason text (the code says enough)
       this.socket.close(
         CLOSE_CODE_OF[reason],
-        authenticated ? detail.slice(0, 120) : UNAUTHENTICATED_CLOSE_REASON,
+        authenticated ? closeReasonText(detail) : UNAUTHENTICATED_CLOSE_REASON,
       );
     }
     // a peer that ignores the close handshake is cut off

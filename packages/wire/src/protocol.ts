@@ -73,3 +73,12 @@ export type RejectReason =
   | 'bad-envelope'
   | 'unknown-type'
   | 'invalid-message';
+
+/**
+ * A close reason that fits the frame: RFC 6455 allows 123 bytes of UTF-8 and `ws` throws beyond
+ * (a detail quoting peer data can be multi-byte). Cut well below, on bytes, not characters.
+ */
+export function closeReasonText(text: string): string {
+  const bytes = Buffer.from(text, 'utf8');
+  return bytes.length <= 100 ? text : bytes.subarray(0, 100).toString('utf8');
+}
