@@ -5,9 +5,12 @@ import { ActorSystem } from '../../packages/core/src/index.js';
 import {
   BatchDecoder,
   BatchEncoder,
+  decodeHandshakeFrame,
   decodePlain,
+  encodePlain,
   FrameRejectedError,
   FrameScanner,
+  withDecodingSystem,
 } from '../../packages/wire/src/index.js';
 
 const system = new ActorSystem({ cluster: 'scan', host: '127.0.0.1', port: 9 });
@@ -37,30 +40,58 @@ describe('the wire grammar: only plain data and doyen refs get to msgpackr', () 
     ['Error (0x65)', cloning.pack([new Error('x')])],
     ['RegExp (0x78)', cloning.pack([/a+/g])],
     ['typed array (0x74)', cloning.pack([new Float64Array(2)])],
-    ['Date (-1)', new Packr({ useRecords: false }).pack([new Date(0)])],
     ['BigInt extension (0x42)', new Packr({ useRecords: false, useBigIntExtension: true }).pack([2n ** 70n])],
-    ['undefined (ext 0)', new Packr({ useRecords: false }).pack([undefined])],
     [
       'bundled strings (0x62)',
       new Packr({ useRecords: false, bundleStrings: true }).pack([{ s: 'x'.repeat(40) }]),
     ],
     ['reserved byte 0xc1', Buffer.from([0x91, 0xc1])],
     ['two-byte record definition', Buffer.from([0x91, 0xd5, 0x72, 0x60, 0x01, 0x91, 0xa1, 0x61, 0x01])],
-    ['non-string map key', Buffer.from([0x91, 0x81, 0x01, 0x02])],
+    ['array as a map key', Buffer.from([0x91, 0x81, 0x91, 0x01, 0x02])],
+    ['extension as a map key', Buffer.from([0x91, 0x81, 0xd4, 0x00, 0x00, 0x02])],
   ];
 
   it('msgpackr, as the wire used to configure it, really builds those values (positive control)', () => {
     const [, frame] = foreign[0]!;
-    const before = () => new Unpackr({ sequential: true, useRecords: true });
-    const decoded = before().unpack(frame) as [Record<string, unknown>];
+    const legacyUnpackr = () => new Unpackr({ sequential: true, useRecords: true });
+    const decoded = legacyUnpackr().unpack(frame) as [Record<string, unknown>];
     expect(decoded[0].self).toBe(decoded[0]);
-    expect((before().unpack(foreign[1]![1]) as unknown[])[0]).toBeInstanceOf(Set);
-    expect((before().unpack(foreign[3]![1]) as unknown[])[0]).toBeInstanceOf(RegExp);
+    expect((legacyUnpackr().unpack(foreign[1]![1]) as unknown[])[0]).toBeInstanceOf(Set);
+    expect((legacyUnpackr().unpack(foreign[3]![1]) as unknown[])[0]).toBeInstanceOf(RegExp);
   });
 
   it.each(foreign)('%s is refused before decoding, in batches and in handshake frames', (_, frame) => {
     expect(rejection(() => new BatchDecoder(32).decode(system, frame))).toBe('unsupported-msgpack');
-    expect(rejection(() => decodePlain(frame))).toBe('unsupported-msgpack');
+    expect(rejection(() => decodeHandshakeFrame(frame))).toBe('unsupported-msgpack');
+  });
+
+  it('undefined and Dates, which the encoder writes for plain messages, pass in batches (not in handshake frames)', () => {
+    const values = [
+      undefined,
+      new Date(0),
+      new Date(1_700_000_000_123),
+      new Date(-5),
+      new Date(2 ** 40 * 1000),
+    ];
+    const frame = new BatchEncoder().encode([values]);
+    expect(new BatchDecoder(32).decode(system, frame)).toEqual([values]);
+    expect(rejection(() => decodeHandshakeFrame(frame))).toBe('unsupported-msgpack');
+    // other lengths of those types are not what the encoder writes
+    expect(rejection(() => new BatchDecoder(32).decode(system, Buffer.from([0x91, 0xd5, 0x00, 0, 0])))).toBe(
+      'unsupported-msgpack',
+    );
+  });
+
+  it('scalar map keys (a Map with number keys) pass, as msgpackr decodes them to string keys', () => {
+    const frame = new BatchEncoder().encode([
+      new Map<unknown, number>([
+        [1, 2],
+        ['a', 3],
+        [true, 4],
+        [-1.5, 5],
+      ]),
+    ]);
+    expect(new BatchDecoder(32).decode(system, frame)).toEqual([{ '1': 2, a: 3, true: 4, '-1.5': 5 }]);
   });
 
   it('nesting beyond the limit is refused before msgpackr recurses', () => {
@@ -84,12 +115,23 @@ describe('the wire grammar: only plain data and doyen refs get to msgpackr', () 
     }
   });
 
+  it('plain values (the simulated network) take refs but no records', () => {
+    const ref = system.refFor('doyen://scan@127.0.0.1:9/user/x#u');
+    const decoded = withDecodingSystem(system, () => decodePlain(encodePlain(['/user/x', { ref }]))) as [
+      string,
+      { ref: { id: string } },
+    ];
+    expect(decoded[1].ref.id).toBe(ref.id);
+    const recorded = new Packr({ useRecords: true }).pack([{ a: 1 }]);
+    expect(rejection(() => decodePlain(recorded))).toBe('unsupported-msgpack');
+  });
+
   it('records and actor refs pass in batches, not in handshake frames', () => {
     const ref = system.refFor('doyen://scan@127.0.0.1:9/user/x#u');
     const frame = new BatchEncoder().encode([['/user/x', 'u', null, { type: 't', ref, n: 1 }]]);
     const decoded = new BatchDecoder(32).decode(system, frame) as [[string, string, null, { ref: unknown }]];
     expect((decoded[0][3].ref as { id: string }).id).toBe(ref.id);
-    expect(rejection(() => decodePlain(frame))).toBe('unsupported-msgpack');
+    expect(rejection(() => decodeHandshakeFrame(frame))).toBe('unsupported-msgpack');
   });
 
   it('whatever the encoder writes, over many frames and more shapes than record ids, decodes to the same data', () => {
@@ -100,6 +142,8 @@ describe('the wire grammar: only plain data and doyen refs get to msgpackr', () 
       fc.string({ maxLength: 20 }),
       fc.boolean(),
       fc.constant(null),
+      fc.constant(undefined),
+      fc.date({ noInvalidDate: true }),
       fc.uint8Array({ maxLength: 8 }).map((a) => Buffer.from(a)),
     );
     const value = fc.letrec((tie) => ({

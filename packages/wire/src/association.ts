@@ -7,7 +7,7 @@ import {
   RingBuffer,
 } from '@doyen/core';
 import WebSocket from 'ws';
-import { BatchEncoder, decodePlain, encodePlain } from './codec.js';
+import { BatchEncoder, decodeHandshakeFrame, encodePlain } from './codec.js';
 import { reconnectDelay, type WireConfig } from './config.js';
 import { FrameRejectedError } from './frame-scan.js';
 import {
@@ -166,7 +166,7 @@ export class Association {
       if (this.state !== 'connecting' || socket !== this.socket) return;
       let frame: unknown;
       try {
-        frame = isBinary ? decodePlain(data) : undefined;
+        frame = isBinary ? decodeHandshakeFrame(data) : undefined;
       } catch (error) {
         const reason = error instanceof FrameRejectedError ? error.reason : 'malformed-msgpack';
         return this.fail(socket, reason, `bad handshake frame: ${(error as Error).message}`);

@@ -39,14 +39,22 @@ const plainPackr = new Packr({ useRecords: false });
 const plainUnpackr = new Unpackr({ useRecords: false, ...strictDecoding });
 /** Handshake frames are flat arrays: no records, no extensions (the depth lets a batch sent too early be told apart). */
 const handshakeScanner = new FrameScanner({ records: false, actorRefs: false, maxDepth: 8 });
+/** Self-contained values that may carry refs (the simulated network's packets). */
+const plainScanner = new FrameScanner({ records: false, actorRefs: true, maxDepth: 32 });
 
-/** Handshake frames: self-contained, no shared state. */
+/** Self-contained frames (handshake, simulated packets): no shared state. */
 export function encodePlain(value: unknown): Buffer {
   return plainPackr.pack(value);
 }
 
-/** Decodes a handshake frame; throws (`FrameRejectedError` when the scanner refused it). */
+/** Decodes a self-contained value that may hold actor refs (inside `withDecodingSystem`). */
 export function decodePlain(frame: Buffer): unknown {
+  plainScanner.check(frame);
+  return plainUnpackr.unpack(frame);
+}
+
+/** Decodes a challenge, hello or welcome; throws (`FrameRejectedError` when the scanner refused it). */
+export function decodeHandshakeFrame(frame: Buffer): unknown {
   handshakeScanner.check(frame);
   return plainUnpackr.unpack(frame);
 }

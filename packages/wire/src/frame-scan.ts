@@ -3,8 +3,24 @@ import type { RejectReason } from './protocol.js';
 
 /** MessagePack extension type under which actor refs travel (as their address string). */
 export const ACTOR_REF_EXTENSION = 0x44; // 'D'
+/** msgpackr's `undefined`, and MessagePack's timestamp (type -1): plain values its encoder writes. */
+const UNDEFINED_EXTENSION = 0x00;
+const TIMESTAMP_EXTENSION = 0xff;
 /** msgpackr's inline record definition: fixext 1, type 'r', then the record id. */
 const RECORD_DEFINITION_EXTENSION = 0x72;
+/** Bytes after the type byte of fixed-size numbers (floats, ints, uints). */
+const SCALAR_SIZES: Readonly<Record<number, number>> = {
+  202: 4,
+  203: 8,
+  204: 1,
+  205: 2,
+  206: 4,
+  207: 8,
+  208: 1,
+  209: 2,
+  210: 4,
+  211: 8,
+};
 /** Longest actor ref address accepted inside an extension. */
 const MAX_ACTOR_REF_BYTES = 1024;
 
@@ -12,7 +28,10 @@ const MAX_ACTOR_REF_BYTES = 1024;
 export interface ScanRules {
   /** msgpackr records (one-byte ids, defined inline before use): batch frames only. */
   readonly records: boolean;
-  /** doyen's actor-ref extension (0x44): batch frames only. */
+  /**
+   * doyen's actor refs (0x44), and the two extensions msgpackr's encoder writes for plain
+   * messages: `undefined` (type 0) and MessagePack timestamps (type -1, a Date). Not in handshake frames.
+   */
   readonly actorRefs: boolean;
   /** Deepest nesting of arrays, maps and records. */
   readonly maxDepth: number;
@@ -32,10 +51,12 @@ export class FrameRejectedError extends DoyenError {
  * Validates MessagePack bytes against a strict grammar before msgpackr sees them. msgpackr's
  * extension table is process-global and its decoder understands structured-clone references
  * (0x69/0x70: cycles), Set (0x73), Error (0x65), RegExp (0x78), typed arrays (0x74), BigInt
- * (0x42), Date (-1), undefined (0), bundled strings (0x62, 0xc1) and record definitions even
- * with `useRecords: false`. Only this is let through: nil, booleans, numbers, strings, binary,
- * arrays, maps with string keys, and (per the rules) doyen's actor refs and msgpackr records
- * with one-byte ids — so what msgpackr builds from an accepted frame is acyclic plain data.
+ * (0x42), bundled strings (0x62, 0xc1), any extension another library registered, and record
+ * definitions even with `useRecords: false`. Only this is let through: nil, booleans, numbers,
+ * strings, binary, arrays, maps with string keys, and (per the rules) doyen's actor refs,
+ * `undefined`, timestamps and msgpackr records with one-byte ids — exactly what the wire's own
+ * encoder writes for plain messages — so what msgpackr builds from an accepted frame is acyclic
+ * plain data.
  * Every container length is checked against the bytes left, so scanning costs O(frame bytes).
  *
  * Record definitions change how later bytes parse (0x40-0x7f is a record reference once its id
@@ -190,7 +211,7 @@ export class FrameScanner {
   private map(count: number, depth: number): void {
     this.enter(depth, count * 2);
     for (let i = 0; i < count; i++) {
-      this.string('map keys must be strings');
+      this.key();
       this.value(depth);
     }
   }
@@ -209,10 +230,21 @@ export class FrameScanner {
       this.recordDefinition(depth);
       return;
     }
-    if (type === ACTOR_REF_EXTENSION && this.rules.actorRefs) {
-      if (length === 0 || length > MAX_ACTOR_REF_BYTES) this.unsupported(`actor ref of ${length} bytes`);
-      this.skip(length);
-      return;
+    if (this.rules.actorRefs) {
+      if (type === ACTOR_REF_EXTENSION) {
+        if (length === 0 || length > MAX_ACTOR_REF_BYTES) this.unsupported(`actor ref of ${length} bytes`);
+        this.skip(length);
+        return;
+      }
+      // what the encoder writes for `undefined` (0xd4 0x00 0x00) and for a Date (timestamp 32/64/96, or invalid)
+      const isUndefined = type === UNDEFINED_EXTENSION && fixed && length === 1;
+      const isTimestamp =
+        type === TIMESTAMP_EXTENSION &&
+        (fixed ? length === 1 || length === 4 || length === 8 : length === 12);
+      if (isUndefined || isTimestamp) {
+        this.skip(length);
+        return;
+      }
     }
     this.unsupported(`extension type 0x${type.toString(16)}`);
   }
@@ -232,6 +264,30 @@ export class FrameScanner {
     // defined before its values are read, as msgpackr does: a nested reference may use it
     this.recordArity![id - 0x40] = count;
     this.values(count, depth + 1);
+  }
+
+  /**
+   * A map key: a string or another scalar (msgpackr turns numbers, booleans and nil into
+   * strings; a Map with such keys is encoded that way). No containers, no extensions, and no
+   * byte that is a defined record id (msgpackr would read a record there).
+   */
+  private key(): void {
+    if (this.pos >= this.bytes.length) this.malformed('truncated');
+    const t = this.bytes[this.pos]!;
+    if ((t >= 0xa0 && t < 0xc0) || t === 0xd9 || t === 0xda || t === 0xdb) {
+      this.string('map keys must be scalars');
+      return;
+    }
+    this.pos++;
+    if (t < 0x80) {
+      const arity = t >= 0x40 ? this.recordArity?.[t - 0x40] : undefined;
+      if (arity !== undefined && arity >= 0) this.unsupported('map keys must be scalars');
+      return;
+    }
+    if (t >= 0xe0 || t === 0xc0 || t === 0xc2 || t === 0xc3) return;
+    const size = SCALAR_SIZES[t];
+    if (size === undefined) this.unsupported('map keys must be scalars');
+    this.skip(size);
   }
 
   private string(problem: string): void {

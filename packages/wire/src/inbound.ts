@@ -7,7 +7,7 @@ import {
   type UniqueNodeAddress,
 } from '@doyen/core';
 import type WebSocket from 'ws';
-import { BatchDecoder, decodePlain, encodePlain } from './codec.js';
+import { BatchDecoder, decodeHandshakeFrame, encodePlain } from './codec.js';
 import type { WireConfig } from './config.js';
 import { FrameRejectedError } from './frame-scan.js';
 import {
@@ -176,7 +176,7 @@ export class InboundConnection {
     }
     let frame: unknown;
     try {
-      frame = decodePlain(data);
+      frame = decodeHandshakeFrame(data);
     } catch (error) {
       const reason = error instanceof FrameRejectedError ? error.reason : 'malformed-msgpack';
       this.close(reason, `undecodable hello: ${(error as Error).message}`);
