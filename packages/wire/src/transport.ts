@@ -60,13 +60,18 @@ export class WsTransport implements RemoteTransport {
     this.admission = new Admission(server, wss, config, {
       reject: (reason, detail, peer) => this.reject(reason, detail, peer),
       upgraded: (socket, remote, slot) => {
+        const refuse = (code: number, reason: string) => {
+          socket.close(code, reason);
+          // a peer that ignores the close handshake is cut off
+          setTimeout(() => socket.terminate(), 1000).unref();
+        };
         if (this.closed) {
-          socket.close(CloseCode.notReady, 'node is shutting down');
+          refuse(CloseCode.notReady, 'node is shutting down');
           return;
         }
         if (this.pendingHandshakes >= config.maxPendingHandshakes) {
           this.reject('too-many-handshakes', 'too many unauthenticated connections', remote);
-          socket.close(CLOSE_CODE_OF['too-many-handshakes'], UNAUTHENTICATED_CLOSE_REASON);
+          refuse(CLOSE_CODE_OF['too-many-handshakes'], UNAUTHENTICATED_CLOSE_REASON);
           return;
         }
         this.pendingHandshakes++;
