@@ -5,6 +5,7 @@ import {
   encodeHello,
   helloProof,
   proofMatches,
+  quotaKeyOf,
   reconnectDelay,
   resolveWireConfig,
   transcriptOf,
@@ -75,6 +76,18 @@ describe('handshake proofs', () => {
     expect(decodeHello(shortNonce)).toBeUndefined();
     expect(decodeHello(frame.slice(0, 9))).toBeUndefined();
     expect(decodeHello('hello')).toBeUndefined();
+  });
+});
+
+describe('per-address handshake quota', () => {
+  it('groups IPv6 by /64 and IPv4-mapped addresses with IPv4', () => {
+    expect(quotaKeyOf('127.0.0.2')).toBe('127.0.0.2');
+    expect(quotaKeyOf('::ffff:10.1.2.3')).toBe('10.1.2.3');
+    expect(quotaKeyOf('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
+    expect(quotaKeyOf('2001:db8:1:2:bbbb:cccc:dddd:eeee')).toBe('2001:db8:1:2::/64');
+    expect(quotaKeyOf('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(quotaKeyOf('::1')).toBe('0:0:0:0::/64');
+    expect(quotaKeyOf('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
   });
 });
 

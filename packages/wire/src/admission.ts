@@ -62,7 +62,7 @@ export class Admission {
     return this.upgrading.size;
   }
 
-  /** Unauthenticated connections from one remote IP address. */
+  /** Unauthenticated connections from one remote IP address (an IPv6 /64). */
   pendingFrom(ip: string): number {
     return this.perIp.get(ip) ?? 0;
   }
@@ -75,7 +75,7 @@ export class Admission {
 
   private onConnection(socket: Socket): void {
     const remote = remoteOf(socket);
-    const ip = socket.remoteAddress ?? 'unknown';
+    const ip = quotaKeyOf(socket.remoteAddress ?? 'unknown');
     if (this.closed) {
       socket.destroy();
       return;
@@ -141,6 +141,26 @@ export class Admission {
     // ws answers a bad upgrade request itself (400) and closes: the socket's 'close' releases the slot
     this.wss.handleUpgrade(request, socket, head, (ws) => this.hooks.upgraded(ws, remote, entry.slot));
   }
+}
+
+/**
+ * What shares one quota: an IPv4 address (IPv4-mapped IPv6 included), or an IPv6 /64 — the
+ * block one host or subscriber usually gets, so rotating through it does not multiply the quota.
+ */
+export function quotaKeyOf(ip: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return mapped[1]!;
+  if (!ip.includes(':')) return ip;
+  const [head = '', tail = ''] = ip.split('%')[0]!.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = ip.includes('::')
+    ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right]
+    : left;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g || '0', 16).toString(16))
+    .join(':')}::/64`;
 }
 
 function remoteOf(socket: { remoteAddress?: string; remotePort?: number }): string {
