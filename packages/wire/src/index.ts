@@ -4,5 +4,6 @@ export * from './config.js';
 export * from './handshake.js';
 export * from './inbound.js';
 export * from './protocol.js';
+export * from './rejections.js';
 export * from './transport.js';
 export * from './validation.js';

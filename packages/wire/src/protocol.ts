@@ -46,4 +46,6 @@ export type RejectReason =
   | 'bad-batch'
   | 'bad-envelope'
   | 'unknown-type'
-  | 'invalid-message';
+  | 'invalid-message'
+  /** A message claiming to speak for a node other than the one its connection authenticated as. */
+  | 'forged';

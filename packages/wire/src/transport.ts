@@ -15,6 +15,7 @@ import { Association } from './association.js';
 import { resolveWireConfig, type WireConfig } from './config.js';
 import { InboundConnection } from './inbound.js';
 import { CloseCode, type RejectReason, WS_PATH } from './protocol.js';
+import { reportRejected } from './rejections.js';
 
 /** How long a removed peer's queued messages may take to leave. */
 const FORGET_GRACE_MS = 1000;
@@ -196,12 +197,7 @@ export class WsTransport implements RemoteTransport {
   }
 
   private reject(reason: RejectReason, detail: string, peer: string): void {
-    this.system.metrics.inc('doyen_wire_rejected_total', 'Inbound input refused at the boundary', { reason });
-    this.rejectLog.warn(
-      `reject:${reason}`,
-      { event: 'wire.rejected', reason, detail, peer },
-      `refused input from ${peer}: ${detail}`,
-    );
+    reportRejected(this.system, this.rejectLog, reason, detail, peer);
   }
 
   /**
