@@ -56,6 +56,8 @@ export interface MembershipContext {
   /** subject key -> observers (keys) that currently report it unreachable. */
   readonly observations: Readonly<Record<string, readonly string[]>>;
   readonly failure: string | undefined;
+  /** Live members (keys) that told us we were downed, while the coordinator we believe has not. */
+  readonly downedBy: readonly string[];
   /**
    * Every membership adopted, newest last (bounded): one step may adopt several versions
    * (unreachable, then downed), and the edge turns each consecutive pair into events.
@@ -98,6 +100,7 @@ export const initialContext: MembershipContext = {
   nextCollectorId: 1,
   observations: {},
   failure: undefined,
+  downedBy: [],
   journal: [],
 };
 
@@ -391,10 +394,14 @@ export function onUpdate(env: Env, ctx: MembershipContext, update: Update): Step
   // coordinator (whom we downed, or who downed us) may have a higher version of another history.
   if (!isLiveMember(mine, update.replyTo)) return noop(ctx);
   if (theirs.version > mine.version) {
-    // Only the coordinator we believe in publishes: a member cannot rewrite the membership. Any
-    // live member may still tell us that we were taken out (as a downed-notice may): going down
-    // is the safe direction, and the side that downed us may not be the one we believe in.
-    if (!fromBelievedCoordinator(env, ctx, update.replyTo) && includesSelfLive(env, theirs)) return noop(ctx);
+    // Only the coordinator we believe in publishes: a member cannot rewrite the membership. An
+    // update from another live member that leaves us out counts as its downed-notice: the side
+    // that downed us may not be the one we believe in, and most of it will say so.
+    if (!fromBelievedCoordinator(env, ctx, update.replyTo)) {
+      if (includesSelfLive(env, theirs)) return noop(ctx);
+      const step = onDownedNotice(env, ctx, keyOfNode(update.replyTo.address.node));
+      return { ...step, out: [...step.out, ackOut] };
+    }
     // only from our own cluster: it names us, or we are in it and learn that we were taken out
     if (!includesSelfLive(env, theirs) && !includesSelfLive(env, mine)) return noop(ctx);
     const step = adopt(ctx, theirs);
@@ -565,14 +572,24 @@ export function executeDowning(
 }
 
 /**
- * A member of our cluster says it downed us (we still heartbeat it): believe it when it is a
- * live member in our view, and take ourselves out at once, as Akka does on quarantine.
+ * A member of our cluster says it downed us (we still heartbeat it, or its update leaves us
+ * out): take ourselves out at once, as Akka does on quarantine, when the coordinator we believe
+ * says so or once most of the other live members have. One member alone cannot down another.
  */
 export function onDownedNotice(env: Env, ctx: MembershipContext, by: string): Step {
   const m = ctx.membership;
   const sender = m && findMember(m, by);
   if (!m || !sender || !isLive(sender.status) || by === env.self.key) return noop(ctx);
-  return adopt(ctx, downMembers(m, [env.self.key]));
+  const believed = believedCoordinator(env, ctx);
+  const downedBy = ctx.downedBy.includes(by) ? ctx.downedBy : [...ctx.downedBy, by];
+  const others = liveMembers(m)
+    .filter((x) => keyOf(x) !== env.self.key)
+    .map(keyOf);
+  const told = others.filter((k) => downedBy.includes(k)).length;
+  if ((believed && keyOf(believed) === by) || told > others.length / 2) {
+    return adopt({ ...ctx, downedBy: [] }, downMembers(m, [env.self.key]));
+  }
+  return noop({ ...ctx, downedBy });
 }
 
 // ---- leaving ----------------------------------------------------------------------------------

@@ -1,5 +1,11 @@
 import { ActorRef } from './actor-ref.js';
-import { formatNodeAddress, isValidPath, type NodeAddress, type UniqueNodeAddress } from './address.js';
+import {
+  formatNodeAddress,
+  isValidPath,
+  type NodeAddress,
+  parseActorAddress,
+  type UniqueNodeAddress,
+} from './address.js';
 import type { Message } from './message.js';
 
 /**
@@ -74,6 +80,16 @@ export const read = {
   ref: ((v, path) => (v instanceof ActorRef ? v : fail(path, 'must be an actor ref'))) as Read<ActorRef>,
   path: ((v, path) =>
     typeof v === 'string' && isValidPath(v) ? v : fail(path, 'must be an actor path')) as Read<string>,
+  /** `doyen://cluster@host:port/path#uid`: an actor's full address. */
+  actorAddress: ((v, path) => {
+    if (typeof v !== 'string' || v.length > 1024) return fail(path, 'must be an actor address');
+    try {
+      parseActorAddress(v);
+      return v;
+    } catch {
+      return fail(path, 'must be an actor address');
+    }
+  }) as Read<string>,
   /** `host:port` */
   address: ((v, path) =>
     typeof v === 'string' && v.length <= 300 && isAddressText(v)
@@ -115,10 +131,11 @@ export const read = {
     <T>(of: Read<T>): Read<T | undefined> =>
     (v, path) =>
       v === undefined ? undefined : of(v, path),
+  /** Present, and either null or `of` (absent is an error, as with any required field). */
   nullable:
     <T>(of: Read<T>): Read<T | null> =>
     (v, path) =>
-      v === undefined || v === null ? null : of(v, path),
+      v === null ? null : of(v, path),
   object:
     <T>(shape: Shape<T>): Read<T> =>
     (v, path) =>
@@ -148,7 +165,7 @@ function readShape<T>(shape: Shape<T>, source: Record<string, unknown>, path: st
 
 function copyPlain(v: unknown, path: string, depth: number, budget: { nodes: number }): unknown {
   if (--budget.nodes < 0) return fail(path, 'too large');
-  if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
+  if (v === null || v === undefined || typeof v === 'string' || typeof v === 'boolean') return v;
   if (typeof v === 'number') return Number.isFinite(v) ? v : fail(path, 'must be a finite number');
   if (v instanceof Uint8Array) return Buffer.from(v);
   if (v instanceof ActorRef) return v;
