@@ -197,7 +197,7 @@ export function formNewCluster(env: Env, ctx: MembershipContext): Step {
 }
 
 /** A welcome (or an update naming us while we join) makes us a member. */
-export function welcomed(env: Env, ctx: MembershipContext, membership: Membership): Step {
+export function welcomed(_env: Env, ctx: MembershipContext, membership: Membership): Step {
   return adopt({ ...ctx, attempt: 0 }, membership);
 }
 

@@ -1,5 +1,5 @@
 import type { ActorSystem } from '@doyen/core';
-import { address, addressList, count, electionMessage, flag, nullOrAddress, time } from './validate.js';
+import { address, addressList, count, electionMessage, nullOrAddress } from './validate.js';
 
 /** Asks every higher-ranked peer whether it is alive (the full bully round). */
 export interface BullyElection {

@@ -1,5 +1,5 @@
 import type { ActorSystem } from '@doyen/core';
-import { address, addressList, count, electionMessage, flag, nullOrAddress, time } from './validate.js';
+import { address, electionMessage } from './validate.js';
 
 /** Asks a candidate (or, in the fallback round, a higher ordinary peer) whether it is alive. */
 export interface CandidateProbe {

@@ -1,5 +1,5 @@
 import type { ActorSystem, Message } from '@doyen/core';
-import { address, addressList, count, electionMessage, flag, nullOrAddress, time } from './validate.js';
+import { address, addressList, count, electionMessage } from './validate.js';
 
 /** A group leader asks a peer outside its group to merge; `size` decides who leads the merge. */
 export interface InvitationInvite extends Message {

@@ -1,5 +1,5 @@
 import type { ActorSystem, Message } from '@doyen/core';
-import { address, addressList, count, electionMessage, flag, nullOrAddress, time } from './validate.js';
+import { address, count, electionMessage, flag, time } from './validate.js';
 
 /**
  * Asks "would you vote for me in `generation`?" without bumping anyone's generation (Raft's

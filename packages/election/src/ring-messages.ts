@@ -1,5 +1,5 @@
 import type { ActorSystem, Message } from '@doyen/core';
-import { address, addressList, count, electionMessage, flag, nullOrAddress, time } from './validate.js';
+import { address, addressList, count, electionMessage } from './validate.js';
 
 /** `ring` collects the live set (CHANG79); `ring-max` only the highest-ranked address seen. */
 export type RingVariant = 'ring' | 'ring-max';
