@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../packages/core/src/index.js';
 import { type DoyenNode, type NodeConfig, startNode } from '../../packages/doyen/src/index.js';
@@ -206,6 +207,37 @@ describe('management HTTP: the bearer token', () => {
     const ok = await post(h!, '/fault/blackhole', operator, body);
     expect(ok).toMatchObject({ status: 200, body: { ok: true } });
     expect(stillUp(node)).toBe(true);
+  });
+});
+
+/** A GET naming `host` in its Host header, as a DNS-rebound page sends it (fetch cannot set Host). */
+function getWithHost(address: string, port: number, path: string, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: address, port, path, headers: { host } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('management HTTP: DNS rebinding', () => {
+  it('on a loopback binding, answers only requests for its own names', async () => {
+    const [p, h] = await freePorts(2);
+    const node = await start(p!, h!, p!, { httpAllowedOrigins: ['https://ops.example:8443'] });
+    // a page of evil.example, rebound to 127.0.0.1, reads /cluster: its Host names evil.example
+    expect(await getWithHost('127.0.0.1', h!, '/cluster', `evil.example:${h}`)).toBe(403);
+    expect(node.system.metrics.value('doyen_http_refused_total', { reason: 'host' })).toBe(1);
+    // positive control: the loopback names, and an allowed origin's host (a proxy in front)
+    for (const host of [`127.0.0.1:${h}`, `localhost:${h}`, `[::1]:${h}`, 'ops.example:8443'])
+      expect(await getWithHost('127.0.0.1', h!, '/cluster', host), host).toBe(200);
+  });
+
+  it('bound to every interface it cannot know its names, and answers any Host', async () => {
+    const [p, h] = await freePorts(2);
+    await start(p!, h!, p!, { httpHost: '0.0.0.0' });
+    expect(await getWithHost('127.0.0.1', h!, '/cluster', 'node-3.internal:8558')).toBe(200);
   });
 });
 

@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
 /** Why the management plane refused a request (the label of `doyen_http_refused_total`). */
-export type RefusalReason = 'cross-site' | 'origin' | 'read-only' | 'unauthorized' | 'content-type';
+export type RefusalReason = 'host' | 'cross-site' | 'origin' | 'read-only' | 'unauthorized' | 'content-type';
 
 export interface Refusal {
   readonly status: 401 | 403 | 415;
@@ -16,6 +16,18 @@ export interface ManagementPolicy {
   readonly token: string | undefined;
   /** Whether a browser page of this origin may talk to the port. */
   allowsOrigin(origin: string): boolean;
+  /**
+   * Whether a request naming this `Host` is for us. On a loopback binding only the loopback
+   * names (and the allowed origins' hosts) are: a DNS-rebound page names the attacker's host.
+   */
+  allowsHost(host: string | undefined): boolean;
+}
+
+/** A request for another host on a loopback-only server: a DNS-rebound page reading it. */
+export function hostRefusalOf(headers: IncomingHttpHeaders, policy: ManagementPolicy): Refusal | undefined {
+  return policy.allowsHost(headers.host)
+    ? undefined
+    : { status: 403, reason: 'host', error: 'this server does not answer for that host' };
 }
 
 /** GET and HEAD read; every other method changes something (or may, in a route added later). */
@@ -79,11 +91,27 @@ export function ownOrigins(scheme: 'http' | 'https', host: string, port: number)
   return [...new Set(origins)];
 }
 
-/** A policy from a token and the allowed origins (already `scheme://host[:port]`). */
-export function managementPolicy(token: string | undefined, origins: readonly string[]): ManagementPolicy {
+/** 127.0.0.0/8, ::1, localhost: only this machine reaches a server bound there. */
+export function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+/**
+ * A policy from a token and the allowed origins (already `scheme://host[:port]`). `checkHost`:
+ * refuse requests naming another host (on by default for loopback bindings; a server bound to
+ * a routable address is reached by names this process cannot know).
+ */
+export function managementPolicy(
+  token: string | undefined,
+  origins: readonly string[],
+  checkHost = false,
+): ManagementPolicy {
   const allowed = new Set(origins.map((o) => o.toLowerCase()));
+  const hosts = new Set(origins.map((o) => new URL(o).host.toLowerCase()));
   return {
     token: token === undefined || token === '' ? undefined : token,
     allowsOrigin: (origin) => allowed.has(origin.toLowerCase()),
+    allowsHost: (host) => !checkHost || host === undefined || hosts.has(host.toLowerCase()),
   };
 }

@@ -9,6 +9,8 @@ import type { PartitionService } from '@doyen/partitions';
 import type { ClusterSingletons } from '@doyen/singleton';
 import {
   changesState,
+  hostRefusalOf,
+  isLoopback,
   type ManagementPolicy,
   managementPolicy,
   ownOrigins,
@@ -177,6 +179,11 @@ export class ManagementServer {
       const path = url.pathname.replace(/\/+$/, '') || '/';
       const method = request.method ?? 'GET';
       if (!self) return json(response, 503, { error: 'starting' });
+      const wrongHost = hostRefusalOf(request.headers, self.policy);
+      if (wrongHost) {
+        self.refused(request, wrongHost.reason);
+        return json(response, wrongHost.status, { error: wrongHost.error });
+      }
       if (changesState(method)) {
         const refusal = refusalOf(request.headers, self.policy);
         if (refusal) {
@@ -277,7 +284,8 @@ export class ManagementServer {
     const port = (server.address() as AddressInfo).port;
     const scheme = options.tls ? 'https' : 'http';
     const origins = [...ownOrigins(scheme, host, port), ...(options.allowedOrigins ?? [])];
-    self = new ManagementServer(server, port, scheme, managementPolicy(options.token, origins), options.node);
+    const policy = managementPolicy(options.token, origins, isLoopback(host));
+    self = new ManagementServer(server, port, scheme, policy, options.node);
     return self;
   }
 
