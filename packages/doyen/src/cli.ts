@@ -26,7 +26,7 @@ const USAGE = `usage: doyen node --cluster NAME --host H --port P --seeds H1:P1,
                   [--coordinator emergent|quorum|etcd] [--vote-file F] [--etcd http://127.0.0.1:2379,...]
                   [--enable-fault-injection] (tests and demos: POST /fault/blackhole, /fault/heal)
                   [--log-level info] [--inspect] [--inspect-url ws://127.0.0.1:8080]
-       doyen inspector [--port 8080] [--host 127.0.0.1] [--open]
+       doyen inspector [--port 8080] [--host 127.0.0.1] [--allowed-origins https://a,...] [--open]
 
 Starts a cluster node. The node whose own address is the first seed may form the cluster.
 Peers prove the cluster secret (DOYEN_SECRET, or the trimmed content of --secret-file) or a
