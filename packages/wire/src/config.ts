@@ -20,6 +20,14 @@ export interface WireConfig {
   readonly reconnectMinMs: number;
   readonly reconnectMaxMs: number;
   readonly reconnectJitter: number;
+  /** Mutual TLS on the cluster port: the CA every node's certificate is signed by, this node's certificate and key. */
+  readonly tls?: {
+    caFile: string;
+    certFile: string;
+    keyFile: string;
+    verifyHostname?: boolean;
+    reloadIntervalMs?: number;
+  };
 }
 
 export const defaultWireConfig: WireConfig = {
