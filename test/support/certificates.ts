@@ -22,6 +22,11 @@ export interface IssueOptions {
   readonly notAfter?: Date;
 }
 
+export interface LiveFiles extends IssuedCertificate {
+  install(next: IssuedCertificate): void;
+  installCertificateOnly(next: IssuedCertificate): void;
+}
+
 const HOUR = 3_600_000;
 
 /** One temp-dir PKI per test file; `remove()` it afterwards. */
@@ -102,21 +107,19 @@ export class TestPki {
 
   /**
    * Files a running node is pointed at, so a test can rotate them: `install` copies a certificate and
-   * key over them (as cert-manager rewrites a secret).
+   * key over them (as cert-manager rewrites a secret), `installCertificateOnly` half of that.
    */
-  liveFiles(
-    name: string,
-    cert: IssuedCertificate,
-  ): IssuedCertificate & { install(next: IssuedCertificate): void } {
+  liveFiles(name: string, cert: IssuedCertificate): LiveFiles {
     const dir = join(this.dir, `live-${name}-${++this.counter}`);
     mkdirSync(dir);
     const live = { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key') };
+    const installCertificateOnly = (next: IssuedCertificate) => copyFileSync(next.certFile, live.certFile);
     const install = (next: IssuedCertificate) => {
       copyFileSync(next.keyFile, live.keyFile);
-      copyFileSync(next.certFile, live.certFile);
+      installCertificateOnly(next);
     };
     install(cert);
-    return { ...live, serial: cert.serial, install };
+    return { ...live, serial: cert.serial, install, installCertificateOnly };
   }
 
   remove(): void {
