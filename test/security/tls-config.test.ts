@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidConfigError, silentLogger } from '../../packages/core/src/index.js';
 import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
 import { freePorts } from '../../packages/testkit/src/index.js';
-import { resolveWireConfig, WsTransport } from '../../packages/wire/src/index.js';
+import { resolveWireConfig, type WireTlsConfig, WsTransport } from '../../packages/wire/src/index.js';
 import { type IssuedCertificate, TestPki } from '../support/certificates.js';
 import { eventually } from '../support/wait.js';
 
@@ -17,7 +17,7 @@ beforeAll(() => {
 });
 afterAll(() => pki.remove());
 
-const refusal = (tls: Parameters<typeof resolveWireConfig>[0]['tls']) => {
+const refusal = (tls: WireTlsConfig) => {
   try {
     resolveWireConfig({ tls });
   } catch (error) {

@@ -39,6 +39,7 @@ export class TlsEndpoint {
       cert: material.files.cert,
       key: material.files.key,
       requestCert: true,
+      noDelay: true, // as http servers: handshake messages are small and waited for
       rejectUnauthorized: false, // checked in `authorize`, which says why
       minVersion: 'TLSv1.2',
       // the default is 120 s: an unauthenticated peer must not hold a socket longer than the wire handshake
