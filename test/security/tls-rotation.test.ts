@@ -104,6 +104,13 @@ describe('certificate rotation', () => {
     });
     expect(next.serial).not.toBe(live[0]!.serial);
     expect(await servedSerial(a.transport.port, client)).toBe(next.serial);
+    // the swapped context still demands a client certificate
+    const bare = tlsConnect({ host: '127.0.0.1', port: a.transport.port, ca: readFileSync(pki.caFile) });
+    bare.on('error', () => {});
+    await eventually(() => eventsOf(a, 'wire.tls.rejected').some((l) => l.code === 'NO_CLIENT_CERTIFICATE'), {
+      what: 'a dial without a certificate to be refused after the reload',
+    });
+    bare.destroy();
 
     // heartbeats keep flowing over the connections opened before the reload
     const receivedAtReload = running.map(systemReceived);

@@ -128,9 +128,9 @@ export class TestPki {
 }
 
 /** Fails (never skips) when openssl is missing: CI installs Debian's `openssl` for these tests. */
-export function requireOpenssl(): void {
+export function requireOpenssl(env: NodeJS.ProcessEnv = process.env): void {
   try {
-    execFileSync('openssl', ['version'], { stdio: 'pipe' });
+    execFileSync('openssl', ['version'], { stdio: 'pipe', env });
   } catch (error) {
     throw new Error(
       `openssl is required to generate the TLS test certificates (apt-get install openssl): ${(error as Error).message}`,
