@@ -16,6 +16,7 @@ import { resolveWireConfig, type WireConfig } from './config.js';
 import { InboundConnection } from './inbound.js';
 import { CloseCode, type RejectReason, WS_PATH } from './protocol.js';
 import { reportRejected } from './rejections.js';
+import { TlsEndpoint } from './tls-endpoint.js';
 
 /** How long a removed peer's queued messages may take to leave. */
 const FORGET_GRACE_MS = 1000;
@@ -50,6 +51,8 @@ export class WsTransport implements RemoteTransport {
     private readonly server: WebSocketServer,
     readonly system: ActorSystem,
     readonly config: WireConfig,
+    /** Mutual TLS (`wire.tls`): the https server under `server`, and the options of every dial. */
+    readonly tls: TlsEndpoint | undefined = undefined,
   ) {
     this.rejectLog = new RateLimitedLog(system.logger, () => Date.now(), 20);
     server.on('connection', (socket, request) => {
@@ -100,9 +103,11 @@ export class WsTransport implements RemoteTransport {
     },
   ): Promise<WsTransport> {
     const config = resolveWireConfig(options.wire);
+    const host = options.bindHost ?? options.host;
+    // wire.tls: the ws server runs on an https server that demands a certificate from the cluster CA
+    const tls = config.tls ? TlsEndpoint.create(config.tls, config.handshakeTimeoutMs) : undefined;
     const server = new WebSocketServer({
-      host: options.bindHost ?? options.host,
-      port: options.port,
+      ...(tls ? { server: tls.server } : { host, port: options.port }),
       path: WS_PATH,
       maxPayload: config.maxFrameBytes,
       perMessageDeflate: false,
@@ -111,11 +116,13 @@ export class WsTransport implements RemoteTransport {
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);
       server.once('error', reject);
+      tls?.server.listen(options.port, host);
     });
     server.on('error', () => {});
     const port = (server.address() as AddressInfo).port;
     const system = new ActorSystem({ ...options, port });
-    const transport = new WsTransport(server, system, config);
+    const transport = new WsTransport(server, system, config, tls);
+    tls?.attach(system);
     system.attachTransport(transport);
     if (!config.secret) {
       system.logger.warn(
@@ -143,7 +150,13 @@ export class WsTransport implements RemoteTransport {
       const key = `${lane}|${formatNodeAddress(node)}`;
       association = this.associations.get(key);
       if (!association) {
-        association = new Association(this.system, this.config, { host: node.host, port: node.port }, lane);
+        association = new Association(
+          this.system,
+          this.config,
+          { host: node.host, port: node.port },
+          lane,
+          this.tls?.dialOptions,
+        );
         this.associations.set(key, association);
       }
       const entry = cached ?? {};
@@ -214,6 +227,7 @@ export class WsTransport implements RemoteTransport {
     for (const c of this.inbound) c.close(CloseCode.goingAway, 'shutdown', 'node shutting down');
     for (const client of this.server.clients) client.terminate();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await this.tls?.close();
     this.system.terminate();
   }
 }
