@@ -19,6 +19,7 @@ import { doyenMachineTellRate, doyenTransitionTellRate } from './lib/doyen-local
 import { DoyenRemoteBench } from './lib/doyen-remote.js';
 import { median, printResult } from './lib/stats.js';
 import { formatFigure, formatTable } from './lib/table.js';
+import { TLS_ONLY_ARG, tlsMessagingSection } from './lib/tls-messaging.js';
 
 const RUNS = runsFromArgs(process.argv.slice(2)) ?? 5;
 
@@ -252,6 +253,12 @@ const comparisons: Comparison[] = [
   },
 ];
 
+// 5. remote tell over mutual TLS (bench/lib/tls-messaging.ts); `pnpm bench messaging tls` runs only it
+const tls = tlsMessagingSection({ messages: REMOTE_MESSAGES, batchBytes: BATCH_BYTES });
+if (process.argv.includes(TLS_ONLY_ARG)) sections.length = comparisons.length = 0;
+sections.push(tls);
+comparisons.push(...tls.comparisons);
+
 const startedAt = performance.now();
 const perRun: Figures[] = Array.from({ length: RUNS }, () => ({}));
 const figureRows: string[][] = [['figure', 'unit', ...perRun.map((_, i) => `run ${i + 1}`), 'median']];
@@ -277,6 +284,7 @@ try {
   }
 } finally {
   await remote?.close();
+  await tls.close();
 }
 
 const ratios: Figures = {};

@@ -21,6 +21,7 @@ import {
   type Ping,
 } from './bench-messages.js';
 import { WsTransport } from './doyen.js';
+import { tlsFromEnv } from './tls-bench-env.js';
 
 if (!process.send) {
   console.error('doyen-node-process reports over IPC: spawn it with an ipc stdio channel');
@@ -32,7 +33,7 @@ const transport = await WsTransport.start({
   cluster: BENCH_CLUSTER,
   host: '127.0.0.1',
   port: 0,
-  wire: { secret: BENCH_SECRET },
+  wire: { secret: BENCH_SECRET, ...tlsFromEnv() },
 });
 const system = transport.system;
 system.messageTypes.register([...CHILD_MESSAGE_TYPES]);

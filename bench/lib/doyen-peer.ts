@@ -24,11 +24,12 @@ export type DoyenPeer = {
 
 const script = fileURLToPath(new URL('./doyen-node-process.ts', import.meta.url));
 
-export async function startDoyenPeer(): Promise<DoyenPeer> {
+export async function startDoyenPeer(env: NodeJS.ProcessEnv = {}): Promise<DoyenPeer> {
   // Absolute loader URL, so the child does not depend on the caller's working directory.
   const tsx = import.meta.resolve('tsx');
   const child = spawn(process.execPath, ['--conditions=@doyen/source', '--import', tsx, script], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, ...env },
   });
   const stop = () => stopChild(child);
   try {

@@ -11,7 +11,7 @@ import {
   type Ping,
   type Pong,
 } from './bench-messages.js';
-import { type ActorRef, type NodeAddress, WsTransport } from './doyen.js';
+import { type ActorRef, type NodeAddress, type WireConfig, WsTransport } from './doyen.js';
 import { type DoyenPeer, startDoyenPeer } from './doyen-peer.js';
 import type { Latency } from './raw-ws.js';
 import { percentile, perSecond } from './stats.js';
@@ -69,16 +69,20 @@ export class DoyenRemoteBench {
     this.child = this.counter.address.node;
   }
 
-  static async start(): Promise<DoyenRemoteBench> {
+  /** `wire` and `childEnv` (see tls-bench-env.ts) configure both nodes, e.g. for mutual TLS. */
+  static async start(
+    wire: Partial<WireConfig> = {},
+    childEnv: NodeJS.ProcessEnv = {},
+  ): Promise<DoyenRemoteBench> {
     const transport = await WsTransport.start({
       cluster: BENCH_CLUSTER,
       host: '127.0.0.1',
       port: 0,
-      wire: { secret: BENCH_SECRET },
+      wire: { secret: BENCH_SECRET, ...wire },
     });
     transport.system.messageTypes.register([...PARENT_MESSAGE_TYPES]);
     try {
-      return new DoyenRemoteBench(transport, await startDoyenPeer());
+      return new DoyenRemoteBench(transport, await startDoyenPeer(childEnv));
     } catch (error) {
       await transport.close();
       throw error;

@@ -83,7 +83,13 @@ describe("startNode({ coordinator: 'quorum' })", () => {
   });
 
   it('refuses a config it cannot keep safe', async () => {
-    const base = { cluster: 'c', host: '127.0.0.1', port: 0, seeds: [{ host: '127.0.0.1', port: 1 }] };
+    const base = {
+      cluster: 'c',
+      host: '127.0.0.1',
+      port: 0,
+      seeds: [{ host: '127.0.0.1', port: 1 }],
+      secret: 's',
+    };
     await expect(startNode({ ...base, coordinator: 'etcd' })).rejects.toThrow(InvalidConfigError);
     await expect(
       startNode({ ...base, coordinator: 'quorum', clusterOptions: { downing: 'auto' } }),

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../packages/core/src/index.js';
 import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
@@ -9,6 +10,8 @@ afterEach(async () => {
   await Promise.all(nodes.splice(0).map((n) => n.close()));
 });
 
+const TOKEN = randomBytes(16).toString('hex');
+
 async function start(port: number, httpPort: number, seed: number, extra = {}) {
   const n = await startNode(
     {
@@ -18,6 +21,7 @@ async function start(port: number, httpPort: number, seed: number, extra = {}) {
       httpPort,
       seeds: [{ host: '127.0.0.1', port: seed }],
       secret: 's',
+      httpToken: TOKEN,
       clusterOptions: { downing: 'manual' },
       ...extra,
     },
@@ -27,8 +31,14 @@ async function start(port: number, httpPort: number, seed: number, extra = {}) {
   return n;
 }
 
+/** GET, or any other method as an operator sends it: with the management token, JSON. */
 const http = (port: number, path: string, method = 'GET') =>
-  fetch(`http://127.0.0.1:${port}${path}`, { method }).then(async (r) => ({
+  fetch(`http://127.0.0.1:${port}${path}`, {
+    method,
+    ...(method === 'GET'
+      ? {}
+      : { headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: '{}' }),
+  }).then(async (r) => ({
     status: r.status,
     body: (await r.json()) as any,
   }));

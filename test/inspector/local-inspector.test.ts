@@ -160,7 +160,8 @@ describe('local inspector over HTTP (two nodes in-process)', () => {
     expect(html).not.toMatch(/<(script|link|img)[^>]+(src|href)=/i);
     expect(html).not.toMatch(/https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
     expect((await fetch(`http://127.0.0.1:${h}/inspector/`)).status).toBe(200);
-    expect((await fetch(`http://127.0.0.1:${h}/inspector/machines`, { method: 'POST' })).status).toBe(405);
+    // no management token: every non-GET request is refused before any route sees it
+    expect((await fetch(`http://127.0.0.1:${h}/inspector/machines`, { method: 'POST' })).status).toBe(403);
     expect((await fetch(`http://127.0.0.1:${h}/cluster`)).status).toBe(200);
     expect(await upgradeStatus(`ws://127.0.0.1:${h}/nope`)).toBe(404);
     expect(await upgradeStatus(`ws://127.0.0.1:${h}/inspector/live`, { origin: 'http://evil.example' })).toBe(

@@ -9,7 +9,7 @@ import {
   startInspectorServer,
 } from '../../packages/doyen/src/inspector/index.js';
 import { captureLogger } from '../../packages/testkit/src/index.js';
-import { type CliNode, killAll, runCli } from '../support/cli-process.js';
+import { type CliNode, killAll, runCli, secretEnv } from '../support/cli-process.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { eventually } from '../support/wait.js';
 import { type Recorder, record, startInspectedNode } from './support.js';
@@ -35,7 +35,7 @@ afterEach(async () => {
 
 const registrations = (r: Recorder) => r.messages.filter((m) => m?.type === '@xstate.actor');
 
-describe('--inspect: the Stately inspector through @statelyai/inspect', () => {
+describe('--inspect: the Stately inspector through the doyen inspector relay', () => {
   it('starts without an inspector server, then sends every machine once the server comes up', async () => {
     const [pA, pB, hA, hB, inspectorPort] = await freePorts(5);
     const url = `ws://127.0.0.1:${inspectorPort}`;
@@ -46,9 +46,9 @@ describe('--inspect: the Stately inspector through @statelyai/inspect', () => {
 
     const server = await startInspectorServer({ port: inspectorPort! });
     servers.push(server);
-    expect(server.url).toBe(`ws://localhost:${inspectorPort}`);
+    expect(server.url).toBe(`ws://127.0.0.1:${inspectorPort}`);
     // the inspector page's side of the relay
-    const page = await record(url);
+    const page = await record(`${url}/viewer`);
     recorders.push(page);
     // A reconnects (backoff from 1 s) and replays the registrations and latest snapshots
     for (const path of MACHINES) {
@@ -165,11 +165,11 @@ describe('--inspect: the Stately inspector through @statelyai/inspect', () => {
     const [inspectorPort, p, h] = await freePorts(3);
     const server = runCli(['inspector', '--port', String(inspectorPort)]);
     children.push(server);
-    await eventually(() => server.logs.some((l) => l.includes(`open http://localhost:${inspectorPort}`)), {
+    await eventually(() => server.logs.some((l) => l.includes(`open http://127.0.0.1:${inspectorPort}`)), {
       timeoutMs: 20_000,
       what: 'the inspector server up',
     });
-    const page = await record(`ws://127.0.0.1:${inspectorPort}`);
+    const page = await record(`ws://127.0.0.1:${inspectorPort}/viewer`);
     recorders.push(page);
     const node = runCli(
       [
@@ -184,12 +184,11 @@ describe('--inspect: the Stately inspector through @statelyai/inspect', () => {
         `127.0.0.1:${p}`,
         '--http-port',
         String(h),
-        '--secret',
-        's',
         '--inspect-url',
         `ws://127.0.0.1:${inspectorPort}`,
       ],
       h,
+      secretEnv(),
     );
     children.push(node);
     await page.waitFor(
@@ -216,11 +215,17 @@ describe('--inspect: the Stately inspector through @statelyai/inspect', () => {
   it('reads inspect from the config and validates its url', () => {
     expect(inspectorUrlOf(undefined)).toBeUndefined();
     expect(inspectorUrlOf(false)).toBeUndefined();
-    expect(inspectorUrlOf(true)).toBe('ws://localhost:8080');
-    expect(inspectorUrlOf({})).toBe('ws://localhost:8080');
+    expect(inspectorUrlOf(true)).toBe('ws://127.0.0.1:8080');
+    expect(inspectorUrlOf({})).toBe('ws://127.0.0.1:8080');
     expect(inspectorUrlOf({ url: 'wss://inspect.example:9000' })).toBe('wss://inspect.example:9000');
     expect(inspectorPageUrl('ws://localhost:8080')).toBe('http://localhost:8080/');
-    const base = { cluster: 'c', host: '127.0.0.1', port: 1, seeds: [{ host: '127.0.0.1', port: 1 }] };
+    const base = {
+      cluster: 'c',
+      host: '127.0.0.1',
+      port: 1,
+      seeds: [{ host: '127.0.0.1', port: 1 }],
+      secret: 's',
+    };
     expect(() => validateNodeConfig({ ...base, inspect: { url: 'http://localhost:8080' } })).toThrow(
       /ws:\/\//,
     );

@@ -1,9 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { silentLogger } from '../../packages/core/src/index.js';
 import { type DoyenNode, type NodeConfig, startNode } from '../../packages/doyen/src/index.js';
 import { eventually } from '../support/wait.js';
 
 export const CLUSTER = 'inspector-test';
+const SECRET = randomBytes(16).toString('hex');
 
 /** A node on 127.0.0.1 with HTTP on; `seed` is the port of the first seed (its own to form). */
 export async function startInspectedNode(
@@ -20,7 +22,7 @@ export async function startInspectedNode(
       port,
       httpPort,
       seeds: [{ host: '127.0.0.1', port: seed }],
-      secret: 'inspector-secret',
+      secret: SECRET,
       clusterOptions: { downing: 'manual', maxJoinAttempts: 1000, joinBackoffMaxMs: 300 },
       ...extra,
     },

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { secretEnv, TEST_HTTP_TOKEN } from '../support/cli-process.js';
 import {
   canUseNetns,
   createTopology,
@@ -76,24 +77,29 @@ describe.skipIf(!ok)('real partitions between network namespaces (five CLI nodes
       .filter((e) => e.event === event);
 
   function start(name: Name, cluster: string, extra: string[]): NetnsNode {
-    const node = topo.spawnNode(name, [
-      'node',
-      '--cluster',
-      cluster,
-      '--host',
-      topo.host(name).ip,
-      '--port',
-      String(PORT),
-      '--seeds',
-      `${addr('athens')},${addr('byzantium')}`,
-      '--http-port',
-      String(HTTP_PORT),
-      '--name',
+    const node = topo.spawnNode(
       name,
-      '--secret',
-      'netns-secret',
-      ...extra,
-    ]);
+      [
+        'node',
+        '--cluster',
+        cluster,
+        '--host',
+        topo.host(name).ip,
+        '--port',
+        String(PORT),
+        '--seeds',
+        `${addr('athens')},${addr('byzantium')}`,
+        '--http-port',
+        String(HTTP_PORT),
+        // management listens on 127.0.0.1 by default; the test reads it at the namespace's address
+        '--http-host',
+        topo.host(name).ip,
+        '--name',
+        name,
+        ...extra,
+      ],
+      secretEnv(),
+    );
     nodes.set(name, node);
     return node;
   }
@@ -295,7 +301,10 @@ describe.skipIf(!ok)('real partitions between network namespaces (five CLI nodes
       await twoClusters(MINORITY);
       // churn on the smaller side: ephesus leaves (leaving, exiting, removed: three new versions)
       const leave = `http://${topo.host('ephesus').ip}:${HTTP_PORT}/cluster/leave`;
-      expect(await topo.requestJson('ephesus', leave, { method: 'POST' })).toEqual({ leaving: true });
+      const operator = { authorization: `Bearer ${TEST_HTTP_TOKEN}`, 'content-type': 'application/json' };
+      expect(await topo.requestJson('ephesus', leave, { method: 'POST', headers: operator })).toEqual({
+        leaving: true,
+      });
       expect(await withTimeout(nodes.get('ephesus')!.exited, 15_000, 'ephesus to leave')).toEqual({
         code: 0,
         signal: null,

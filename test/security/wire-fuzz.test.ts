@@ -213,7 +213,8 @@ describe('fuzzing the wire: every handshake state, both sides', { timeout: TIMEO
         encoder.encode([[path, uid, null, { type: 'test.ping', ref, nested: { a: [1, 2, 'x'], b: null } }]]),
         encoder.encode([
           [path, uid, null, { type: 'test.ping', ref, nested: { a: [3], b: true } }],
-          [path, uid, ref.id, { type: 'test.n', n: 1.5 }],
+          // a sender on the raw peer's own node (127.0.0.1:1#rawpeer): one on another node is forged
+          [path, uid, 'doyen://test@127.0.0.1:1/user/x#rawpeer', { type: 'test.n', n: 1.5 }],
         ]),
         plain.pack([[path, uid, null, { type: 'test.ping' }]]),
       ];

@@ -42,7 +42,12 @@ describe('issue 10 (7): a system-lane flood from one connection', () => {
     flooders.push(flooder);
     // valid system-lane frames, one small envelope each: decoded, validated, dead-lettered (no such actor)
     const frame = new Packr({ useRecords: false }).pack([
-      ['/system/flood-sink', a.cluster.self.uid, null, { type: 'membership.ack', version: 1, from: 'x:1#y' }],
+      [
+        '/system/flood-sink',
+        a.cluster.self.uid,
+        null,
+        { type: 'membership.ack', version: 1, from: `127.0.0.1:${evilPort}#evil` },
+      ],
     ]);
     const received = () =>
       a.transport.system.metrics.value('doyen_wire_messages_received_total', { lane: 'system' });
@@ -68,7 +73,8 @@ describe('issue 10 (7): a system-lane flood from one connection', () => {
     expect(sent).toBeGreaterThan(10_000);
     expect(decoded).toBeGreaterThan(10_000);
     console.log(JSON.stringify({ sent, decoded, worstLateMs: Math.round(worstLateMs) }));
-    expect(worstLateMs).toBeLessThan(150);
+    // well inside the detector's 400 ms acceptable pause (the old code: ~600 ms); 250 leaves room for a loaded CI
+    expect(worstLateMs).toBeLessThan(250);
     expect(events.filter((e) => e.type === 'member.unreachable')).toEqual([]);
   });
 });

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -13,12 +14,28 @@ export interface CliNode {
   events(): Record<string, unknown>[];
 }
 
-/** Runs `doyen <args>` as a child process (TypeScript sources through tsx). */
-export function runCli(args: string[], httpPort?: number): CliNode {
+/** This run's cluster secret and management token: random, and handed over in the environment, never on argv. */
+export const TEST_SECRET = randomBytes(16).toString('hex');
+export const TEST_HTTP_TOKEN = randomBytes(16).toString('hex');
+
+/** The environment of a CLI node with this run's secret and token (`DOYEN_SECRET`, `DOYEN_HTTP_TOKEN`). */
+export function secretEnv(): Record<string, string> {
+  return { DOYEN_SECRET: TEST_SECRET, DOYEN_HTTP_TOKEN: TEST_HTTP_TOKEN };
+}
+
+/**
+ * Runs `doyen <args>` as a child process (TypeScript sources through tsx). `env` adds to (or,
+ * with `undefined` values, removes from) the inherited environment.
+ */
+export function runCli(
+  args: string[],
+  httpPort?: number,
+  env: Record<string, string | undefined> = {},
+): CliNode {
   const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=@doyen/source', CLI, ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, DOYEN_LOG_LEVEL: 'info' },
+    env: { ...process.env, DOYEN_LOG_LEVEL: 'info', ...env },
   });
   const logs: string[] = [];
   const collect = (chunk: Buffer) => logs.push(...chunk.toString().split('\n').filter(Boolean));
@@ -49,12 +66,30 @@ export async function getJson(port: number, path: string): Promise<{ status: num
   return { status: res.status, body: await res.json() };
 }
 
+/** A state-changing management request as an operator sends it: the token, JSON. */
+export async function postJson(
+  port: number,
+  path: string,
+  body: unknown = {},
+  token: string = TEST_HTTP_TOKEN,
+): Promise<{ status: number; body: any }> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
 export function killAll(nodes: CliNode[]): void {
   for (const n of nodes)
     if (n.process.exitCode === null && n.process.signalCode === null) n.process.kill('SIGKILL');
 }
 
-/** Runs `doyen node` on 127.0.0.1 with the given ports, seeds and cluster (plus `extra` flags). */
+/**
+ * Runs `doyen node` on 127.0.0.1 with the given ports, seeds and cluster (plus `extra` flags),
+ * this run's secret and management token in its environment.
+ */
 export function runCliNode(
   cluster: string,
   ports: { port: number; httpPort: number; seeds: number[] },
@@ -73,10 +108,9 @@ export function runCliNode(
       ports.seeds.map((p) => `127.0.0.1:${p}`).join(','),
       '--http-port',
       String(ports.httpPort),
-      '--secret',
-      `${cluster}-secret`,
       ...extra,
     ],
     ports.httpPort,
+    secretEnv(),
   );
 }

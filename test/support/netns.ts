@@ -168,12 +168,16 @@ export interface Topology {
   partition(groupA: readonly string[], groupB: readonly string[]): Promise<void>;
   /** Removes every partition rule. */
   heal(): Promise<void>;
-  /** Starts `doyen node ...` inside a host's namespace. */
-  spawnNode(name: string, args: readonly string[]): NetnsNode;
+  /** Starts `doyen node ...` inside a host's namespace; `env` adds to its environment (secrets go there, not in `args`). */
+  spawnNode(name: string, args: readonly string[], env?: Readonly<Record<string, string>>): NetnsNode;
   /** GET from inside a host's namespace; undefined when it does not answer (or is not JSON). */
   getJson(name: string, url: string, timeoutMs?: number): Promise<any>;
   /** Any method from inside a host's namespace; undefined on failure, a non-2xx status or non-JSON. */
-  requestJson(name: string, url: string, options?: { method?: string; timeoutMs?: number }): Promise<any>;
+  requestJson(
+    name: string,
+    url: string,
+    options?: { method?: string; timeoutMs?: number; headers?: Readonly<Record<string, string>> },
+  ): Promise<any>;
   /** SIGKILLs every node process started through this topology and waits for them. */
   killNodes(): Promise<void>;
   /** Kills every process and deletes every namespace; safe to call twice. */
@@ -288,32 +292,44 @@ export function createTopology(names: readonly string[]): Topology {
   const requestJson = (
     name: string,
     url: string,
-    { method = 'GET', timeoutMs = 2000 }: { method?: string; timeoutMs?: number } = {},
+    {
+      method = 'GET',
+      timeoutMs = 2000,
+      headers,
+    }: { method?: string; timeoutMs?: number; headers?: Readonly<Record<string, string>> } = {},
   ): Promise<any> => {
     const h = host(name);
-    const cmd = useCurl
-      ? ['netns', 'exec', h.ns, 'curl', '-s', '-f', '-X', method, '-m', String(timeoutMs / 1000), url]
-      : [
-          'netns',
-          'exec',
-          h.ns,
-          process.execPath,
-          '-e',
-          `fetch(process.argv[1],{method:process.argv[2],signal:AbortSignal.timeout(${timeoutMs})})` +
-            '.then(r=>r.ok?r.text():Promise.reject()).then(t=>process.stdout.write(t),()=>process.exit(1))',
-          url,
-          method,
-        ];
+    // headers (a bearer token) go through the environment, never on a command line
+    const cmd =
+      useCurl && !headers
+        ? ['netns', 'exec', h.ns, 'curl', '-s', '-f', '-X', method, '-m', String(timeoutMs / 1000), url]
+        : [
+            'netns',
+            'exec',
+            h.ns,
+            process.execPath,
+            '-e',
+            `fetch(process.argv[1],{method:process.argv[2],headers:JSON.parse(process.env.NETNS_HEADERS||'{}'),signal:AbortSignal.timeout(${timeoutMs})})` +
+              '.then(r=>r.ok?r.text():Promise.reject()).then(t=>process.stdout.write(t),()=>process.exit(1))',
+            url,
+            method,
+          ];
     return new Promise((resolve) => {
-      const child = execFile('ip', cmd, { timeout: timeoutMs + 3000, encoding: 'utf8' }, (error, stdout) => {
-        pending.delete(child);
-        if (error) return resolve(undefined);
-        try {
-          resolve(JSON.parse(stdout));
-        } catch {
-          resolve(undefined);
-        }
-      });
+      const env = headers ? { ...process.env, NETNS_HEADERS: JSON.stringify(headers) } : process.env;
+      const child = execFile(
+        'ip',
+        cmd,
+        { timeout: timeoutMs + 3000, encoding: 'utf8', env },
+        (error, stdout) => {
+          pending.delete(child);
+          if (error) return resolve(undefined);
+          try {
+            resolve(JSON.parse(stdout));
+          } catch {
+            resolve(undefined);
+          }
+        },
+      );
       pending.add(child);
     });
   };
@@ -343,7 +359,7 @@ export function createTopology(names: readonly string[]): Topology {
     async heal() {
       await Promise.all(hosts.map(unblock));
     },
-    spawnNode(name, args) {
+    spawnNode(name, args, env = {}) {
       const h = host(name);
       const child = spawn(
         'ip',
@@ -358,7 +374,11 @@ export function createTopology(names: readonly string[]): Topology {
           CLI,
           ...args,
         ],
-        { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, DOYEN_LOG_LEVEL: 'info' } },
+        {
+          cwd: ROOT,
+          stdio: ['ignore', 'pipe', 'pipe'],
+          env: { ...process.env, DOYEN_LOG_LEVEL: 'info', ...env },
+        },
       );
       const logs: string[] = [];
       const collect = (stream: NodeJS.ReadableStream) => {

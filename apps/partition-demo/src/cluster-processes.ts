@@ -80,7 +80,10 @@ export interface LogLine {
 
 export interface ClusterProcessesOptions {
   readonly clusterName: string;
+  /** Handed to every node in its environment (`DOYEN_SECRET`), never on its command line. */
   readonly secret: string;
+  /** The management token (`DOYEN_HTTP_TOKEN`) fault injection needs. */
+  readonly httpToken: string;
   /** One `<name>.log` per node, appended across restarts. */
   readonly logDir: string;
   /** HTTP management ports `httpBase`, `httpBase + 1`, … by row; free ports when absent. */
@@ -331,8 +334,6 @@ export class ClusterProcesses {
       node.name,
       '--http-port',
       String(node.httpPort),
-      '--secret',
-      this.options.secret,
       '--enable-fault-injection',
       ...(this.options.nodeArgs ?? []),
     ];
@@ -341,7 +342,14 @@ export class ClusterProcesses {
       // stdin stays open: the orphan guard in the child ends it when this pipe closes
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true,
-      env: { ...process.env, DOYEN_DEMO_CHILD: '1', DOYEN_LOG_LEVEL: 'info', FORCE_COLOR: '0' },
+      env: {
+        ...process.env,
+        DOYEN_DEMO_CHILD: '1',
+        DOYEN_LOG_LEVEL: 'info',
+        FORCE_COLOR: '0',
+        DOYEN_SECRET: this.options.secret,
+        DOYEN_HTTP_TOKEN: this.options.httpToken,
+      },
     });
     internals.child = child;
     internals.asked = undefined;

@@ -2,6 +2,7 @@
  * The running demo: the node processes, the poller, the event list and the fault state, with
  * the actions keys and scripts use (by node name) and the view model of the screen.
  */
+import { randomBytes } from 'node:crypto';
 import { ClusterProcesses, type LogLine, type ManagedNode } from './cluster-processes.js';
 import { type CheckResult, type Condition, check } from './conditions.js';
 import { type DemoEvent, EventLog } from './events.js';
@@ -23,11 +24,15 @@ export interface DemoOptions {
 
 const HOST = '127.0.0.1';
 
+/** This run's cluster secret and management token: random, handed to the nodes in their environment. */
+const SECRET = randomBytes(16).toString('hex');
+const HTTP_TOKEN = randomBytes(16).toString('hex');
+
 async function post(port: number, path: string, body?: unknown): Promise<void> {
   const res = await fetch(`http://${HOST}:${port}${path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: body === undefined ? '' : JSON.stringify(body),
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${HTTP_TOKEN}` },
+    body: JSON.stringify(body ?? {}),
     signal: AbortSignal.timeout(2000),
   });
   const text = await res.text();
@@ -64,7 +69,8 @@ export class Demo implements ScriptTarget {
     this.events = new EventLog(options.onEvent ? { onEvent: options.onEvent } : {});
     this.processes = new ClusterProcesses({
       clusterName: this.clusterName,
-      secret: `demo-${process.pid}-${Math.random().toString(36).slice(2)}`,
+      secret: SECRET,
+      httpToken: HTTP_TOKEN,
       logDir: options.logDir,
       host: HOST,
       ...(options.httpBase !== undefined ? { httpBase: options.httpBase } : {}),

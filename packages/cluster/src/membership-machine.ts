@@ -5,12 +5,12 @@ import { DOWNING_PATH, sbrViewMessage } from './downing/downing-machine.js';
 import { isLive } from './member.js';
 import type { Membership } from './membership.js';
 import {
+  admittedBy,
   completeCollector,
   type Env,
   evaluate,
   executeDowning,
   formNewCluster,
-  includesSelfLive,
   initialContext,
   isCoordinator,
   isFirstSeed,
@@ -27,6 +27,7 @@ import {
   onOwnReachability,
   onPull,
   onReachabilityReport,
+  onRedirect,
   onUpdate,
   onVersionSeen,
   pullFromCoordinator,
@@ -45,6 +46,7 @@ import type {
   Leave,
   Pull,
   ReachabilityReport,
+  Redirect,
   Update,
   Welcome,
 } from './messages.js';
@@ -66,6 +68,7 @@ export type MembershipLocalEvent =
 export type MembershipEvent =
   | Join
   | Welcome
+  | Redirect
   | Update
   | Ack
   | Pull
@@ -141,9 +144,11 @@ export function createMembershipMachine(deps: MembershipDeps) {
   const letIn = {
     'membership.welcome': {
       target: 'up',
-      guard: ({ event }: { event: MembershipEvent }) => includesSelfLive(env, (event as Welcome).membership),
+      guard: ({ event }: { event: MembershipEvent }) =>
+        admittedBy(env, (event as Welcome).membership, (event as Welcome).from),
       actions: apply((c, e) => welcomed(env, c, (e as Welcome).membership)),
     },
+    'membership.redirect': { actions: apply((c, e) => onRedirect(env, c, e as Redirect)) },
     'membership.update': {
       target: 'up',
       guard: 'updateNamesSelf',
@@ -185,7 +190,8 @@ export function createMembershipMachine(deps: MembershipDeps) {
       joinBackoff: ({ context }) => joinBackoffMs(config, context.attempt),
       pullInterval: config.pullIntervalMs,
       leaderActionsInterval: config.leaderActionsIntervalMs,
-      leaveRetry: Math.max(100, Math.min(1000, config.leaveTimeoutMs / 10)),
+      // leaves are not forwarded: a leaver whose coordinator changed asks the new one on a retry
+      leaveRetry: Math.max(100, Math.min(250, config.leaveTimeoutMs / 10)),
       leaveTimeout: config.leaveTimeoutMs,
     },
     guards: {
@@ -193,7 +199,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
       isOnlySeed: () => config.mayFormCluster && isFirstSeed(env) && config.seeds.length === 1,
       hasAttemptsLeft: ({ context }) => context.attempt < config.maxJoinAttempts,
       updateNamesSelf: ({ event }) =>
-        event.type === 'membership.update' && includesSelfLive(env, event.membership),
+        event.type === 'membership.update' && admittedBy(env, event.membership, event.replyTo.address.node),
       isCoordinator: ({ context }) => isCoordinator(env, context),
       selfGoneAfterLeaving: ({ context }) => {
         const s = selfStatus(context);
@@ -256,7 +262,9 @@ export function createMembershipMachine(deps: MembershipDeps) {
             actions: apply((c, e) => completeCollector(env, c, (e as { id: number }).id)),
           },
           'membership.leave': { actions: apply((c, e) => onLeave(env, c, e as Leave)) },
-          'membership.down': { actions: apply((c, e) => onDownRequest(env, c, (e as DownRequest).member)) },
+          'membership.down': {
+            actions: apply((c, e) => onDownRequest(env, c, (e as DownRequest).member, (e as DownRequest).by)),
+          },
           'membership.downed-notice': {
             actions: apply((c, e) => onDownedNotice(env, c, (e as DownedNotice).by)),
           },

@@ -1,5 +1,6 @@
 import type { ActorRef, Message, NodeAddress, UniqueNodeAddress } from '@doyen/core';
 import type { ClusterConfig } from './config.js';
+import { heartbeatPeers } from './heartbeat-ring.js';
 import { isLive, keyOf, keyOfNode, type Member, nodeOf } from './member.js';
 import {
   addJoiner,
@@ -15,7 +16,17 @@ import {
   setStatus,
   setUnreachable,
 } from './membership.js';
-import type { Ack, Join, Leave, Pull, ReachabilityReport, Update, Welcome } from './messages.js';
+import type {
+  Ack,
+  DownRequest,
+  Join,
+  Leave,
+  Pull,
+  ReachabilityReport,
+  Redirect,
+  Update,
+  Welcome,
+} from './messages.js';
 
 /**
  * The membership protocol as pure functions: (context, input) -> (context, messages to send,
@@ -45,6 +56,8 @@ export interface MembershipContext {
   /** subject key -> observers (keys) that currently report it unreachable. */
   readonly observations: Readonly<Record<string, readonly string[]>>;
   readonly failure: string | undefined;
+  /** Live members (keys) that told us we were downed, while the coordinator we believe has not. */
+  readonly downedBy: readonly string[];
   /**
    * Every membership adopted, newest last (bounded): one step may adopt several versions
    * (unreachable, then downed), and the edge turns each consecutive pair into events.
@@ -87,6 +100,7 @@ export const initialContext: MembershipContext = {
   nextCollectorId: 1,
   observations: {},
   failure: undefined,
+  downedBy: [],
   journal: [],
 };
 
@@ -106,6 +120,43 @@ export function selfMember(env: Env, ctx: MembershipContext): Member | undefined
   return ctx.membership ? findMember(ctx.membership, env.self.key) : undefined;
 }
 
+/**
+ * The member this node takes for coordinator: the oldest up member it does not itself find
+ * unreachable. Only its updates are believed: after a crash or a partition the next oldest of a
+ * side is believed as soon as this node sees the old one unreachable, and a member cannot talk
+ * its way into coordinating by sending a membership that leaves the older ones out. "Itself"
+ * means its own failure detector for the members it monitors, and the reports of others only
+ * for those it does not (a ring beyond ten members): a report from one member that it cannot
+ * reach the coordinator must not make everyone stop listening to it.
+ */
+export function believedCoordinator(env: Env, ctx: MembershipContext): Member | undefined {
+  const m = ctx.membership;
+  if (!m) return undefined;
+  const live = liveMembers(m);
+  const { targets } = heartbeatPeers(
+    { address: env.self.address, uid: env.self.uid },
+    live.filter((x) => keyOf(x) !== env.self.key),
+    { config: env.config.heartbeatRing },
+  );
+  const monitored = new Set(targets.map(keyOf));
+  const unreachable = (key: string) => {
+    const observers = ctx.observations[key] ?? [];
+    return monitored.has(key) ? observers.includes(env.self.key) : observers.length > 0;
+  };
+  let best: Member | undefined;
+  for (const member of m.members) {
+    if (member.status !== 'up' || unreachable(keyOf(member))) continue;
+    if (best === undefined || member.age < best.age) best = member;
+  }
+  return best;
+}
+
+/** Whether `ref` (a sender's reply address, bound to its connection) is the believed coordinator. */
+function fromBelievedCoordinator(env: Env, ctx: MembershipContext, ref: ActorRef): boolean {
+  const c = believedCoordinator(env, ctx);
+  return c !== undefined && keyOf(c) === keyOfNode(ref.address.node);
+}
+
 export function isCoordinator(env: Env, ctx: MembershipContext): boolean {
   const c = ctx.membership && coordinatorOf(ctx.membership);
   return c !== undefined && keyOf(c) === env.self.key;
@@ -123,14 +174,18 @@ export function joinBackoffMs(config: ClusterConfig, attempt: number): number {
 
 // ---- joining ------------------------------------------------------------------------------------
 
-export function joinAttempt(env: Env, ctx: MembershipContext): Step {
-  const join: Join = {
+function joinMessage(env: Env): Join {
+  return {
     type: 'membership.join',
     node: env.self.node,
     name: env.self.name,
     roles: env.self.roles,
     replyTo: env.selfRef,
   };
+}
+
+export function joinAttempt(env: Env, ctx: MembershipContext): Step {
+  const join = joinMessage(env);
   const out = env.config.seeds
     .filter((s) => !(s.host === env.self.node.host && s.port === env.self.node.port))
     .map((address): Outbound => ({ to: { kind: 'seed', address }, message: join }));
@@ -142,7 +197,7 @@ export function formNewCluster(env: Env, ctx: MembershipContext): Step {
 }
 
 /** A welcome (or an update naming us while we join) makes us a member. */
-export function welcomed(env: Env, ctx: MembershipContext, membership: Membership): Step {
+export function welcomed(_env: Env, ctx: MembershipContext, membership: Membership): Step {
   return adopt({ ...ctx, attempt: 0 }, membership);
 }
 
@@ -151,6 +206,28 @@ export function welcomedByUpdate(env: Env, ctx: MembershipContext, update: Updat
   const step = welcomed(env, ctx, update.membership);
   const ack: Ack = { type: 'membership.ack', version: update.membership.version, from: env.self.key };
   return { ...step, out: [...step.out, sendTo({ kind: 'ref', ref: update.replyTo }, ack)] };
+}
+
+/**
+ * A joiner believes a welcome (or an update naming it) only from the coordinator of the
+ * membership it carries: the node that admitted it.
+ */
+export function admittedBy(env: Env, m: Membership, sender: UniqueNodeAddress): boolean {
+  const c = coordinatorOf(m);
+  return includesSelfLive(env, m) && c !== undefined && keyOf(c) === keyOfNode(sender);
+}
+
+/** A seed that is not the coordinator sent us to it: join there (only a seed we asked may). */
+export function onRedirect(env: Env, ctx: MembershipContext, redirect: Redirect): Step {
+  const fromSeed = env.config.seeds.some(
+    (s) => s.host === redirect.from.host && s.port === redirect.from.port,
+  );
+  if (!fromSeed || keyOfNode(redirect.coordinator) === env.self.key) return noop(ctx);
+  return {
+    context: ctx,
+    out: [sendTo({ kind: 'member', node: redirect.coordinator }, joinMessage(env))],
+    timeouts: [],
+  };
 }
 
 export function includesSelfLive(env: Env, m: Membership): boolean {
@@ -218,8 +295,12 @@ export function onJoin(env: Env, ctx: MembershipContext, join: Join): Step {
   const m = ctx.membership;
   if (!m) return noop(ctx);
   if (!isCoordinator(env, ctx)) {
+    // not forwarded: the coordinator admits a join only from the joiner's own connection
     const c = coordinatorNode(ctx);
-    return c ? { context: ctx, out: [sendTo({ kind: 'member', node: c }, join)], timeouts: [] } : noop(ctx);
+    const redirect: Redirect = { type: 'membership.redirect', coordinator: c!, from: env.self.node };
+    return c
+      ? { context: ctx, out: [sendTo({ kind: 'ref', ref: join.replyTo }, redirect)], timeouts: [] }
+      : noop(ctx);
   }
   const address = `${join.node.host.includes(':') ? `[${join.node.host}]` : join.node.host}:${join.node.port}`;
   const existing = findByAddress(m, address);
@@ -227,7 +308,7 @@ export function onJoin(env: Env, ctx: MembershipContext, join: Join): Step {
     // a retry of a join we already handled: answer again, change nothing
     const pending = ctx.collectors.some((c) => c.joiner === keyOf(existing));
     if (pending) return noop(ctx);
-    const welcome: Welcome = { type: 'membership.welcome', membership: m };
+    const welcome: Welcome = { type: 'membership.welcome', membership: m, from: env.self.node };
     return { context: ctx, out: [sendTo({ kind: 'ref', ref: join.replyTo }, welcome)], timeouts: [] };
   }
   const joiner: NewMember = { address, uid: join.node.uid, name: join.name, roles: join.roles };
@@ -291,7 +372,7 @@ export function completeCollector(env: Env, ctx: MembershipContext, id: number, 
   const rest = { ...ctx, collectors: ctx.collectors.filter((c) => c.id !== id) };
   const joiner = findMember(ctx.membership, collector.joiner);
   if (!joiner) return noop(rest);
-  const welcome: Welcome = { type: 'membership.welcome', membership: ctx.membership };
+  const welcome: Welcome = { type: 'membership.welcome', membership: ctx.membership, from: env.self.node };
   const answered: Step = {
     context: rest,
     out: [sendTo({ kind: 'ref', ref: collector.replyTo }, welcome)],
@@ -313,6 +394,14 @@ export function onUpdate(env: Env, ctx: MembershipContext, update: Update): Step
   // coordinator (whom we downed, or who downed us) may have a higher version of another history.
   if (!isLiveMember(mine, update.replyTo)) return noop(ctx);
   if (theirs.version > mine.version) {
+    // Only the coordinator we believe in publishes: a member cannot rewrite the membership. An
+    // update from another live member that leaves us out counts as its downed-notice: the side
+    // that downed us may not be the one we believe in, and most of it will say so.
+    if (!fromBelievedCoordinator(env, ctx, update.replyTo)) {
+      if (includesSelfLive(env, theirs)) return noop(ctx);
+      const step = onDownedNotice(env, ctx, keyOfNode(update.replyTo.address.node));
+      return { ...step, out: [...step.out, ackOut] };
+    }
     // only from our own cluster: it names us, or we are in it and learn that we were taken out
     if (!includesSelfLive(env, theirs) && !includesSelfLive(env, mine)) return noop(ctx);
     const step = adopt(ctx, theirs);
@@ -336,7 +425,8 @@ export function onPull(env: Env, ctx: MembershipContext, pull: Pull): Step {
 
 /** Periodic catch-up: a member asks the coordinator whether it missed an update. */
 export function pullFromCoordinator(env: Env, ctx: MembershipContext): Step {
-  const c = coordinatorNode(ctx);
+  const believed = believedCoordinator(env, ctx);
+  const c = believed && keyOf(believed) !== env.self.key ? nodeOf(believed) : undefined;
   if (!c || !ctx.membership) return noop(ctx);
   const pull: Pull = { type: 'membership.pull', version: ctx.membership.version, replyTo: env.selfRef };
   return { context: ctx, out: [sendTo({ kind: 'member', node: c }, pull)], timeouts: [] };
@@ -357,10 +447,8 @@ export function onVersionSeen(
     const update: Update = { type: 'membership.update', membership: m, replyTo: env.selfRef };
     return { context: ctx, out: [sendTo({ kind: 'member', node: peer }, update)], timeouts: [] };
   }
-  if (version > m.version) {
-    const pull: Pull = { type: 'membership.pull', version: m.version, replyTo: env.selfRef };
-    return { context: ctx, out: [sendTo({ kind: 'member', node: peer }, pull)], timeouts: [] };
-  }
+  // newer elsewhere: ask the coordinator we believe (only its updates are taken)
+  if (version > m.version) return pullFromCoordinator(env, ctx);
   return noop(ctx);
 }
 
@@ -443,17 +531,20 @@ export function evaluate(env: Env, ctx: MembershipContext): Step {
 }
 
 /** Operator or API: down a member (by key or by `host:port`). Only the coordinator acts on it. */
-export function onDownRequest(env: Env, ctx: MembershipContext, target: string): Step {
+export function onDownRequest(env: Env, ctx: MembershipContext, target: string, by = env.self.key): Step {
   const m = ctx.membership;
   if (!m) return noop(ctx);
   const member = findMember(m, target) ?? findByAddress(m, target);
   if (!member) return noop(ctx);
+  // a request made on another node counts only from a live member (it speaks for its operator)
+  const requester = findMember(m, by);
+  if (!requester || !isLive(requester.status)) return noop(ctx);
   if (!isCoordinator(env, ctx)) {
+    // only a request made here is passed on, in our own name: a member speaks only for itself
     const c = coordinatorNode(ctx);
-    const forward: Message = { type: 'membership.down', member: keyOf(member) } as Message;
-    return c
-      ? { context: ctx, out: [sendTo({ kind: 'member', node: c }, forward)], timeouts: [] }
-      : noop(ctx);
+    if (!c || by !== env.self.key) return noop(ctx);
+    const request: DownRequest = { type: 'membership.down', member: keyOf(member), by: env.self.key };
+    return { context: ctx, out: [sendTo({ kind: 'member', node: c }, request)], timeouts: [] };
   }
   return publish(env, ctx, downMembers(m, [keyOf(member)]));
 }
@@ -481,14 +572,24 @@ export function executeDowning(
 }
 
 /**
- * A member of our cluster says it downed us (we still heartbeat it): believe it when it is a
- * live member in our view, and take ourselves out at once, as Akka does on quarantine.
+ * A member of our cluster says it downed us (we still heartbeat it, or its update leaves us
+ * out): take ourselves out at once, as Akka does on quarantine, when the coordinator we believe
+ * says so or once most of the other live members have. One member alone cannot down another.
  */
 export function onDownedNotice(env: Env, ctx: MembershipContext, by: string): Step {
   const m = ctx.membership;
   const sender = m && findMember(m, by);
   if (!m || !sender || !isLive(sender.status) || by === env.self.key) return noop(ctx);
-  return adopt(ctx, downMembers(m, [env.self.key]));
+  const believed = believedCoordinator(env, ctx);
+  const downedBy = ctx.downedBy.includes(by) ? ctx.downedBy : [...ctx.downedBy, by];
+  const others = liveMembers(m)
+    .filter((x) => keyOf(x) !== env.self.key)
+    .map(keyOf);
+  const told = others.filter((k) => downedBy.includes(k)).length;
+  if ((believed && keyOf(believed) === by) || told > others.length / 2) {
+    return adopt({ ...ctx, downedBy: [] }, downMembers(m, [env.self.key]));
+  }
+  return noop({ ...ctx, downedBy });
 }
 
 // ---- leaving ----------------------------------------------------------------------------------
@@ -510,10 +611,9 @@ export function onLeave(env: Env, ctx: MembershipContext, leave: Leave): Step {
   const m = ctx.membership;
   if (!m) return noop(ctx);
   const member = findMember(m, leave.member);
-  if (!member || (member.status !== 'up' && member.status !== 'joining')) return noop(ctx);
-  if (!isCoordinator(env, ctx)) {
-    const c = coordinatorNode(ctx);
-    return c ? { context: ctx, out: [sendTo({ kind: 'member', node: c }, leave)], timeouts: [] } : noop(ctx);
+  // not forwarded when we are not the coordinator: the leaver asks again, of the right one
+  if (!member || (member.status !== 'up' && member.status !== 'joining') || !isCoordinator(env, ctx)) {
+    return noop(ctx);
   }
   return publish(env, ctx, setStatus(m, [leave.member], 'leaving'));
 }

@@ -1,6 +1,14 @@
-import { ActorRef, type Message, type MessageTypes, type UniqueNodeAddress } from '@doyen/core';
-import type { MemberStatus } from './member.js';
+import {
+  type ActorRef,
+  type MessageTypes,
+  type Read,
+  read,
+  schema,
+  type UniqueNodeAddress,
+} from '@doyen/core';
+import type { Member, MemberStatus } from './member.js';
 import type { Membership } from './membership.js';
+import type { Merge, Probe, ProbeReply } from './split-brain-checker.js';
 
 /** Joiner -> seed (forwarded to the coordinator): let me in. */
 export interface Join {
@@ -15,6 +23,19 @@ export interface Join {
 export interface Welcome {
   readonly type: 'membership.welcome';
   readonly membership: Membership;
+  /** The coordinator that admitted the joiner: a welcome is believed only from it. */
+  readonly from: UniqueNodeAddress;
+}
+
+/**
+ * A seed that is not the coordinator -> joiner: ask the coordinator yourself. Joins are not
+ * forwarded: a member speaks only for itself, so the coordinator admits a join only from the
+ * connection of the node that joins.
+ */
+export interface Redirect {
+  readonly type: 'membership.redirect';
+  readonly coordinator: UniqueNodeAddress;
+  readonly from: UniqueNodeAddress;
 }
 
 /** Coordinator -> members: the new membership; answered with an ack. */
@@ -43,10 +64,11 @@ export interface Leave {
   readonly member: string;
 }
 
-/** Anyone -> coordinator: declare this member down (operator or API request). */
+/** A member -> coordinator: declare this member down (operator or API request made at `by`). */
 export interface DownRequest {
   readonly type: 'membership.down';
   readonly member: string;
+  readonly by: string;
 }
 
 /** A member -> a node it has downed that still heartbeats it: you are out (Akka's quarantine). */
@@ -78,6 +100,7 @@ export interface HeartbeatPong {
 export type MembershipMessage =
   | Join
   | Welcome
+  | Redirect
   | Update
   | Ack
   | Pull
@@ -89,89 +112,103 @@ export type HeartbeatMessage = HeartbeatPing | HeartbeatPong;
 // ---- validation at the boundary -------------------------------------------------------------
 
 const STATUSES: readonly MemberStatus[] = ['joining', 'up', 'leaving', 'exiting', 'down', 'removed'];
-const isInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
-const isStr = (v: unknown, max = 256): v is string => typeof v === 'string' && v.length <= max;
-const isRef = (v: unknown) => v instanceof ActorRef;
-const isKey = (v: unknown) => isStr(v, 400) && (v as string).includes('#');
+/** Bounds: a hostile peer cannot make us spin on a membership of millions. */
+const MAX_MEMBERS = 10_000;
+const roles = read.list(read.string(64), 64);
 
-function isNode(v: unknown): boolean {
-  const n = v as Partial<UniqueNodeAddress> | null;
-  return (
-    typeof n === 'object' &&
-    n !== null &&
-    isStr(n.host) &&
-    Number.isInteger(n.port) &&
-    (n.port as number) > 0 &&
-    (n.port as number) < 65536 &&
-    isStr(n.uid, 64)
-  );
-}
+const member: Read<Member> = read.object<Member>({
+  address: read.address,
+  uid: read.matching(/^[A-Za-z0-9]{1,64}$/, 'a node uid'),
+  name: read.string(256),
+  age: read.count,
+  status: read.oneOf(...STATUSES),
+  roles,
+});
 
-function isMemberLike(v: unknown): boolean {
-  const m = v as Record<string, unknown> | null;
-  return (
-    typeof m === 'object' &&
-    m !== null &&
-    isStr(m.address) &&
-    isStr(m.uid, 64) &&
-    isStr(m.name) &&
-    isInt(m.age) &&
-    STATUSES.includes(m.status as MemberStatus) &&
-    Array.isArray(m.roles) &&
-    m.roles.length <= 64 &&
-    m.roles.every((r) => isStr(r, 64))
-  );
-}
+/** A membership from the network, rebuilt field by field. */
+export const readMembership: Read<Membership> = read.object<Membership>({
+  version: read.count,
+  nextAge: read.count,
+  members: read.list(member, MAX_MEMBERS),
+  failed: read.list(member, MAX_MEMBERS),
+  unreachable: read.list(read.memberKey, MAX_MEMBERS),
+});
 
-/** Shape check of a membership from the network; bounded so a hostile peer cannot make us spin. */
-export function membershipProblem(v: unknown): string | undefined {
-  const m = v as Partial<Membership> | null;
-  if (typeof m !== 'object' || m === null) return 'membership must be a map';
-  if (!isInt(m.version) || !isInt(m.nextAge)) return 'version and nextAge must be non-negative integers';
-  if (!Array.isArray(m.members) || m.members.length > 10_000 || !m.members.every(isMemberLike)) {
-    return 'members must be a list of members';
-  }
-  if (!Array.isArray(m.failed) || m.failed.length > 10_000 || !m.failed.every(isMemberLike)) {
-    return 'failed must be a list of members';
-  }
-  if (!Array.isArray(m.unreachable) || !m.unreachable.every(isKey)) return 'unreachable must be member keys';
-  return undefined;
-}
-
-function check(fields: Record<string, (v: unknown) => boolean | string | undefined>) {
-  return (message: Message): string | undefined => {
-    const m = message as unknown as Record<string, unknown>;
-    for (const [field, test] of Object.entries(fields)) {
-      const r = test(m[field]);
-      if (r === false) return `bad field ${field}`;
-      if (typeof r === 'string') return r;
-    }
-    return undefined;
-  };
-}
-
+/**
+ * Every cluster message, rebuilt from its fields; `speaksFor` names the identities a message
+ * claims, which must be the node its connection authenticated as (a member speaks only for
+ * itself). Which sender a receiver believes (the coordinator, a live member) is decided by the
+ * protocol with these fields, once they are known to be true.
+ */
 export function registerClusterMessages(types: MessageTypes): void {
   types.register(
     'membership.join',
-    check({
-      node: isNode,
-      name: (v) => isStr(v),
-      roles: (v) => Array.isArray(v) && v.every((r) => isStr(r, 64)),
-      replyTo: isRef,
-    }),
+    schema<Join>({ node: read.node, name: read.string(256), roles, replyTo: read.ref }, (m) => [
+      m.node,
+      m.replyTo,
+    ]),
   );
-  types.register('membership.welcome', check({ membership: membershipProblem }));
-  types.register('membership.update', check({ membership: membershipProblem, replyTo: isRef }));
-  types.register('membership.ack', check({ version: isInt, from: isKey }));
-  types.register('membership.pull', check({ version: isInt, replyTo: isRef }));
-  types.register(['membership.leave', 'membership.down'], check({ member: isKey }));
-  types.register('membership.downed-notice', check({ by: isKey }));
+  types.register(
+    'membership.welcome',
+    schema<Welcome>({ membership: readMembership, from: read.node }, (m) => [m.from]),
+  );
+  types.register(
+    'membership.redirect',
+    schema<Redirect>({ coordinator: read.node, from: read.node }, (m) => [m.from]),
+  );
+  types.register(
+    'membership.update',
+    schema<Update>({ membership: readMembership, replyTo: read.ref }, (m) => [m.replyTo]),
+  );
+  types.register(
+    'membership.ack',
+    schema<Ack>({ version: read.count, from: read.memberKey }, (m) => [m.from]),
+  );
+  types.register(
+    'membership.pull',
+    schema<Pull>({ version: read.count, replyTo: read.ref }, (m) => [m.replyTo]),
+  );
+  types.register(
+    'membership.leave',
+    schema<Leave>({ member: read.memberKey }, (m) => [m.member]),
+  );
+  types.register(
+    'membership.down',
+    schema<DownRequest>({ member: read.memberKey, by: read.memberKey }, (m) => [m.by]),
+  );
+  types.register(
+    'membership.downed-notice',
+    schema<DownedNotice>({ by: read.memberKey }, (m) => [m.by]),
+  );
   types.register(
     'membership.reachability',
-    check({ observer: isKey, subject: isKey, reachable: (v) => typeof v === 'boolean' }),
+    schema<ReachabilityReport>(
+      { observer: read.memberKey, subject: read.memberKey, reachable: read.boolean },
+      (m) => [m.observer],
+    ),
   );
-  types.register(['heartbeat.ping', 'heartbeat.pong'], check({ from: isNode, version: isInt }));
-  types.register('sbc.probe', check({ coordinator: isNode, size: isInt, replyTo: isRef }));
-  types.register('sbc.probe-reply', check({ coordinator: isNode, size: isInt }));
-  types.register('sbc.merge', check({ from: isKey, target: (v) => isNode({ ...(v as object), uid: 'x' }) }));
+  const heartbeat = { from: read.node, version: read.count };
+  types.register(
+    'heartbeat.ping',
+    schema<HeartbeatPing>(heartbeat, (m) => [m.from]),
+  );
+  types.register(
+    'heartbeat.pong',
+    schema<HeartbeatPong>(heartbeat, (m) => [m.from]),
+  );
+  types.register(
+    'sbc.probe',
+    schema<Probe>({ coordinator: read.node, size: read.count, replyTo: read.ref }, (m) => [
+      m.coordinator,
+      m.replyTo,
+    ]),
+  );
+  types.register(
+    'sbc.probe-reply',
+    schema<ProbeReply>({ coordinator: read.node, size: read.count, from: read.node }, (m) => [m.from]),
+  );
+  types.register(
+    'sbc.merge',
+    schema<Merge>({ from: read.memberKey, target: read.nodeAddress }, (m) => [m.from]),
+  );
 }

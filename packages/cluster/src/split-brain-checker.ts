@@ -31,11 +31,16 @@ export interface Probe {
   readonly replyTo: ActorRef;
 }
 
-/** The other sub-cluster's coordinator answers (the seed's SplitBrainJoinRequest exchange). */
+/**
+ * A member of the other sub-cluster answers with its coordinator and size (the seed's
+ * SplitBrainJoinRequest exchange). It answers in its own name (`from`): a probe is not passed
+ * on to the coordinator, since a member speaks only for itself.
+ */
 export interface ProbeReply {
   readonly type: 'sbc.probe-reply';
   readonly coordinator: UniqueNodeAddress;
   readonly size: number;
+  readonly from: UniqueNodeAddress;
 }
 
 /** Coordinator of the smaller side -> its members: leave and rejoin through `target`. */
@@ -195,12 +200,12 @@ export function createSplitBrainCheckerMachine(deps: SplitBrainCheckerDeps) {
           if (!view || context.merging || !view.coordinator) return;
           // the prober is one of ours: nothing to merge
           if (view.memberAddresses.includes(addressOf(probe.coordinator))) return;
-          if (!view.isCoordinator) {
-            // a member of another sub-cluster: hand the probe to our coordinator
-            system.remoteRef(view.coordinator, SPLIT_BRAIN_CHECKER_PATH).send(probe);
-            return;
-          }
-          const reply: ProbeReply = { type: 'sbc.probe-reply', coordinator: system.node, size: view.size };
+          const reply: ProbeReply = {
+            type: 'sbc.probe-reply',
+            coordinator: view.coordinator,
+            size: view.size,
+            from: system.node,
+          };
           probe.replyTo.send(reply);
         },
       },

@@ -9,6 +9,7 @@ export * from './errors.js';
 export * from './logger.js';
 export * from './mailbox.js';
 export * from './message.js';
+export * from './message-schema.js';
 export * from './message-types.js';
 export * from './metrics.js';
 export * from './ring-buffer.js';

@@ -1,7 +1,9 @@
+import type { UniqueNodeAddress } from './address.js';
 import { DoyenError } from './errors.js';
 import type { Message } from './message.js';
+import { forgedClaim, type MessageSchema, parseWithSchema } from './message-schema.js';
 
-/** Checks one decoded message; returns a reason when it is malformed. */
+/** Checks one decoded message; returns a reason when it is malformed (for types without a schema). */
 export type MessageValidator = (message: Message) => string | undefined;
 
 export class UnknownMessageTypeError extends DoyenError {
@@ -10,31 +12,86 @@ export class UnknownMessageTypeError extends DoyenError {
   }
 }
 
+/** Why a message from the network was refused. */
+export type MessageRefusal =
+  | { readonly ok: false; readonly reason: 'unknown-type' | 'invalid-message'; readonly detail: string }
+  | { readonly ok: false; readonly reason: 'forged'; readonly detail: string; readonly claimed: string };
+
+type Entry = { readonly schema: MessageSchema } | { readonly validate: MessageValidator | undefined };
+
 /**
  * The message types this node accepts from the network (like Akka's serialization bindings):
- * anything else is dropped at the boundary before it reaches an actor.
+ * anything else is dropped at the boundary before it reaches an actor. A type registered with a
+ * schema is rebuilt from its validated fields and its identity claims are checked against the
+ * connection; a type registered with a plain validator (or none) is passed on as decoded.
  */
 export class MessageTypes {
-  private readonly validators = new Map<string, MessageValidator | undefined>();
+  private readonly entries = new Map<string, Entry>();
 
-  register(types: string | readonly string[], validate?: MessageValidator): this {
-    for (const type of typeof types === 'string' ? [types] : types) this.validators.set(type, validate);
+  register<M extends Message>(
+    types: string | readonly string[],
+    check?: MessageValidator | MessageSchema<M>,
+  ): this {
+    const entry: Entry =
+      typeof check === 'object' ? { schema: check as unknown as MessageSchema } : { validate: check };
+    for (const type of typeof types === 'string' ? [types] : types) this.entries.set(type, entry);
     return this;
   }
 
   has(type: string): boolean {
-    return this.validators.has(type);
+    return this.entries.has(type);
   }
 
-  /** `undefined` when acceptable, otherwise the reason it is not. */
+  /** `undefined` when acceptable, otherwise the reason it is not (identity claims not checked). */
   check(message: Message): string | undefined {
-    if (!this.validators.has(message.type)) return `unknown message type ${JSON.stringify(message.type)}`;
-    const validate = this.validators.get(message.type);
-    if (!validate) return undefined;
-    try {
-      return validate(message);
-    } catch (error) {
-      return `validator threw: ${(error as Error).message}`;
+    const result = this.parse(message, undefined);
+    return result.ok ? undefined : result.detail;
+  }
+
+  /**
+   * The message as it may enter this node, rebuilt from its schema, or why not. With `origin`
+   * (the node the connection authenticated as), every identity the message claims must be it.
+   */
+  parse(
+    message: Message,
+    origin: UniqueNodeAddress | undefined,
+  ): { readonly ok: true; readonly message: Message } | MessageRefusal {
+    const entry = this.entries.get(message.type);
+    if (!entry) {
+      return {
+        ok: false,
+        reason: 'unknown-type',
+        detail: `unknown message type ${JSON.stringify(message.type.slice(0, 100))}`,
+      };
     }
+    if ('validate' in entry) {
+      const problem = entry.validate ? runValidator(entry.validate, message) : undefined;
+      return problem === undefined
+        ? { ok: true, message }
+        : { ok: false, reason: 'invalid-message', detail: `${message.type}: ${problem}` };
+    }
+    const parsed = parseWithSchema(message.type, entry.schema, message as unknown as Record<string, unknown>);
+    if (!parsed.ok)
+      return { ok: false, reason: 'invalid-message', detail: `${message.type}: ${parsed.problem}` };
+    if (origin) {
+      const claimed = forgedClaim(entry.schema, parsed.message, origin);
+      if (claimed !== undefined) {
+        return {
+          ok: false,
+          reason: 'forged',
+          claimed,
+          detail: `${message.type} claims to speak for ${claimed}`,
+        };
+      }
+    }
+    return parsed;
+  }
+}
+
+function runValidator(validate: MessageValidator, message: Message): string | undefined {
+  try {
+    return validate(message);
+  } catch (error) {
+    return `validator threw: ${(error as Error).message}`;
   }
 }

@@ -1,6 +1,7 @@
-import { ActorRef } from './actor-ref.js';
-import { isValidPath } from './address.js';
-import type { Message } from './message.js';
+import type { ActorRef } from './actor-ref.js';
+import { parseActorAddress } from './address.js';
+import type { Rejected, Terminated } from './message.js';
+import { read, schema } from './message-schema.js';
 import type { MessageTypes } from './message-types.js';
 
 /** Asks the node hosting `target` to tell `watcher` when it terminates. */
@@ -16,24 +17,32 @@ export interface Unwatch {
   readonly watcher: ActorRef;
 }
 
-const isRef = (v: unknown) => v instanceof ActorRef;
-
-function watchShape(m: Message): string | undefined {
-  const w = m as Partial<Watch>;
-  if (typeof w.target !== 'string' || !isValidPath(w.target)) return 'target must be an actor path';
-  if (!isRef(w.watcher)) return 'watcher must be an actor ref';
-  return undefined;
-}
-
-/** The runtime's own messages, accepted from any peer once validated. */
+/** The runtime's own messages, rebuilt from their fields; each speaks only for its own node. */
 export function registerSystemMessages(types: MessageTypes): void {
-  types.register(['doyen.watch', 'doyen.unwatch'], watchShape);
-  types.register('doyen.terminated', (m) => {
-    const t = m as Partial<{ ref: unknown; reason: unknown }>;
-    if (!isRef(t.ref)) return 'ref must be an actor ref';
-    return typeof t.reason === 'string' ? undefined : 'reason must be a string';
-  });
-  types.register('doyen.rejected', (m) =>
-    typeof (m as { target?: unknown }).target === 'string' ? undefined : 'target must be a string',
+  const watch = { target: read.path, watcher: read.ref };
+  types.register(
+    'doyen.watch',
+    schema<Watch>(watch, (m) => [m.watcher]),
+  );
+  types.register(
+    'doyen.unwatch',
+    schema<Unwatch>(watch, (m) => [m.watcher]),
+  );
+  types.register(
+    'doyen.terminated',
+    schema<Terminated>(
+      {
+        ref: read.ref,
+        reason: read.oneOf('stopped', 'failed', 'node-unreachable', 'node-removed', 'not-found'),
+      },
+      (m) => [m.ref],
+    ),
+  );
+  types.register(
+    'doyen.rejected',
+    schema<Rejected>(
+      { target: read.actorAddress, reason: read.oneOf('mailbox-full'), messageType: read.string(256) },
+      (m) => [parseActorAddress(m.target).node],
+    ),
   );
 }

@@ -2,27 +2,40 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { defaultClusterConfig, JoinFailedError } from '@doyen/cluster';
-import { createLogger, DoyenError, parseNodeAddress } from '@doyen/core';
+import { DoyenError, parseNodeAddress } from '@doyen/core';
 import { EtcdLease } from '@doyen/lease';
 import { INSPECTOR_USAGE, runInspectorServerCommand } from './inspector/server-cli.js';
 import type { NodeConfig } from './node-config.js';
 import { parseSeeds } from './node-config.js';
+import { createNodeLogger } from './node-logger.js';
+import { HTTP_TOKEN_ENV, resolveSecrets, SECRET_ENV, type SecretWarning } from './secret-sources.js';
 import { startNode } from './start-node.js';
 
 /** Exit codes a supervisor (systemd, Kubernetes) can act on. */
 export const ExitCode = { ok: 0, failure: 1, usage: 2, joinFailed: 3, downed: 4 } as const;
 
 const USAGE = `usage: doyen node --cluster NAME --host H --port P --seeds H1:P1,H2:P2
-                  [--name N] [--roles a,b] [--http-port Q] [--secret S]
+                  (DOYEN_SECRET=S in the environment | --secret-file F
+                   | --tls-ca F --tls-cert F --tls-key F | --insecure)
+                  [--name N] [--roles a,b] [--http-port Q] [--http-host 127.0.0.1]
+                  [--http-token-file F] (or DOYEN_HTTP_TOKEN) [--http-allowed-origins https://a,https://b]
+                  [--http-tls-cert F --http-tls-key F]
                   [--downing keep-majority|static-quorum|keep-oldest|down-all|lease-majority|auto|manual]
                   [--quorum-size N] [--on-downed restart|exit] [--bind-host B] [--config file.json]
                   [--partitions 271] (0: no partition allocator)
                   [--coordinator emergent|quorum|etcd] [--vote-file F] [--etcd http://127.0.0.1:2379,...]
                   [--enable-fault-injection] (tests and demos: POST /fault/blackhole, /fault/heal)
-                  [--log-level info] [--inspect] [--inspect-url ws://localhost:8080]
-       doyen inspector [--port 8080] [--open]
+                  [--log-level info] [--inspect] [--inspect-url ws://127.0.0.1:8080]
+       doyen inspector [--port 8080] [--host 127.0.0.1] [--allowed-origins https://a,...] [--open]
 
 Starts a cluster node. The node whose own address is the first seed may form the cluster.
+Peers prove the cluster secret (DOYEN_SECRET, or the trimmed content of --secret-file) or a
+certificate of the --tls-ca; without either the node refuses to start unless --insecure.
+--secret S still works but shows the secret to every local user in \`ps\`.
+HTTP management binds 127.0.0.1 unless --http-host says otherwise; it is read-only unless a
+management token is set (DOYEN_HTTP_TOKEN or --http-token-file): POST /cluster/leave,
+/cluster/down/{address} and /fault/* need "Authorization: Bearer TOKEN" and
+"Content-Type: application/json", and refuse browser requests from other origins.
 SIGTERM (or POST /cluster/leave) leaves gracefully and exits 0; a failed join exits ${ExitCode.joinFailed};
 a node downed by the split-brain resolver restarts as a new incarnation, or with
 --on-downed exit, exits ${ExitCode.downed}. lease-majority needs an etcd: set "lease" in --config.
@@ -86,7 +99,7 @@ export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (command === 'inspector') {
     if (rest.includes('--help')) fail(INSPECTOR_USAGE, ExitCode.ok);
-    const server = await runInspectorServerCommand(rest);
+    const server = await runInspectorServerCommand(rest, undefined, createNodeLogger());
     if ('error' in server) fail(server.error);
     for (const signal of ['SIGINT', 'SIGTERM'] as const)
       process.once(signal, () => {
@@ -110,7 +123,17 @@ export async function main(argv: string[]): Promise<void> {
         name: { type: 'string' },
         roles: { type: 'string' },
         'http-port': { type: 'string' },
+        'http-host': { type: 'string' },
+        'http-token-file': { type: 'string' },
+        'http-allowed-origins': { type: 'string' },
+        'http-tls-cert': { type: 'string' },
+        'http-tls-key': { type: 'string' },
         secret: { type: 'string' },
+        'secret-file': { type: 'string' },
+        insecure: { type: 'boolean' },
+        'tls-ca': { type: 'string' },
+        'tls-cert': { type: 'string' },
+        'tls-key': { type: 'string' },
         downing: { type: 'string' },
         'quorum-size': { type: 'string' },
         'on-downed': { type: 'string' },
@@ -139,7 +162,24 @@ export async function main(argv: string[]): Promise<void> {
     return n;
   };
   let config: NodeConfig;
+  let secretWarnings: readonly SecretWarning[] = [];
   try {
+    const secrets = resolveSecrets({
+      secretFlag: values.secret,
+      secretFile: values['secret-file'],
+      httpTokenFile: values['http-token-file'],
+      env: process.env,
+    });
+    secretWarnings = secrets.warnings;
+    // nothing this process starts needs them: keep them out of children's environments
+    delete process.env[SECRET_ENV];
+    delete process.env[HTTP_TOKEN_ENV];
+    const tlsFlags = [values['tls-ca'], values['tls-cert'], values['tls-key']];
+    if (tlsFlags.some((f) => f !== undefined) && !tlsFlags.every((f) => f))
+      fail('--tls-ca, --tls-cert and --tls-key go together: give all three or none');
+    const httpTlsFlags = [values['http-tls-cert'], values['http-tls-key']];
+    if (httpTlsFlags.some((f) => f !== undefined) && !httpTlsFlags.every((f) => f))
+      fail('--http-tls-cert and --http-tls-key go together');
     const downing = values.downing ?? file.clusterOptions?.downing;
     config = {
       ...file,
@@ -150,7 +190,34 @@ export async function main(argv: string[]): Promise<void> {
       ...(values.name ? { name: values.name } : {}),
       ...(values.roles ? { roles: values.roles.split(',').filter(Boolean) } : {}),
       ...(values['http-port'] ? { httpPort: int('http-port', values['http-port'])! } : {}),
-      ...(values.secret !== undefined ? { secret: values.secret } : {}),
+      ...(secrets.secret !== undefined ? { secret: secrets.secret } : {}),
+      ...(secrets.httpToken !== undefined ? { httpToken: secrets.httpToken } : {}),
+      ...((values as Record<string, unknown>).insecure === true ? { insecure: true } : {}),
+      ...(values['tls-ca']
+        ? {
+            wire: {
+              ...file.wire,
+              tls: {
+                ...file.wire?.tls,
+                caFile: values['tls-ca'],
+                certFile: values['tls-cert']!,
+                keyFile: values['tls-key']!,
+              },
+            },
+          }
+        : {}),
+      ...(values['http-host'] ? { httpHost: values['http-host'] } : {}),
+      ...(values['http-allowed-origins'] !== undefined
+        ? {
+            httpAllowedOrigins: values['http-allowed-origins']
+              .split(',')
+              .map((o) => o.trim())
+              .filter(Boolean),
+          }
+        : {}),
+      ...(values['http-tls-cert']
+        ? { httpTls: { certFile: values['http-tls-cert'], keyFile: values['http-tls-key']! } }
+        : {}),
       ...(values['bind-host'] ? { bindHost: values['bind-host'] } : {}),
       ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
       clusterOptions: {
@@ -195,7 +262,8 @@ export async function main(argv: string[]): Promise<void> {
   } catch (error) {
     fail((error as Error).message);
   }
-  const logger = createLogger({ level: config.logLevel ?? 'info' });
+  const logger = createNodeLogger({ level: config.logLevel ?? 'info' });
+  for (const w of secretWarnings) logger.warn({ event: w.event }, w.message);
   let node: Awaited<ReturnType<typeof startNode>>;
   try {
     node = await startNode(config, { logger });

@@ -1,11 +1,25 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type Cluster, keyOf, type Member } from '@doyen/cluster';
-import type { ActorSystem } from '@doyen/core';
+import { type ActorSystem, RateLimitedLog } from '@doyen/core';
 import type { ElectedCoordinator } from '@doyen/election';
 import type { PartitionService } from '@doyen/partitions';
 import type { ClusterSingletons } from '@doyen/singleton';
+import {
+  changesState,
+  hostRefusalOf,
+  isLoopback,
+  type ManagementPolicy,
+  managementPolicy,
+  ownOrigins,
+  type RefusalReason,
+  refusalOf,
+} from './management-guard.js';
+
+/** Where management listens unless told otherwise: only local clients reach it. */
+export const DEFAULT_HTTP_HOST = '127.0.0.1';
 
 /** One row of `GET /cluster`. */
 export interface MemberView {
@@ -74,27 +88,64 @@ function pick(x: Member) {
   return { address: x.address, uid: x.uid, name: x.name, age: x.age, status: x.status, roles: x.roles };
 }
 
-function json(response: ServerResponse, status: number, body: unknown): void {
+function json(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = `${JSON.stringify(body, null, 2)}\n`;
   response.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'cache-control': 'no-store',
+    ...headers,
   });
   response.end(text);
+}
+
+/** The node as the management endpoint reads it, on every request: it changes when the node restarts. */
+export interface ManagedNode {
+  readonly system: ActorSystem;
+  readonly cluster: Cluster;
+  readonly singletons?: ClusterSingletons;
+  readonly partitions?: PartitionService | undefined;
+  readonly coordinator?: ElectedCoordinator | undefined;
+}
+
+export interface ManagementServerOptions {
+  /** Interface to bind (default 127.0.0.1). */
+  readonly host?: string;
+  readonly port: number;
+  readonly node: ManagedNode;
+  readonly onLeave: () => void;
+  /** Bearer token for state-changing requests; without one they are all refused (read-only). */
+  readonly token?: string;
+  /** Browser origins allowed besides the server's own loopback ones (`scheme://host[:port]`). */
+  readonly allowedOrigins?: readonly string[];
+  /** Serve HTTPS with this PEM certificate and key. */
+  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer };
 }
 
 /**
  * The management endpoint: cluster state, health, metrics and operator actions. Read-only
  * routes are GET; changes are POST. Unknown routes get 404, wrong methods 405, never a crash.
+ * Every request that is not GET or HEAD — the built-in leave and down, and whatever routes are
+ * added (fault injection) — must pass the guard first: same-site, the bearer token, JSON.
  */
 export class ManagementServer {
   private readonly routes: Route[] = [];
   private readonly upgradeRoutes: UpgradeRoute[] = [];
   private readonly upgraded = new Set<Duplex>();
+  private refusalLog: RateLimitedLog | undefined;
+  private refusalLogOf: ActorSystem | undefined;
 
   private constructor(
     private readonly server: Server,
     readonly port: number,
+    /** `http` or `https`. */
+    readonly scheme: 'http' | 'https',
+    readonly policy: ManagementPolicy,
+    private readonly node: ManagedNode,
   ) {
     server.on('upgrade', (request: IncomingMessage, socket: Socket, head: Buffer) => {
       this.upgraded.add(socket);
@@ -110,32 +161,38 @@ export class ManagementServer {
     });
   }
 
-  static async start(options: {
-    readonly host: string;
-    readonly port: number;
-    /** Read on every request: the node's system and cluster change when it restarts. */
-    readonly node: {
-      readonly system: ActorSystem;
-      readonly cluster: Cluster;
-      readonly singletons?: ClusterSingletons;
-      readonly partitions?: PartitionService | undefined;
-      readonly coordinator?: ElectedCoordinator | undefined;
-    };
-    readonly onLeave: () => void;
-  }): Promise<ManagementServer> {
+  static async start(options: ManagementServerOptions): Promise<ManagementServer> {
     let self: ManagementServer | undefined;
-    const server = createServer((request, response) => {
+    const listener = (request: IncomingMessage, response: ServerResponse) => {
       void handle(request, response).catch((error: unknown) => {
         options.node.system.logger.error({ event: 'http.error', err: error }, 'management request failed');
         if (!response.headersSent) json(response, 500, { error: 'internal error' });
         else response.destroy();
       });
-    });
+    };
+    const server: Server = options.tls
+      ? (createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, listener) as unknown as Server)
+      : createServer(listener);
     async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
       const { system, cluster } = options.node;
       const url = new URL(request.url ?? '/', 'http://localhost');
       const path = url.pathname.replace(/\/+$/, '') || '/';
       const method = request.method ?? 'GET';
+      if (!self) return json(response, 503, { error: 'starting' });
+      const wrongHost = hostRefusalOf(request.headers, self.policy);
+      if (wrongHost) {
+        self.refused(request, wrongHost.reason);
+        return json(response, wrongHost.status, { error: wrongHost.error });
+      }
+      if (changesState(method)) {
+        const refusal = refusalOf(request.headers, self.policy);
+        if (refusal) {
+          self.refused(request, refusal.reason);
+          const headers: Record<string, string> =
+            refusal.status === 401 ? { 'www-authenticate': 'Bearer' } : {};
+          return json(response, refusal.status, { error: refusal.error }, headers);
+        }
+      }
       for (const route of self?.routes ?? []) if (await route(request, response, url)) return;
       if (path === '/cluster' && method === 'GET')
         return json(response, 200, clusterView(cluster, options.node.coordinator));
@@ -219,12 +276,50 @@ export class ManagementServer {
         return json(response, 405, { error: `${method} not allowed on ${path}` });
       return json(response, 404, { error: `no route ${path}` });
     }
+    const host = options.host ?? DEFAULT_HTTP_HOST;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(options.port, options.host, () => resolve());
+      server.listen(options.port, host, () => resolve());
     });
-    self = new ManagementServer(server, (server.address() as AddressInfo).port);
+    const port = (server.address() as AddressInfo).port;
+    const scheme = options.tls ? 'https' : 'http';
+    const origins = [...ownOrigins(scheme, host, port), ...(options.allowedOrigins ?? [])];
+    const policy = managementPolicy(options.token, origins, isLoopback(host));
+    self = new ManagementServer(server, port, scheme, policy, options.node);
     return self;
+  }
+
+  /** The address the server is bound to (`127.0.0.1` unless told otherwise). */
+  get address(): AddressInfo {
+    return this.server.address() as AddressInfo;
+  }
+
+  /** Whether a browser page of `origin` may use this server (its own loopback origins, and the allowed ones). */
+  allowsOrigin(origin: string): boolean {
+    return this.policy.allowsOrigin(origin);
+  }
+
+  /** Logs (rate-limited, never a header value but the origin) and counts a refused request. */
+  refused(request: IncomingMessage, reason: RefusalReason): void {
+    const system = this.node.system;
+    if (this.refusalLogOf !== system) {
+      this.refusalLog = new RateLimitedLog(system.logger, Date.now);
+      this.refusalLogOf = system;
+    }
+    system.metrics.inc('doyen_http_refused_total', 'Management requests refused', { reason });
+    const path = (request.url ?? '/').split('?')[0]!.slice(0, 200);
+    this.refusalLog!.warn(
+      `http.refused:${reason}`,
+      {
+        event: 'http.refused',
+        reason,
+        method: request.method,
+        path,
+        remote: request.socket.remoteAddress,
+        ...(request.headers.origin !== undefined ? { origin: request.headers.origin.slice(0, 200) } : {}),
+      },
+      `management request refused (${reason}): ${request.method} ${path}`,
+    );
   }
 
   /** Adds routes tried before the built-in ones. */

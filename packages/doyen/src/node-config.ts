@@ -18,8 +18,24 @@ export interface NodeConfig {
   readonly roles?: readonly string[];
   /** HTTP management port; off when absent. */
   readonly httpPort?: number;
+  /** Interface the HTTP management port binds (default 127.0.0.1: only local clients). */
+  readonly httpHost?: string;
+  /**
+   * Bearer token that state-changing management routes (leave, down, fault injection) require.
+   * Without one the management plane is read-only.
+   */
+  readonly httpToken?: string;
+  /** Browser origins besides the server's own (`http://127.0.0.1:PORT`, …) allowed on the management port. */
+  readonly httpAllowedOrigins?: readonly string[];
+  /** Serve management over HTTPS with this certificate and key (PEM files). */
+  readonly httpTls?: { readonly certFile: string; readonly keyFile: string };
   /** Shared cluster secret for the handshake. */
   readonly secret?: string;
+  /**
+   * Run without a cluster secret and without TLS: any process that reaches the port may join.
+   * A node refuses to start that way unless this says so.
+   */
+  readonly insecure?: boolean;
   readonly logLevel?: string;
   /** Cluster protocol tuning (downing, timeouts, failure detector). */
   readonly clusterOptions?: Partial<Omit<ClusterConfig, 'seeds' | 'name' | 'roles'>>;
@@ -31,7 +47,7 @@ export interface NodeConfig {
   readonly onDowned?: 'restart' | 'exit';
   /**
    * Sends every machine of the node to Stately's inspector through `@statelyai/inspect`'s
-   * WebSocket inspector server (`doyen inspector`): `true` for `ws://localhost:8080`, or its `url`.
+   * WebSocket inspector server (`doyen inspector`): `true` for `ws://127.0.0.1:8080`, or its `url`.
    * The local page at `GET /inspector` of the HTTP endpoint needs no option.
    */
   readonly inspect?: boolean | { readonly url?: string };
@@ -107,5 +123,61 @@ export function validateNodeConfig(c: NodeConfig): NodeConfig {
   }
   if (c.seeds.length === 0)
     throw new InvalidConfigError('at least one seed is required (use your own address to form)');
+  validateManagement(c);
+  validateClusterAuth(c);
   return c;
+}
+
+/** The cluster secret a config carries (`secret`, or `wire.secret`); undefined when empty. */
+export function clusterSecretOf(c: NodeConfig): string | undefined {
+  const secret = c.secret ?? c.wire?.secret;
+  return secret ? secret : undefined;
+}
+
+/** Said whenever a node has no way to authenticate its peers. */
+export const NO_CLUSTER_AUTH_MESSAGE =
+  'no cluster secret and no TLS: a node needs a cluster secret (DOYEN_SECRET in the environment, --secret-file F, or `secret` in the config), ' +
+  'or mutual TLS (--tls-ca F --tls-cert F --tls-key F, or `wire.tls`), ' +
+  'or an explicit --insecure (`insecure: true`) to let any process that reaches the port join';
+
+function validateClusterAuth(c: NodeConfig): void {
+  const tls = c.wire?.tls;
+  if (tls !== undefined) {
+    const files = [tls.caFile, tls.certFile, tls.keyFile];
+    if (!files.every((f) => typeof f === 'string' && f.length > 0))
+      throw new InvalidConfigError(
+        'wire.tls needs caFile, certFile and keyFile (--tls-ca, --tls-cert and --tls-key: all three or none)',
+      );
+  }
+  if (clusterSecretOf(c) === undefined && tls === undefined && c.insecure !== true)
+    throw new InvalidConfigError(NO_CLUSTER_AUTH_MESSAGE);
+}
+
+function validateManagement(c: NodeConfig): void {
+  if (c.httpHost !== undefined && c.httpHost.trim() === '')
+    throw new InvalidConfigError('httpHost (--http-host) must not be empty');
+  if (c.httpToken !== undefined && c.httpToken.trim() === '')
+    throw new InvalidConfigError('the management token (DOYEN_HTTP_TOKEN, --http-token-file) is empty');
+  for (const origin of c.httpAllowedOrigins ?? []) normalizeOrigin(origin);
+  const tls = c.httpTls;
+  if (tls !== undefined && !(tls.certFile && tls.keyFile))
+    throw new InvalidConfigError(
+      'httpTls needs certFile and keyFile (--http-tls-cert and --http-tls-key together)',
+    );
+}
+
+/** `scheme://host[:port]` of an allowed origin, as browsers send it; throws on anything else. */
+export function normalizeOrigin(text: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    // reported below
+  }
+  const bare = url && url.pathname === '/' && !url.search && !url.hash && !url.username && !url.password;
+  if (!url || !bare || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+    throw new InvalidConfigError(
+      `allowed origin ${JSON.stringify(text)}: expected scheme://host[:port] (e.g. https://ops.example:8443), no path`,
+    );
+  return url.origin;
 }

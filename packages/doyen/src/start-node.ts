@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster } from '@doyen/cluster';
-import { type ActorSystem, createLogger, type Logger, type NodeAddress } from '@doyen/core';
+import { type ActorSystem, InvalidConfigError, type Logger, type NodeAddress } from '@doyen/core';
 import {
   ElectedCoordinator,
   EtcdLeaderStore,
@@ -15,12 +16,13 @@ import { WsTransport } from '@doyen/wire';
 import { faultInjectionRoute } from './fault-injection.js';
 import { attachLocalInspector, type LocalInspector } from './inspector/local-inspector.js';
 import { inspectorUrlOf, StatelyBridge } from './inspector/stately.js';
-import { ManagementServer } from './management-http.js';
+import { DEFAULT_HTTP_HOST, ManagementServer } from './management-http.js';
+import { createNodeLogger } from './node-logger.js';
 
 /** Hazelcast's default partition count. */
 export const DEFAULT_PARTITION_COUNT = 271;
 
-import { type NodeConfig, validateNodeConfig } from './node-config.js';
+import { clusterSecretOf, type NodeConfig, normalizeOrigin, validateNodeConfig } from './node-config.js';
 
 /** Why a node stopped: asked to (signal, API, HTTP), downed with `onDowned: 'exit'`, or closed. */
 export type StopReason = 'shutdown' | 'downed' | 'closed';
@@ -127,7 +129,7 @@ class NodeRunner implements DoyenNode {
       host: config.host,
       port: config.port,
       logger: this.logger,
-      wire: { ...config.wire, ...(config.secret !== undefined ? { secret: config.secret } : {}) },
+      wire: { ...config.wire, secret: clusterSecretOf(config) ?? '' },
       ...(config.bindHost ? { bindHost: config.bindHost } : {}),
       ...(this.stately ? { inspect: this.stately.observerFor(() => label) } : {}),
     });
@@ -281,6 +283,28 @@ class NodeRunner implements DoyenNode {
   }
 }
 
+/** The host a person opens the management pages at: the bound address, or the node's when bound to all. */
+function pageHost(config: NodeConfig): string {
+  const host = config.httpHost ?? DEFAULT_HTTP_HOST;
+  if (host === '0.0.0.0' || host === '::') return config.host;
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** Reads the management certificate and key before anything is bound, so a bad path fails the start. */
+function readHttpTls(files: NonNullable<NodeConfig['httpTls']>): { cert: Buffer; key: Buffer } {
+  const read = (path: string, what: string) => {
+    try {
+      return readFileSync(path);
+    } catch (error) {
+      throw new InvalidConfigError(`cannot read the management ${what} ${path}: ${(error as Error).message}`);
+    }
+  };
+  return {
+    cert: read(files.certFile, 'certificate (--http-tls-cert)'),
+    key: read(files.keyFile, 'key (--http-tls-key)'),
+  };
+}
+
 /** Names an incarnation for the Stately inspector: `host:port#uid`. */
 function incarnationLabel(system: ActorSystem): string {
   return `${system.nodeName}#${system.node.uid}`;
@@ -295,7 +319,14 @@ export async function startNode(
   options: { logger?: Logger; waitUntilUp?: boolean } = {},
 ): Promise<DoyenNode> {
   const config = validateNodeConfig(input);
-  const logger = options.logger ?? createLogger({ level: config.logLevel ?? 'info' });
+  const logger = options.logger ?? createNodeLogger({ level: config.logLevel ?? 'info' });
+  const httpTls = config.httpTls ? readHttpTls(config.httpTls) : undefined;
+  if (clusterSecretOf(config) === undefined && config.wire?.tls === undefined) {
+    logger.warn(
+      { event: 'wire.insecure', host: config.host, port: config.port },
+      'INSECURE: no cluster secret and no TLS (--insecure): any process that can reach this port can join the cluster, read its traffic and send as a member',
+    );
+  }
   const node = new NodeRunner(config, logger);
   try {
     await node.startIncarnation(config.seeds, true);
@@ -306,11 +337,24 @@ export async function startNode(
   try {
     if (config.httpPort !== undefined) {
       node.http = await ManagementServer.start({
-        host: config.bindHost ?? config.host,
+        host: config.httpHost ?? DEFAULT_HTTP_HOST,
         port: config.httpPort,
         node,
         onLeave: () => void node.shutdown(),
+        ...(config.httpToken ? { token: config.httpToken } : {}),
+        allowedOrigins: (config.httpAllowedOrigins ?? []).map(normalizeOrigin),
+        ...(httpTls ? { tls: httpTls } : {}),
       });
+      logger.info(
+        {
+          event: 'http.listening',
+          host: node.http.address.address,
+          port: node.http.port,
+          scheme: node.http.scheme,
+          readOnly: node.http.policy.token === undefined,
+        },
+        `management on ${node.http.scheme}://${node.http.address.address}:${node.http.port}${node.http.policy.token === undefined ? ' (read-only: no management token)' : ''}`,
+      );
       if (config.faultInjection) {
         node.http.addRoute(faultInjectionRoute(() => node.transport));
         logger.warn(
@@ -320,7 +364,9 @@ export async function startNode(
       }
       node.localInspector = attachLocalInspector(node.http, node);
     }
-    const page = node.http ? `http://${config.host}:${node.http.port}/inspector` : undefined;
+    const page = node.http
+      ? `${node.http.scheme}://${pageHost(config)}:${node.http.port}/inspector`
+      : undefined;
     if (node.stately) {
       logger.info(
         { event: 'inspect.enabled', url: node.stately.url, open: node.stately.pageUrl, page },

@@ -1,5 +1,5 @@
 import type { ActorSystem } from '@doyen/core';
-import { fields, isAddress, isAddressList, isInt } from './validate.js';
+import { address, addressList, count, electionMessage, nullOrAddress } from './validate.js';
 
 /** Asks every higher-ranked peer whether it is alive (the full bully round). */
 export interface BullyElection {
@@ -59,18 +59,20 @@ export type BullyMessage =
 
 /** Far above any sensible failoverListSize: bounds what a hostile peer can make us keep. */
 const MAX_FAILOVER_LIST = 64;
-const nullOrAddress = (v: unknown) => v === null || isAddress(v);
 
 export function registerBullyMessages(types: ActorSystem['messageTypes']): void {
-  const fromOnly = fields({ from: isAddress });
+  const fromOnly = electionMessage({ from: address });
   types.register(
     ['election.bully.election', 'election.bully.takeover', 'election.bully.heartbeat-ack'],
     fromOnly,
   );
-  types.register('election.bully.alive', fields({ from: isAddress, rank: isInt, leader: nullOrAddress }));
-  types.register('election.bully.failover', fields({ from: isAddress, failed: nullOrAddress }));
+  types.register(
+    'election.bully.alive',
+    electionMessage({ from: address, rank: count, leader: nullOrAddress }),
+  );
+  types.register('election.bully.failover', electionMessage({ from: address, failed: nullOrAddress }));
   types.register(
     ['election.bully.elected', 'election.bully.heartbeat'],
-    fields({ from: isAddress, failover: isAddressList(MAX_FAILOVER_LIST) }),
+    electionMessage({ from: address, failover: addressList(MAX_FAILOVER_LIST) }),
   );
 }

@@ -1,5 +1,5 @@
 import type { ActorSystem } from '@doyen/core';
-import { fields, isAddress } from './validate.js';
+import { address, electionMessage } from './validate.js';
 
 /** Asks a candidate (or, in the fallback round, a higher ordinary peer) whether it is alive. */
 export interface CandidateProbe {
@@ -30,7 +30,7 @@ export type CandidateMessage = CandidateProbe | CandidateAlive | CandidateElecte
 export function registerCandidateMessages(types: ActorSystem['messageTypes']): void {
   types.register(
     ['election.candidate.probe', 'election.candidate.alive', 'election.candidate.heartbeat'],
-    fields({ from: isAddress }),
+    electionMessage({ from: address }),
   );
-  types.register('election.candidate.elected', fields({ from: isAddress, leader: isAddress }));
+  types.register('election.candidate.elected', electionMessage({ from: address, leader: address }));
 }

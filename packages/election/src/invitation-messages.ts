@@ -1,5 +1,5 @@
 import type { ActorSystem, Message } from '@doyen/core';
-import { fields, isAddress, isAddressList, isInt } from './validate.js';
+import { address, addressList, count, electionMessage } from './validate.js';
 
 /** A group leader asks a peer outside its group to merge; `size` decides who leads the merge. */
 export interface InvitationInvite extends Message {
@@ -65,13 +65,13 @@ export type InvitationMessage =
 const MAX_MEMBERS = 10_000;
 
 export function registerInvitationMessages(types: ActorSystem['messageTypes']): void {
-  const members = isAddressList(MAX_MEMBERS);
-  types.register('election.invitation.invite', fields({ from: isAddress, size: isInt }));
+  const members = addressList(MAX_MEMBERS);
+  types.register('election.invitation.invite', electionMessage({ from: address, size: count }));
   types.register(
     ['election.invitation.redirect', 'election.invitation.new-leader', 'election.invitation.heartbeat-ack'],
-    fields({ from: isAddress, leader: isAddress }),
+    electionMessage({ from: address, leader: address }),
   );
-  types.register('election.invitation.join', fields({ from: isAddress, id: isInt, members }));
-  types.register('election.invitation.welcome', fields({ from: isAddress, id: isInt }));
-  types.register('election.invitation.heartbeat', fields({ from: isAddress, members }));
+  types.register('election.invitation.join', electionMessage({ from: address, id: count, members }));
+  types.register('election.invitation.welcome', electionMessage({ from: address, id: count }));
+  types.register('election.invitation.heartbeat', electionMessage({ from: address, members }));
 }

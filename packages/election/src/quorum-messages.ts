@@ -1,5 +1,5 @@
 import type { ActorSystem, Message } from '@doyen/core';
-import { fields, isAddress, isBool, isInt } from './validate.js';
+import { address, count, electionMessage, flag, time } from './validate.js';
 
 /**
  * Asks "would you vote for me in `generation`?" without bumping anyone's generation (Raft's
@@ -64,20 +64,17 @@ export type QuorumMessage =
   | QuorumHeartbeat
   | QuorumHeartbeatAck;
 
-/** A clock reading: finite, non-negative (simulated time is fractional, so not an integer). */
-const isTime = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v) && v >= 0;
-
-const validators: Record<QuorumMessage['type'], Record<string, (v: unknown) => boolean>> = {
-  'election.quorum.pre-vote': { from: isAddress, generation: isInt, lastIndex: isInt },
-  'election.quorum.pre-vote-reply': { from: isAddress, generation: isInt, granted: isBool },
-  'election.quorum.vote-request': { from: isAddress, generation: isInt, lastIndex: isInt },
-  'election.quorum.vote': { from: isAddress, generation: isInt, granted: isBool },
-  'election.quorum.heartbeat': { from: isAddress, generation: isInt, sentAt: isTime },
-  'election.quorum.heartbeat-ack': { from: isAddress, generation: isInt, sentAt: isTime, ok: isBool },
+const validators: Record<QuorumMessage['type'], Parameters<typeof electionMessage>[0]> = {
+  'election.quorum.pre-vote': { from: address, generation: count, lastIndex: count },
+  'election.quorum.pre-vote-reply': { from: address, generation: count, granted: flag },
+  'election.quorum.vote-request': { from: address, generation: count, lastIndex: count },
+  'election.quorum.vote': { from: address, generation: count, granted: flag },
+  'election.quorum.heartbeat': { from: address, generation: count, sentAt: time },
+  'election.quorum.heartbeat-ack': { from: address, generation: count, sentAt: time, ok: flag },
 };
 
 export const QUORUM_MESSAGE_TYPES = Object.keys(validators) as QuorumMessage['type'][];
 
 export function registerQuorumMessages(types: ActorSystem['messageTypes']): void {
-  for (const [type, checks] of Object.entries(validators)) types.register(type, fields(checks));
+  for (const [type, checks] of Object.entries(validators)) types.register(type, electionMessage(checks));
 }

@@ -1,5 +1,5 @@
 import type { ActorSystem, Message } from '@doyen/core';
-import { fields, isAddress, isAddressList, isInt } from './validate.js';
+import { address, addressList, count, electionMessage } from './validate.js';
 
 /** `ring` collects the live set (CHANG79); `ring-max` only the highest-ranked address seen. */
 export type RingVariant = 'ring' | 'ring-max';
@@ -71,20 +71,20 @@ export function ringTypes<V extends RingVariant>(variant: V) {
 
 export function registerRingMessages(variant: RingVariant, types: ActorSystem['messageTypes']): void {
   const t = ringTypes(variant);
-  const check: Record<string, (v: unknown) => boolean> = {
-    from: isAddress,
-    initiator: isAddress,
-    id: isInt,
-    token: isInt,
+  const check = {
+    from: address,
+    initiator: address,
+    id: count,
+    token: count,
   };
-  const list = isAddressList(MAX_LIVE);
+  const list = addressList(MAX_LIVE);
   if (variant === 'ring') {
-    types.register(t.election, fields({ ...check, live: list }));
-    types.register(t.elected, fields({ ...check, leader: isAddress, live: list }));
+    types.register(t.election, electionMessage({ ...check, live: list }));
+    types.register(t.elected, electionMessage({ ...check, leader: address, live: list }));
   } else {
-    types.register(t.election, fields({ ...check, max: isAddress }));
-    types.register(t.elected, fields({ ...check, leader: isAddress }));
+    types.register(t.election, electionMessage({ ...check, max: address }));
+    types.register(t.elected, electionMessage({ ...check, leader: address }));
   }
-  types.register(t.ack, fields({ from: isAddress, token: isInt }));
-  types.register(t.heartbeat, fields({ from: isAddress }));
+  types.register(t.ack, electionMessage({ from: address, token: count }));
+  types.register(t.heartbeat, electionMessage({ from: address }));
 }

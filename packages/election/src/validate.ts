@@ -1,21 +1,19 @@
-import type { Message } from '@doyen/core';
+import { type Message, type MessageSchema, type Read, read, schema } from '@doyen/core';
 
-/** Field checks for messages from the network: bounded, so a hostile peer cannot make us spin. */
-export const isInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
-export const isBool = (v: unknown): v is boolean => typeof v === 'boolean';
-export const isAddress = (v: unknown): v is string =>
-  typeof v === 'string' && v.length > 0 && v.length <= 300 && /:\d{1,5}$/.test(v);
-export const isOptionalAddress = (v: unknown) => v === undefined || v === null || isAddress(v);
-export const isAddressList =
-  (max = 10_000) =>
-  (v: unknown) =>
-    Array.isArray(v) && v.length <= max && v.every(isAddress);
+/** Field readers of election messages: bounded, so a hostile peer cannot make us spin. */
+export const address = read.address;
+export const count = read.count;
+export const flag = read.boolean;
+export const time = read.time;
+export const nullOrAddress = read.nullable(read.address);
+export const addressList = (max = 10_000) => read.list(read.address, max);
 
-/** A validator for `MessageTypes.register` from per-field checks. */
-export function fields(checks: Record<string, (v: unknown) => boolean>) {
-  return (message: Message): string | undefined => {
-    const m = message as unknown as Record<string, unknown>;
-    for (const [field, test] of Object.entries(checks)) if (!test(m[field])) return `bad field ${field}`;
-    return undefined;
-  };
+/**
+ * An election message, rebuilt from its fields. Every one names its sender in `from`, and a
+ * node speaks only for itself: `from` must be the node its connection authenticated as.
+ */
+export function electionMessage(
+  fields: { readonly from: Read<string> } & Record<string, Read<unknown>>,
+): MessageSchema<Message & { readonly from: string }> {
+  return schema<Message & { readonly from: string }>(fields as never, (m) => [m.from]);
 }

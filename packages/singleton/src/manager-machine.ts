@@ -1,4 +1,4 @@
-import { keyOf, type Membership, nodeOf } from '@doyen/cluster';
+import { keyOf, keyOfNode, type Membership, nodeOf } from '@doyen/cluster';
 import type { ActorRef, ActorSystem, Message } from '@doyen/core';
 import { assign, setup } from 'xstate';
 import type { HandedOver, HandOverStarted, HandOverToMe, Identify, Identity } from './messages.js';
@@ -44,6 +44,8 @@ export interface ManagerContext {
   readonly handOverTo: ActorRef | undefined;
   readonly pendingDrains: readonly string[];
 }
+
+const keyOfRef = (ref: ActorRef) => keyOfNode(ref.address.node);
 
 export function managerPath(name: string): string {
   return `/system/singleton-${name}`;
@@ -116,6 +118,14 @@ export function createManagerMachine(
       formerDowned: ({ context }) =>
         context.formerOldest !== undefined && fateOf(context.formerOldest, context.membership!) === 'downed',
       drained: ({ context }) => context.pendingDrains.length === 0,
+      // only the node we take for the new oldest may ask for the instance
+      askedByNewOldest: ({ context, event }) =>
+        event.type === 'singleton.hand-over-to-me' &&
+        context.oldestKey !== undefined &&
+        context.oldestKey === keyOfRef(event.replyTo),
+      // only the former oldest we asked may say it stopped its instance
+      handedOverByFormer: ({ context, event }) =>
+        event.type === 'singleton.handed-over' && event.from === context.formerOldest,
     },
     actions: {
       takeMembership: assign(({ context, event }) => {
@@ -134,6 +144,7 @@ export function createManagerMachine(
           type: 'singleton.handed-over',
           name: settings.name,
           snapshot: snapshot ?? null,
+          from: selfKey,
         };
         context.handOverTo?.send(done as Message);
         log(
@@ -145,7 +156,12 @@ export function createManagerMachine(
       }),
       answerNotRunning: ({ event }) => {
         if (event.type === 'singleton.hand-over-to-me') {
-          const reply: HandedOver = { type: 'singleton.handed-over', name: settings.name, snapshot: null };
+          const reply: HandedOver = {
+            type: 'singleton.handed-over',
+            name: settings.name,
+            snapshot: null,
+            from: selfKey,
+          };
           event.replyTo.send(reply);
         }
       },
@@ -223,6 +239,7 @@ export function createManagerMachine(
         ],
         on: {
           'singleton.handed-over': {
+            guard: 'handedOverByFormer',
             target: 'oldest',
             actions: assign({ snapshot: ({ event }) => (event as HandedOver).snapshot ?? null }),
           },
@@ -303,6 +320,7 @@ export function createManagerMachine(
             },
           },
           'singleton.hand-over-to-me': {
+            guard: 'askedByNewOldest',
             target: 'handingOver',
             actions: assign({ handOverTo: ({ event }) => (event as HandOverToMe).replyTo }),
           },
@@ -343,6 +361,7 @@ export function createManagerMachine(
           },
           'singleton.identify': {},
           'singleton.hand-over-to-me': {
+            guard: 'askedByNewOldest',
             actions: assign({ handOverTo: ({ event }) => (event as HandOverToMe).replyTo }),
           },
         },
@@ -372,6 +391,7 @@ export function createManagerMachine(
               type: 'singleton.handed-over',
               name: settings.name,
               snapshot: snapshot ?? null,
+              from: selfKey,
             };
             context.handOverTo.send(done as Message);
           }

@@ -1,4 +1,4 @@
-import { ActorRef, type Message, type MessageTypes, type UniqueNodeAddress } from '@doyen/core';
+import { type ActorRef, type MessageTypes, read, schema } from '@doyen/core';
 
 /** New oldest -> former oldest: stop your instance and tell me (Akka's HandOverToMe). */
 export interface HandOverToMe {
@@ -12,6 +12,8 @@ export interface HandedOver {
   readonly type: 'singleton.handed-over';
   readonly name: string;
   readonly snapshot: unknown;
+  /** The former oldest (member key): a hand-over is believed only from the one asked. */
+  readonly from: string;
 }
 
 /** Proxy -> oldest's manager: where do I send? Answered once the instance runs. */
@@ -47,24 +49,32 @@ export interface Drained {
 
 export type SingletonProtocol = HandOverToMe | HandedOver | Identify | Identity | HandOverStarted | Drained;
 
-const isRef = (v: unknown) => v instanceof ActorRef;
-const isName = (v: unknown) => typeof v === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(v);
+const name = read.matching(/^[A-Za-z0-9_.-]{1,64}$/, 'a singleton name');
 
+/** Rebuilt from their fields; each speaks only for the node it came from. */
 export function registerSingletonMessages(types: MessageTypes): void {
-  const need =
-    (fields: Record<string, (v: unknown) => boolean>) =>
-    (m: Message): string | undefined => {
-      const r = m as unknown as Record<string, unknown>;
-      for (const [k, test] of Object.entries(fields)) if (!test(r[k])) return `bad field ${k}`;
-      return undefined;
-    };
-  types.register(['singleton.hand-over-to-me', 'singleton.identify'], need({ name: isName, replyTo: isRef }));
-  types.register('singleton.handed-over', need({ name: isName }));
-  types.register('singleton.identity', need({ name: isName, inbox: isRef }));
-  types.register('singleton.hand-over-started', need({ name: isName, inbox: isRef }));
-  types.register('singleton.drained', need({ proxy: (v) => typeof v === 'string' && v.length < 400 }));
-}
-
-export function nodeKey(node: UniqueNodeAddress): string {
-  return `${node.host.includes(':') ? `[${node.host}]` : node.host}:${node.port}#${node.uid}`;
+  types.register(
+    'singleton.hand-over-to-me',
+    schema<HandOverToMe>({ name, replyTo: read.ref }, (m) => [m.replyTo]),
+  );
+  types.register(
+    'singleton.identify',
+    schema<Identify>({ name, replyTo: read.ref }, (m) => [m.replyTo]),
+  );
+  types.register(
+    'singleton.handed-over',
+    schema<HandedOver>({ name, snapshot: read.plainData(), from: read.memberKey }, (m) => [m.from]),
+  );
+  types.register(
+    'singleton.identity',
+    schema<Identity>({ name, inbox: read.ref }, (m) => [m.inbox]),
+  );
+  types.register(
+    'singleton.hand-over-started',
+    schema<HandOverStarted>({ name, inbox: read.ref }, (m) => [m.inbox]),
+  );
+  types.register(
+    'singleton.drained',
+    schema<Drained>({ proxy: read.memberKey }, (m) => [m.proxy]),
+  );
 }

@@ -1,4 +1,4 @@
-import { keyOf, type Membership, nodeOf } from '@doyen/cluster';
+import { keyOf, keyOfNode, type Membership, nodeOf } from '@doyen/cluster';
 import type { ActorRef, ActorSystem, Message } from '@doyen/core';
 import { assign, setup } from 'xstate';
 import { managerPath, proxyPath } from './manager-machine.js';
@@ -87,6 +87,15 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
       },
     },
     guards: {
+      // an identity is believed only from the node we take for the oldest (it names its inbox)
+      identityFromOldest: ({ context, event }) =>
+        event.type === 'singleton.identity' &&
+        keyOfNode((event as Identity).inbox.address.node) === context.oldestKey,
+      // a hand-over is announced by the node we forward to
+      startedByTarget: ({ context, event }) =>
+        event.type === 'singleton.hand-over-started' &&
+        context.target !== undefined &&
+        keyOfNode((event as HandOverStarted).inbox.address.node) === keyOfNode(context.target.address.node),
       oldestChanged: ({ context, event }) => {
         if (event.type !== 'singleton.membership') return false;
         const o = settings.placement.hostOf((event as { membership: Membership }).membership, settings.role);
@@ -116,6 +125,7 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
             }),
           },
           'singleton.identity': {
+            guard: 'identityFromOldest',
             target: 'forwarding',
             actions: [
               assign({ target: ({ event }) => (event as Identity).inbox }),
@@ -151,6 +161,7 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
             ],
           },
           'singleton.hand-over-started': {
+            guard: 'startedByTarget',
             target: 'identifying',
             actions: ['drainOld', assign({ target: undefined })],
           },

@@ -5,6 +5,7 @@ import {
   type Lane,
   type NodeAddress,
   parseNodeAddress,
+  RateLimitedLog,
   type RemoteTransport,
   type UniqueNodeAddress,
 } from '@doyen/core';
@@ -14,6 +15,7 @@ import {
   defaultWireConfig,
   encodePlain,
   type RejectReason,
+  reportRejected,
   withDecodingSystem,
 } from '@doyen/wire';
 import { SimNetworkError } from './errors.js';
@@ -133,6 +135,7 @@ export class SimNetwork {
   private faults: NetworkFaults;
   private counts = { sent: 0, duplicated: 0, delivered: 0, inFlight: 0 };
   private readonly dropped: Partial<Record<DropReason, number>> = {};
+  private readonly rejectLogs = new WeakMap<ActorSystem, RateLimitedLog>();
 
   constructor(
     private readonly clock: VirtualClock,
@@ -400,11 +403,12 @@ export class SimNetwork {
 
   private reject(target: SimNode, packet: Packet, reason: RejectReason, detail: string): void {
     const system = target.system;
-    system.metrics.inc('doyen_wire_rejected_total', 'Inbound input refused at the boundary', { reason });
-    system.logger.warn(
-      { event: 'wire.rejected', reason, detail, peer: packet.from },
-      `refused input from ${packet.from}: ${detail}`,
-    );
+    let log = this.rejectLogs.get(system);
+    if (!log) {
+      log = new RateLimitedLog(system.logger, () => this.clock.now(), 1000);
+      this.rejectLogs.set(system, log);
+    }
+    reportRejected(system, log, reason, detail, packet.from);
     this.drop(packet, reason);
   }
 

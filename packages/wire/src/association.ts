@@ -22,6 +22,8 @@ import {
   welcomeProof,
 } from './handshake.js';
 import { CloseCode, PROTOCOL_VERSION, UNAUTHENTICATED_CLOSE_REASON, WS_PATH } from './protocol.js';
+import type { TlsDialOptions } from './tls-endpoint.js';
+import { dialTlsFailure } from './tls-errors.js';
 
 /** Bytes encoded per flush turn before yielding to the event loop. */
 const FLUSH_BUDGET_BYTES = 128 * 1024;
@@ -73,6 +75,8 @@ export class Association {
     private readonly config: WireConfig,
     readonly target: NodeAddress,
     readonly lane: Lane,
+    /** With mutual TLS: the options of a `wss` dial, read at each dial (a reload changes them). */
+    private readonly tls?: () => TlsDialOptions,
   ) {}
 
   get queued(): number {
@@ -145,14 +149,17 @@ export class Association {
    */
   private connect(): void {
     this.state = 'connecting';
+    const tls = this.tls?.();
     const target = formatNodeAddress(this.target);
-    const url = `ws://${target}${WS_PATH}`;
+    const url = `${tls ? 'wss' : 'ws'}://${target}${WS_PATH}`;
     const socket = new WebSocket(url, {
       perMessageDeflate: false,
       // connections are one-way: the dialer only ever receives the challenge and the welcome
       maxPayload: this.config.maxHandshakeFrameBytes,
       handshakeTimeout: this.config.handshakeTimeoutMs,
       autoPong: false,
+      // ws hands these to tls.connect; its types leave out `secureContext`
+      ...(tls as WebSocket.ClientOptions | undefined),
     });
     this.socket = socket;
     this.encoder = new BatchEncoder();
@@ -222,8 +229,9 @@ export class Association {
       );
       this.scheduleFlush();
     });
-    socket.on('error', () => {
+    socket.on('error', (error: Error) => {
       // 'close' follows and handles it; without this listener an error event would throw
+      if (tls) this.reportTlsFailure(socket, error);
     });
     socket.on('close', (code, reason) => {
       clearTimeout(deadline);
@@ -258,6 +266,20 @@ export class Association {
     this.system.metrics.inc('doyen_wire_handshake_failures_total', 'Outbound handshakes that failed', {
       lane: this.lane,
       reason: failure,
+    });
+  }
+
+  /** A refused TLS handshake is a failed handshake: logged with OpenSSL's code, counted, then retried. */
+  private reportTlsFailure(socket: WebSocket, error: Error): void {
+    const failure = dialTlsFailure(error);
+    if (!failure || socket !== this.socket || this.state !== 'connecting') return;
+    const peer = formatNodeAddress(this.target);
+    this.system.logger.warn(
+      { event: 'wire.handshake.failed', peer, lane: this.lane, tls: failure.code, reason: failure.reason },
+      `TLS handshake with ${peer} failed (${failure.code}): ${failure.reason}`,
+    );
+    this.system.metrics.inc('doyen_wire_handshake_failures_total', 'Outbound handshakes that failed', {
+      lane: this.lane,
     });
   }
 

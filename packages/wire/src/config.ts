@@ -1,4 +1,26 @@
 import { formatNodeAddress, InvalidConfigError, parseNodeAddress } from '@doyen/core';
+import { loadTlsMaterial } from './tls-material.js';
+
+/**
+ * Mutual TLS between nodes: every connection is `wss`, and both ends present a certificate that
+ * must chain to `caFile`. Files are PEM; they are re-read every `reloadIntervalMs` and swapped in
+ * for new connections when they change (certificate rotation), open connections stay as they are.
+ */
+export interface WireTlsConfig {
+  /** The cluster CA (one or more PEM certificates): the only issuer whose node certificates are accepted. */
+  readonly caFile: string;
+  /** This node's certificate (PEM), optionally followed by intermediates; both serverAuth and clientAuth use. */
+  readonly certFile: string;
+  /** Its private key (unencrypted PEM). */
+  readonly keyFile: string;
+  /**
+   * Also check that a dialled peer's certificate names the host it was dialled at (off by default:
+   * members are usually addressed by pod IP; the CA is the trust anchor and the HMAC handshake binds identity).
+   */
+  readonly verifyHostname?: boolean;
+  /** How often the three files are re-read to detect a rotation (default 10 s). */
+  readonly reloadIntervalMs?: number;
+}
 
 export interface WireConfig {
   /** Shared cluster secret proven with HMAC during the handshake. Empty: no authentication. */
@@ -35,6 +57,8 @@ export interface WireConfig {
   readonly reconnectMinMs: number;
   readonly reconnectMaxMs: number;
   readonly reconnectJitter: number;
+  /** Mutual TLS between nodes; absent: plaintext `ws` (the HMAC handshake only). */
+  readonly tls?: WireTlsConfig;
 }
 
 export const defaultWireConfig: WireConfig = {
@@ -87,7 +111,20 @@ export function resolveWireConfig(partial: Partial<WireConfig> = {}): WireConfig
     throw new InvalidConfigError('wire.maxHandshakeFrameBytes must not exceed wire.maxFrameBytes');
   // normalised as the dialer formats its target, so the comparison is exact
   const aliases = c.aliases.map((a) => formatNodeAddress(parseNodeAddress(a)));
+  if (c.tls) validateTlsConfig(c.tls);
   return { ...c, aliases };
+}
+
+/** The files exist, parse, match and are valid now (see checkTlsMaterial); throws InvalidConfigError. */
+function validateTlsConfig(tls: WireTlsConfig): void {
+  for (const key of ['caFile', 'certFile', 'keyFile'] as const) {
+    if (typeof tls[key] !== 'string' || tls[key].length === 0)
+      throw new InvalidConfigError(`wire.tls.${key} must be a file path`);
+  }
+  const interval = tls.reloadIntervalMs;
+  if (interval !== undefined && !(Number.isFinite(interval) && interval > 0))
+    throw new InvalidConfigError(`wire.tls.reloadIntervalMs must be > 0, got ${interval}`);
+  loadTlsMaterial(tls);
 }
 
 /** Reconnect delay after `attempt` consecutive failures (pure; `random` in [0,1)). */

@@ -72,7 +72,9 @@ export type RejectReason =
   | 'not-websocket'
   | 'bad-envelope'
   | 'unknown-type'
-  | 'invalid-message';
+  | 'invalid-message'
+  /** A message claiming to speak for a node other than the one its connection authenticated as. */
+  | 'forged';
 
 /**
  * A close reason that fits the frame: RFC 6455 allows 123 bytes of UTF-8 and `ws` throws beyond

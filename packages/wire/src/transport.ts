@@ -17,6 +17,8 @@ import { Association } from './association.js';
 import { resolveWireConfig, type WireConfig } from './config.js';
 import { InboundConnection } from './inbound.js';
 import { CLOSE_CODE_OF, CloseCode, type RejectReason, UNAUTHENTICATED_CLOSE_REASON } from './protocol.js';
+import { reportRejected } from './rejections.js';
+import { TlsEndpoint } from './tls-endpoint.js';
 
 /** How long a removed peer's queued messages may take to leave. */
 const FORGET_GRACE_MS = 1000;
@@ -54,6 +56,8 @@ export class WsTransport implements RemoteTransport {
     private readonly wss: WebSocketServer,
     readonly system: ActorSystem,
     readonly config: WireConfig,
+    /** Mutual TLS (`wire.tls`): the https server under `server`, and the options of every dial. */
+    readonly tls: TlsEndpoint | undefined = undefined,
   ) {
     this.rejectLog = new RateLimitedLog(system.logger, () => Date.now(), 20);
     const ownAddresses = new Set([formatNodeAddress(system.node), ...config.aliases]);
@@ -113,7 +117,9 @@ export class WsTransport implements RemoteTransport {
     },
   ): Promise<WsTransport> {
     const config = resolveWireConfig(options.wire);
-    const server = createServer();
+    // wire.tls: the server is an https server that demands a certificate from the cluster CA
+    const tls = config.tls ? TlsEndpoint.create(config.tls, config.handshakeTimeoutMs) : undefined;
+    const server: Server = tls ? (tls.server as unknown as Server) : createServer();
     // Upgrades are routed by Admission (limits first); doyen never uses pings, so none are answered.
     const wss = new WebSocketServer({
       noServer: true,
@@ -134,7 +140,8 @@ export class WsTransport implements RemoteTransport {
     server.on('clientError', (_error, socket) => socket.destroy());
     const port = (server.address() as AddressInfo).port;
     const system = new ActorSystem({ ...options, port });
-    const transport = new WsTransport(server, wss, system, config);
+    const transport = new WsTransport(server, wss, system, config, tls);
+    tls?.attach(system);
     system.attachTransport(transport);
     if (!config.secret) {
       system.logger.warn(
@@ -162,7 +169,13 @@ export class WsTransport implements RemoteTransport {
       const key = `${lane}|${formatNodeAddress(node)}`;
       association = this.associations.get(key);
       if (!association) {
-        association = new Association(this.system, this.config, { host: node.host, port: node.port }, lane);
+        association = new Association(
+          this.system,
+          this.config,
+          { host: node.host, port: node.port },
+          lane,
+          this.tls?.dialOptions,
+        );
         this.associations.set(key, association);
       }
       const entry = cached ?? {};
@@ -226,12 +239,7 @@ export class WsTransport implements RemoteTransport {
   }
 
   private reject(reason: RejectReason, detail: string, peer: string): void {
-    this.system.metrics.inc('doyen_wire_rejected_total', 'Inbound input refused at the boundary', { reason });
-    this.rejectLog.warn(
-      `reject:${reason}`,
-      { event: 'wire.rejected', reason, detail, peer },
-      `refused input from ${peer}: ${detail}`,
-    );
+    reportRejected(this.system, this.rejectLog, reason, detail, peer);
   }
 
   /**
@@ -253,6 +261,7 @@ export class WsTransport implements RemoteTransport {
       this.server.closeAllConnections();
     });
     this.wss.close();
+    await this.tls?.close();
     this.system.terminate();
   }
 }

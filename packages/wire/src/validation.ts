@@ -1,4 +1,12 @@
-import { type ActorSystem, type Envelope, isMessage, isValidPath, type UniqueNodeAddress } from '@doyen/core';
+import {
+  type ActorSystem,
+  type Envelope,
+  isMessage,
+  isValidPath,
+  parseActorAddress,
+  sameNode,
+  type UniqueNodeAddress,
+} from '@doyen/core';
 import type { RejectReason } from './protocol.js';
 
 export type EnvelopeCheck =
@@ -20,11 +28,12 @@ function isKnownGoodPath(path: string): boolean {
 }
 
 /**
- * Checks one decoded envelope tuple `[to, toUid, from, message]` before anything sees it:
- * the shape, the recipient path, and that the message type is registered and valid.
+ * Checks one decoded envelope tuple `[to, toUid, from, message]` before anything sees it: the
+ * shape, the recipient path, that the sender address is on the authenticated `origin` node, and
+ * that the message type is registered; the message is then rebuilt from its schema, whose
+ * identity claims must be `origin` too (a forged message is refused as `forged`).
  */
 export function checkEnvelope(system: ActorSystem, raw: unknown, origin: UniqueNodeAddress): EnvelopeCheck {
-  void origin;
   if (!Array.isArray(raw) || raw.length !== 4) {
     return {
       ok: false,
@@ -45,15 +54,24 @@ export function checkEnvelope(system: ActorSystem, raw: unknown, origin: UniqueN
   if (!isMessage(message)) {
     return { ok: false, reason: 'bad-envelope', detail: 'message must be a map with a string type' };
   }
-  if (!system.messageTypes.has(message.type)) {
+  if (from !== null && !isFrom(from, origin)) {
     return {
       ok: false,
-      reason: 'unknown-type',
-      detail: `unknown message type ${JSON.stringify(message.type.slice(0, 100))}`,
+      reason: 'forged',
+      detail: `sender ${from.slice(0, 200)} is not on the connection's node`,
     };
   }
-  const problem = system.messageTypes.check(message);
-  if (problem !== undefined)
-    return { ok: false, reason: 'invalid-message', detail: `${message.type}: ${problem}` };
-  return { ok: true, envelope: { to, toUid, from: from ?? undefined, message } };
+  const parsed = system.messageTypes.parse(message, origin);
+  if (!parsed.ok) return { ok: false, reason: parsed.reason, detail: parsed.detail };
+  return { ok: true, envelope: { to, toUid, from: from ?? undefined, message: parsed.message } };
+}
+
+/** A sender address must name an actor on the node the connection authenticated as. */
+function isFrom(from: string, origin: UniqueNodeAddress): boolean {
+  try {
+    const { node } = parseActorAddress(from);
+    return node.uid === origin.uid && sameNode(node, origin);
+  } catch {
+    return false;
+  }
 }

@@ -227,15 +227,15 @@ function sendJson(response: ServerResponse, status: number, body: unknown): void
   response.end(`${JSON.stringify(body, null, 2)}\n`);
 }
 
-/** A browser may only open the live socket from a page of this server (no cross-site reads). */
-function sameOrigin(request: IncomingMessage): boolean {
+/**
+ * A browser may only open the live socket from a page of this server or an allowed origin.
+ * Checked against the allow-list, never against `Host`: after DNS rebinding an attacker's page
+ * sends `Host` equal to its own origin's host, so comparing the two proves nothing. A client
+ * without `Origin` is not a browser (browsers always send it on WebSocket handshakes).
+ */
+function originAllowed(http: ManagementServer, request: IncomingMessage): boolean {
   const origin = request.headers.origin;
-  if (origin === undefined) return true;
-  try {
-    return new URL(origin).host === request.headers.host;
-  } catch {
-    return false;
-  }
+  return origin === undefined || http.allowsOrigin(origin);
 }
 
 /**
@@ -278,7 +278,8 @@ export function attachLocalInspector(
     if (closed) return false;
     const url = new URL(request.url ?? '/', 'http://localhost');
     if (url.pathname !== INSPECTOR_PATHS.live) return false;
-    if (!sameOrigin(request)) {
+    if (!originAllowed(http, request)) {
+      http.refused(request, 'origin');
       socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
       return true;
     }

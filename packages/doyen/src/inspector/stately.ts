@@ -7,8 +7,8 @@ import { toPlain } from './safe-json.js';
 /** `inspect` of the node config: `true` for the default relay, or where the relay listens. */
 export type InspectOption = boolean | { readonly url?: string };
 
-/** Where `@statelyai/inspect`'s WebSocket inspector server (`createInspectorServer`) listens by default. */
-export const DEFAULT_INSPECTOR_URL = 'ws://localhost:8080';
+/** Where the inspector relay (`doyen inspector`) listens by default: loopback only. */
+export const DEFAULT_INSPECTOR_URL = 'ws://127.0.0.1:8080';
 
 export function inspectorUrlOf(option: InspectOption | undefined): string | undefined {
   if (!option) return undefined;
@@ -23,7 +23,7 @@ export function inspectorPageUrl(wsUrl: string): string {
 }
 
 export interface StatelyBridgeOptions {
-  /** `ws://` or `wss://` address of the inspector server (default `ws://localhost:8080`). */
+  /** `ws://` or `wss://` address of the inspector server (default `ws://127.0.0.1:8080`). */
   readonly url?: string;
   readonly logger: Logger;
   /** First reconnect delay, ms (doubles up to `maxRetryMs`). */
@@ -152,7 +152,7 @@ export class StatelyConnection {
       for (const text of this.actors.values()) ws.send(text);
       for (const text of this.snapshots.values()) ws.send(text);
     });
-    // the server relays every client's events to every other client: nothing for us
+    // the relay sends nothing to nodes
     ws.on('message', () => {});
     ws.on('error', (error) => {
       if (this.ws !== ws || this.warned) return;

@@ -1,5 +1,13 @@
 import { type Cluster, keyOf, nodeOf } from '@doyen/cluster';
-import type { ActorRef, ActorSystem, Message } from '@doyen/core';
+import {
+  type ActorRef,
+  type ActorSystem,
+  FieldError,
+  type Message,
+  type Read,
+  read,
+  schema,
+} from '@doyen/core';
 import { partitionOf } from '../partition-of.js';
 import { countsByOwner, type PartitionTable, validateTable } from '../partition-table.js';
 
@@ -11,6 +19,19 @@ export interface TableMessage {
   readonly table: PartitionTable;
   readonly replyTo: ActorRef;
 }
+
+/** A table from the network: checked whole (its invariants span fields), then copied. */
+const readTable: Read<PartitionTable> = (value, path) => {
+  const problem = validateTable(value);
+  if (problem !== undefined) throw new FieldError(path, problem);
+  const t = value as PartitionTable;
+  return {
+    version: t.version,
+    partitionCount: t.partitionCount,
+    owners: [...t.owners],
+    backups: t.backups.map((b) => [...b]),
+  };
+};
 
 export interface TableAck {
   readonly type: 'partitions.ack';
@@ -32,14 +53,14 @@ export class PartitionService {
     readonly cluster: Cluster,
     readonly partitionCount: number,
   ) {
-    system.messageTypes.register('partitions.table', (m) => {
-      const t = m as unknown as Partial<TableMessage>;
-      return validateTable(t.table) ?? (t.replyTo ? undefined : 'replyTo missing');
-    });
-    system.messageTypes.register('partitions.ack', (m) => {
-      const a = m as unknown as Partial<TableAck>;
-      return Number.isInteger(a.version) && typeof a.from === 'string' ? undefined : 'bad ack';
-    });
+    system.messageTypes.register(
+      'partitions.table',
+      schema<TableMessage>({ table: readTable, replyTo: read.ref }, (m) => [m.replyTo]),
+    );
+    system.messageTypes.register(
+      'partitions.ack',
+      schema<TableAck>({ version: read.count, from: read.memberKey }, (m) => [m.from]),
+    );
     system.functionRef(PARTITIONS_PATH.split('/')[2]!, (message) => this.onMessage(message), 'system');
     // A table can overtake the membership update that introduces its sender (they are handled
     // by different actors): keep it until the membership catches up.

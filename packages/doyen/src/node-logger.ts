@@ -1,0 +1,33 @@
+import type { Logger } from '@doyen/core';
+import { pino } from 'pino';
+
+/**
+ * Where a cluster secret or a management token could sit in a log line. Nothing logs them on
+ * purpose (the config object is never logged raw); this catches a field that slips in later.
+ */
+export const REDACTED_LOG_PATHS: readonly string[] = [
+  'secret',
+  'token',
+  'httpToken',
+  'authorization',
+  'password',
+  '*.secret',
+  '*.token',
+  '*.httpToken',
+  '*.authorization',
+  '*.password',
+  '*.*.secret',
+  '*.*.httpToken',
+  '*.*.authorization',
+  '*.headers.authorization',
+  '*.headers.cookie',
+];
+
+/** The logger a node gets when none is given: structured JSON, secrets redacted. */
+export function createNodeLogger(
+  options: { level?: string; destination?: NodeJS.WritableStream } = {},
+): Logger {
+  const level = options.level ?? process.env.DOYEN_LOG_LEVEL ?? 'info';
+  const settings = { level, base: undefined, redact: { paths: [...REDACTED_LOG_PATHS] } };
+  return options.destination ? pino(settings, options.destination as never) : pino(settings);
+}
