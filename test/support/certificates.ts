@@ -3,7 +3,7 @@
 // and certificates with any validity window (expired, not yet valid), which `openssl ca` can backdate.
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -113,9 +113,15 @@ export class TestPki {
     const dir = join(this.dir, `live-${name}-${++this.counter}`);
     mkdirSync(dir);
     const live = { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key') };
-    const installCertificateOnly = (next: IssuedCertificate) => copyFileSync(next.certFile, live.certFile);
+    // each file replaced at once (copy, then rename), as a secret update swaps it: the reloader
+    // polls and must never catch a half-written file
+    const replace = (from: string, to: string) => {
+      copyFileSync(from, `${to}.next`);
+      renameSync(`${to}.next`, to);
+    };
+    const installCertificateOnly = (next: IssuedCertificate) => replace(next.certFile, live.certFile);
     const install = (next: IssuedCertificate) => {
-      copyFileSync(next.keyFile, live.keyFile);
+      replace(next.keyFile, live.keyFile);
       installCertificateOnly(next);
     };
     install(cert);
