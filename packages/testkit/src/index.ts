@@ -7,3 +7,5 @@ export * from './seeded-random.js';
 export * from './sim-network.js';
 export * from './simulation.js';
 export * from './virtual-clock.js';
+export * from './in-memory-lease.js';
+export * from './sim-leader-store.js';

@@ -1,5 +1,14 @@
 import type { Clock } from '@doyen/core';
-import { ElectionConfigError, type LeaderStore } from './election.js';
+import { ElectionConfigError, LeasedKeyLeaderStore } from '@doyen/election';
+import {
+  type Claim,
+  type LeasedKey,
+  type LeaseLossReason,
+  LeaseUnavailableError,
+  LostListeners,
+  MemoryKeyStore,
+  type MemoryKeySession,
+} from '@doyen/lease';
 
 export interface SimLeaderStoreOptions {
   /** The simulation's clock (`sim.clock`): every delay, TTL and timeout runs on it. */
@@ -18,51 +27,45 @@ export interface SimLeaderStoreOptions {
   readonly timeoutMs?: number;
 }
 
-interface HeldKey {
-  readonly owner: string;
-  /** The client (node incarnation) whose lease the key is attached to. */
-  readonly client: SimLeaderStoreClient;
-  readonly modRevision: number;
-  expiry: unknown;
+/** Store operations by kind, for tests and the bench. */
+export interface SimLeaderStoreStats {
+  readonly campaigns: number;
+  readonly keepAlives: number;
+  readonly resigns: number;
+  readonly expiries: number;
+  /** Requests or answers lost because the client was cut off. */
+  readonly lost: number;
 }
 
 interface Subscription {
-  readonly client: SimLeaderStoreClient;
+  readonly client: SimLeasedKey;
   readonly listener: (holder: string | undefined, revision: number) => void;
   /** Highest revision delivered: later notifications of older revisions are dropped. */
   delivered: number;
   active: boolean;
 }
 
-/** Store operations by kind, for tests and the bench. */
-export interface SimLeaderStoreStats {
-  campaigns: number;
-  keepAlives: number;
-  resigns: number;
-  expiries: number;
-  /** Requests or answers lost because the client was cut off. */
-  lost: number;
-}
+/** The one key every node campaigns for. */
+const KEY = 'leader';
 
 /**
- * The shared linearizable store of a simulation (etcd's role): one key with a holder, a TTL
- * timer and a global revision counter, plus watches. Every operation happens on the injected
- * clock, so a run stays deterministic: requests reach the store after the latency, answers come
- * back after it, watch notifications after `watchDelayMs`. `setReachable` cuts one node's
- * clients off (requests and answers are lost, calls time out, watch notifications wait until it
- * is reachable again, as a resumed etcd watch would).
+ * The shared linearizable store of a simulation (etcd's role) for the etcd election: a
+ * {@link MemoryKeyStore} on the simulation's clock (its TTL timer and revision counter) seen through
+ * a network. Requests reach the store after the latency, answers come back after it, watch
+ * notifications after `watchDelayMs`. `setReachable` cuts one node's clients off (requests and
+ * answers are lost, calls time out, watch notifications wait until it is reachable again, as a
+ * resumed etcd watch would).
  */
 export class SimLeaderStoreServer {
   readonly ttlMs: number;
-  readonly stats: SimLeaderStoreStats = { campaigns: 0, keepAlives: 0, resigns: 0, expiries: 0, lost: 0 };
+  readonly timeoutMs: number;
   private readonly clock: Clock;
+  private readonly store: MemoryKeyStore;
   private readonly latencyMs: number;
   private readonly jitterMs: number;
   private readonly random: (() => number) | undefined;
   private readonly watchDelayMs: number;
-  readonly timeoutMs: number;
-  private key: HeldKey | undefined;
-  private revision = 1;
+  private lost = 0;
   private readonly unreachable = new Set<string>();
   private readonly subscriptions = new Set<Subscription>();
 
@@ -89,11 +92,20 @@ export class SimLeaderStoreServer {
     this.random = options.random;
     this.watchDelayMs = options.watchDelayMs ?? 5;
     this.timeoutMs = options.timeoutMs ?? options.ttlMs / 3;
+    this.store = new MemoryKeyStore({ now: () => this.clock.now(), timers: this.clock });
+    this.store.watch(KEY, (holder, revision) => {
+      for (const s of this.subscriptions) this.notify(s, holder, revision);
+    });
   }
 
-  /** A client for the node at `address` (one per incarnation: a restart gets a new one). */
-  client(address: string): SimLeaderStoreClient {
-    return new SimLeaderStoreClient(this, address);
+  get stats(): SimLeaderStoreStats {
+    const { claims, renewals, releases, expiries } = this.store.stats;
+    return { campaigns: claims, keepAlives: renewals, resigns: releases, expiries, lost: this.lost };
+  }
+
+  /** A leader store client for the node at `address` (one per incarnation: a restart gets a new one). */
+  client(address: string): LeasedKeyLeaderStore {
+    return new LeasedKeyLeaderStore(new SimLeasedKey(this, address));
   }
 
   /** Cuts the node at `address` off from the store (false) or reconnects it (true). */
@@ -101,8 +113,7 @@ export class SimLeaderStoreServer {
     if (reachable) {
       if (!this.unreachable.delete(address)) return;
       // A resumed watch catches up: tell the reconnected node's watchers the current state.
-      const holder = this.key?.owner;
-      const revision = this.key?.modRevision ?? this.revision;
+      const { holder, revision } = this.store.read(KEY);
       for (const s of this.subscriptions) if (s.client.address === address) this.notify(s, holder, revision);
     } else {
       this.unreachable.add(address);
@@ -115,78 +126,69 @@ export class SimLeaderStoreServer {
 
   /** The current holder, as the store itself sees it. */
   holder(): string | undefined {
-    return this.key?.owner;
+    return this.store.holder(KEY);
   }
 
   /** The key's mod revision (0 when absent). */
   keyRevision(): number {
-    return this.key?.modRevision ?? 0;
+    return this.store.modRevision(KEY);
   }
 
   // ---- called by clients ------------------------------------------------------------------------
 
-  /** One round trip: the request may be lost on the way in or its answer on the way out. */
-  request<T>(client: SimLeaderStoreClient, apply: () => T, failed: T): Promise<T> {
-    return new Promise<T>((resolve) => {
+  now(): number {
+    return this.clock.now();
+  }
+
+  /**
+   * One round trip: the request may be lost on the way in or its answer on the way out;
+   * `answered` sees the result as the client receives it.
+   */
+  request<T>(
+    client: SimLeasedKey,
+    operation: string,
+    apply: (store: MemoryKeyStore) => T,
+    answered?: (result: T) => void,
+  ): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
       let settled = false;
       const timeout = this.clock.setTimeout(() => {
         if (settled) return;
         settled = true;
-        resolve(failed);
+        reject(new LeaseUnavailableError(KEY, operation, `no answer within ${this.timeoutMs} ms`));
       }, this.timeoutMs);
       const lost = () => !this.isReachable(client.address) || client.closed;
       if (lost()) {
-        this.stats.lost++;
+        this.lost++;
         return;
       }
       this.clock.setTimeout(() => {
         if (lost()) {
-          this.stats.lost++;
+          this.lost++;
           return;
         }
-        const result = apply();
+        const result = apply(this.store);
         this.clock.setTimeout(() => {
           if (settled) return;
           if (lost()) {
-            this.stats.lost++;
+            this.lost++;
             return;
           }
           settled = true;
           this.clock.clearTimeout(timeout);
+          answered?.(result);
           resolve(result);
         }, this.hop());
       }, this.hop());
     });
   }
 
-  campaign(client: SimLeaderStoreClient, owner: string): { holder: string | undefined; revision: number } {
-    this.stats.campaigns++;
-    const key = this.key;
-    // Create if absent; an owner re-campaigning (a lost answer, a restarted incarnation) takes it over.
-    if (key && key.owner !== owner) return { holder: key.owner, revision: key.modRevision };
-    this.put(owner, client);
-    return { holder: owner, revision: this.revision };
-  }
-
-  keepAlive(client: SimLeaderStoreClient, owner: string): boolean {
-    this.stats.keepAlives++;
-    const key = this.key;
-    if (!key || key.owner !== owner || key.client !== client) return false;
-    this.clock.clearTimeout(key.expiry);
-    key.expiry = this.expiryTimer(key);
-    return true;
-  }
-
-  resign(owner: string): void {
-    this.stats.resigns++;
-    if (this.key?.owner === owner) this.remove();
-  }
-
-  subscribe(client: SimLeaderStoreClient, listener: Subscription['listener']): () => void {
+  subscribe(client: SimLeasedKey, listener: Subscription['listener']): () => void {
     const s: Subscription = { client, listener, delivered: 0, active: true };
     this.subscriptions.add(s);
-    // Like EtcdLeaderStore: a new watch first reports the current state.
-    this.notify(s, this.key?.owner, this.key?.modRevision ?? this.revision);
+    // Like EtcdLeasedKey: a new watch first reports the current state.
+    const { holder, revision } = this.store.read(KEY);
+    this.notify(s, holder, revision);
     return () => {
       s.active = false;
       this.subscriptions.delete(s);
@@ -197,37 +199,6 @@ export class SimLeaderStoreServer {
 
   private hop(): number {
     return this.latencyMs + (this.jitterMs > 0 ? this.random!() * this.jitterMs : 0);
-  }
-
-  private put(owner: string, client: SimLeaderStoreClient): void {
-    if (this.key) this.clock.clearTimeout(this.key.expiry);
-    this.revision++;
-    const key: HeldKey = { owner, client, modRevision: this.revision, expiry: undefined };
-    key.expiry = this.expiryTimer(key);
-    this.key = key;
-    this.broadcast();
-  }
-
-  private remove(): void {
-    if (!this.key) return;
-    this.clock.clearTimeout(this.key.expiry);
-    this.key = undefined;
-    this.revision++;
-    this.broadcast();
-  }
-
-  private expiryTimer(key: HeldKey): unknown {
-    return this.clock.setTimeout(() => {
-      if (this.key !== key) return;
-      this.stats.expiries++;
-      this.remove();
-    }, this.ttlMs);
-  }
-
-  private broadcast(): void {
-    const holder = this.key?.owner;
-    const revision = this.key?.modRevision ?? this.revision;
-    for (const s of this.subscriptions) this.notify(s, holder, revision);
   }
 
   private notify(s: Subscription, holder: string | undefined, revision: number): void {
@@ -241,9 +212,16 @@ export class SimLeaderStoreServer {
   }
 }
 
-/** One node incarnation's connection to the {@link SimLeaderStoreServer}. */
-export class SimLeaderStoreClient implements LeaderStore {
+/**
+ * One node incarnation's {@link LeasedKey} on the {@link SimLeaderStoreServer}: every call is a
+ * simulated round trip; `validUntil` counts from the send time of the last acknowledged claim or
+ * renewal, as the etcd backend does.
+ */
+export class SimLeasedKey implements LeasedKey, MemoryKeySession {
+  readonly key = KEY;
   closed = false;
+  private held: { owner: string; validUntil: number } | undefined;
+  private readonly listeners = new LostListeners(() => undefined);
   private readonly unsubscribes = new Set<() => void>();
 
   constructor(
@@ -255,19 +233,43 @@ export class SimLeaderStoreClient implements LeaderStore {
     return this.server.ttlMs;
   }
 
-  campaign(owner: string): Promise<{ readonly holder: string | undefined; readonly revision: number }> {
-    return this.server.request(this, () => this.server.campaign(this, owner), {
-      holder: undefined,
-      revision: 0,
-    });
+  get timeoutMs(): number {
+    return this.server.timeoutMs;
   }
 
-  keepAlive(owner: string): Promise<boolean> {
-    return this.server.request(this, () => this.server.keepAlive(this, owner), false);
+  now(): number {
+    return this.server.now();
   }
 
-  resign(owner: string): Promise<void> {
-    return this.server.request(this, () => this.server.resign(owner), undefined);
+  claim(owner: string): Promise<Claim> {
+    const sentAt = this.now();
+    return this.server.request(
+      this,
+      'claim',
+      (store) => store.claim(this, KEY, owner),
+      (claim) => {
+        this.held = claim.won ? { owner, validUntil: sentAt + this.ttlMs } : undefined;
+      },
+    );
+  }
+
+  renew(owner: string): Promise<boolean> {
+    const sentAt = this.now();
+    return this.server.request(
+      this,
+      'renew',
+      (store) => store.renew(this, KEY, owner),
+      (renewed) => {
+        if (this.held?.owner !== owner) return;
+        if (renewed) this.held.validUntil = Math.max(this.held.validUntil, sentAt + this.ttlMs);
+        else this.held = undefined;
+      },
+    );
+  }
+
+  release(owner: string): Promise<void> {
+    if (this.held?.owner === owner) this.held = undefined;
+    return this.server.request(this, 'release', (store) => store.release(KEY, owner));
   }
 
   watch(listener: (holder: string | undefined, revision: number) => void): () => void {
@@ -279,10 +281,35 @@ export class SimLeaderStoreClient implements LeaderStore {
     };
   }
 
-  /** Like a crashed process: no resign, the key lapses after its TTL. */
+  validUntil(owner: string): number {
+    return !this.closed && this.held?.owner === owner ? this.held.validUntil : 0;
+  }
+
+  holds(owner: string): boolean {
+    return this.now() < this.validUntil(owner);
+  }
+
+  onLost(listener: (owner: string, reason: LeaseLossReason) => void): () => void {
+    return this.listeners.add(listener);
+  }
+
+  /** Like a crashed process: no release, the key lapses after its TTL. */
   async close(): Promise<void> {
     this.closed = true;
     for (const u of this.unsubscribes) u();
     this.unsubscribes.clear();
+    this.listeners.clear();
+  }
+
+  /** @internal Renews only when asked. */
+  keepingAlive(): boolean {
+    return false;
+  }
+
+  /** @internal */
+  lost(owner: string, reason: LeaseLossReason): void {
+    if (this.held?.owner !== owner) return;
+    this.held = undefined;
+    this.listeners.notify(owner, reason);
   }
 }
