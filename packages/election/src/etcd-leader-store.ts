@@ -68,11 +68,23 @@ export class LeasedKeyLeaderStore implements LeaderStore {
   }
 
   keepAlive(owner: string): Promise<boolean> {
-    return this.call('keepAlive', owner, false, () => this.leasedKey.renew(owner), (renewed) => renewed);
+    return this.call(
+      'keepAlive',
+      owner,
+      false,
+      () => this.leasedKey.renew(owner),
+      (renewed) => renewed,
+    );
   }
 
   resign(owner: string): Promise<void> {
-    return this.call('resign', owner, undefined, () => this.leasedKey.release(owner), () => undefined);
+    return this.call(
+      'resign',
+      owner,
+      undefined,
+      () => this.leasedKey.release(owner),
+      () => undefined,
+    );
   }
 
   /** Whether this store holds the key for `owner` and may still act on it. */
@@ -132,7 +144,8 @@ function etcdKeyFor(options: EtcdLeaderStoreOptions): EtcdLeasedKey {
   const { endpoints, cluster, name, ttlMs } = options;
   const problem = etcdEndpointsProblem(endpoints);
   if (problem) fail(problem);
-  if (typeof cluster !== 'string' || !NAME.test(cluster)) fail('cluster must be 1-64 letters, digits or . _ -');
+  if (typeof cluster !== 'string' || !NAME.test(cluster))
+    fail('cluster must be 1-64 letters, digits or . _ -');
   if (typeof name !== 'string' || !NAME.test(name)) fail('name must be 1-64 letters, digits or . _ -');
   if (!Number.isFinite(ttlMs) || ttlMs <= 0) fail(`ttlMs must be a positive number of ms, got ${ttlMs}`);
   const timeoutMs = options.timeoutMs ?? ttlMs / 3;

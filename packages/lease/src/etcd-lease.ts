@@ -31,7 +31,7 @@ function leasedKeyFor(options: EtcdLeaseOptions): EtcdLeasedKey {
     ttlMs: options.ttlMs,
     timeoutMs: options.timeoutMs,
     keepAlive: true,
-    ...(options.logger ? { logger: options.logger } : {}),
+    logger: options.logger,
   });
 }
 
@@ -48,10 +48,7 @@ export class EtcdLease extends KeyLease {
 
   constructor(options: EtcdLeaseOptions) {
     const leasedKey = leasedKeyFor(options);
-    super(options.name, leasedKey, {
-      ...(options.logger ? { logger: options.logger } : {}),
-      ...(options.metrics ? { metrics: options.metrics } : {}),
-    });
+    super(options.name, leasedKey, { logger: options.logger, metrics: options.metrics });
     this.key = leasedKey.key;
   }
 }

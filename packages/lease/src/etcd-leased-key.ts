@@ -254,7 +254,9 @@ export class EtcdLeasedKey implements LeasedKey {
     const holder = kv.value.toString();
     if (holder !== owner) return { won: false, holder, revision: Number(kv.mod_revision) };
     const second = await this.client.if(this.key, 'Mod', '==', kv.mod_revision).then(put).commit();
-    return second.succeeded ? { won: true, holder: owner, revision: Number(second.header.revision) } : NO_CLAIM;
+    return second.succeeded
+      ? { won: true, holder: owner, revision: Number(second.header.revision) }
+      : NO_CLAIM;
   }
 
   private async doRenew(owner: string, late: () => boolean): Promise<boolean> {
@@ -482,7 +484,9 @@ export class EtcdLeasedKey implements LeasedKey {
           clearTimeout(timer);
           if (timedOut) return;
           reject(
-            error instanceof LeaseUnavailableError ? error : this.unavailable(operation, toError(error).message),
+            error instanceof LeaseUnavailableError
+              ? error
+              : this.unavailable(operation, toError(error).message),
           );
         },
       );

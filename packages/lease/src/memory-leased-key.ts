@@ -194,7 +194,13 @@ export class MemoryKeyStore {
     const old = this.records.get(name);
     if (old) this.timers?.clearTimeout(old.expiry);
     this.revision++;
-    const record: KeyRecord = { owner, session, modRevision: this.revision, renewedAt: this.now(), expiry: undefined };
+    const record: KeyRecord = {
+      owner,
+      session,
+      modRevision: this.revision,
+      renewedAt: this.now(),
+      expiry: undefined,
+    };
     if (this.timers && !session.keepingAlive()) record.expiry = this.expiryTimer(name, record);
     this.records.set(name, record);
     this.broadcast(name);
@@ -263,7 +269,10 @@ export class MemoryLeasedKey implements LeasedKey, MemoryKeySession {
     this.keepAlive = settings.keepAlive ?? false;
     const logger = options.logger ?? silentLogger();
     this.listeners = new LostListeners((error) =>
-      logger.error({ event: 'lease-listener-failed', lease: key, err: toError(error) }, 'onLost listener threw'),
+      logger.error(
+        { event: 'lease-listener-failed', lease: key, err: toError(error) },
+        'onLost listener threw',
+      ),
     );
   }
 

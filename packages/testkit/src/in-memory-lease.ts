@@ -25,7 +25,11 @@ export class InMemoryLeaseArbiter {
   }
 
   /** A lease on `name` for one simulated node. */
-  lease(name: string, settings: LeaseSettings, options: { logger?: Logger; metrics?: Metrics } = {}): InMemoryLease {
+  lease(
+    name: string,
+    settings: LeaseSettings,
+    options: { logger?: Logger; metrics?: Metrics } = {},
+  ): InMemoryLease {
     validateLeaseSettings(name, settings);
     const key = this.store.key(name, { ...settings, keepAlive: true }, options);
     return new InMemoryLease(name, key, options);

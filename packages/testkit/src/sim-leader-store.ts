@@ -6,8 +6,8 @@ import {
   type LeaseLossReason,
   LeaseUnavailableError,
   LostListeners,
-  MemoryKeyStore,
   type MemoryKeySession,
+  MemoryKeyStore,
 } from '@doyen/lease';
 
 export interface SimLeaderStoreOptions {
