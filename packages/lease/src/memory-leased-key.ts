@@ -68,8 +68,8 @@ export class MemoryKeyStore {
     this.timers = options.timers;
   }
 
-  /** A handle on `name` for one client, with no latency between them. */
-  key(name: string, settings: LeasedKeySettings, options: { logger?: Logger } = {}): MemoryLeasedKey {
+  /** A handle on `name` for one client. */
+  key(name: string, settings: LeasedKeySettings, options: MemoryLeasedKeyOptions = {}): MemoryLeasedKey {
     return new MemoryLeasedKey(this, name, settings, options);
   }
 
@@ -237,17 +237,38 @@ export class MemoryKeyStore {
 }
 
 /**
- * {@link LeasedKey} in a {@link MemoryKeyStore}, with no latency: for tests and simulations. With
- * `keepAlive` it keeps a won claim alive for as long as it is open and reachable, and the TTL runs
- * from the moment it stops (closed without release, or cut off with {@link setReachable}), so it
- * needs no timers of its own.
+ * How a {@link MemoryLeasedKey} reaches its store. Without one it calls directly (no latency); a
+ * simulation passes a network that delays, loses and times out (testkit's `SimLeaderStoreServer`).
+ */
+export interface MemoryKeyLink {
+  /** Applies `apply` at the store and settles with its result, or rejects with a LeaseUnavailableError. */
+  call<T>(operation: string, apply: () => T): Promise<T>;
+  /** Hands a watch notification to the handle (at once, later, or not while cut off). */
+  deliver(notify: () => void): void;
+}
+
+export interface MemoryLeasedKeyOptions {
+  readonly logger?: Logger;
+  /** Made once per handle; default: direct calls that reject while closed or cut off. */
+  readonly link?: (key: MemoryLeasedKey) => MemoryKeyLink;
+}
+
+/**
+ * {@link LeasedKey} in a {@link MemoryKeyStore}, for tests and simulations. With `keepAlive` it keeps
+ * a won claim alive for as long as it is open and reachable, and the TTL runs from the moment it
+ * stops (closed without release, or cut off with {@link setReachable}), so it needs no timers of its
+ * own. Without, `validUntil` counts from the send time of the last acknowledged claim or renewal.
  */
 export class MemoryLeasedKey implements LeasedKey, MemoryKeySession {
   readonly ttlMs: number;
   readonly timeoutMs: number;
   private readonly keepAlive: boolean;
+  private readonly link: MemoryKeyLink;
   private readonly listeners: LostListeners;
-  private readonly unwatches = new Set<() => void>();
+  /** Every open watch, by its report function (see {@link resync}). */
+  private readonly watches = new Map<(holder: string | undefined, revision: number) => void, () => void>();
+  /** Without keepAlive: what the answers told (a simulated network may lose some). */
+  private held: { owner: string; validUntil: number } | undefined;
   private reachable = true;
   private closed = false;
 
@@ -255,18 +276,19 @@ export class MemoryLeasedKey implements LeasedKey, MemoryKeySession {
     private readonly store: MemoryKeyStore,
     readonly key: string,
     settings: LeasedKeySettings,
-    options: { logger?: Logger } = {},
+    options: MemoryLeasedKeyOptions = {},
   ) {
     const { ttlMs, timeoutMs } = settings;
     if (!Number.isFinite(ttlMs) || ttlMs <= 0) {
       throw new LeaseConfigError(key, `ttlMs must be a positive number of ms, got ${ttlMs}`);
     }
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > ttlMs) {
-      throw new LeaseConfigError(key, `timeoutMs must be a positive number of ms no larger than ttlMs`);
+      throw new LeaseConfigError(key, 'timeoutMs must be a positive number of ms no larger than ttlMs');
     }
     this.ttlMs = ttlMs;
     this.timeoutMs = timeoutMs;
     this.keepAlive = settings.keepAlive ?? false;
+    this.link = options.link?.(this) ?? this.directLink();
     const logger = options.logger ?? silentLogger();
     this.listeners = new LostListeners((error) =>
       logger.error(
@@ -276,45 +298,79 @@ export class MemoryLeasedKey implements LeasedKey, MemoryKeySession {
     );
   }
 
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   now(): number {
     return this.store.now();
   }
 
-  async claim(owner: string): Promise<Claim> {
-    this.check('claim', owner);
-    return this.store.claim(this, this.key, owner);
+  claim(owner: string): Promise<Claim> {
+    const invalid = this.invalidOwner(owner);
+    if (invalid) return invalid;
+    const sentAt = this.now();
+    return this.link
+      .call('claim', () => this.store.claim(this, this.key, owner))
+      .then((claim) => {
+        this.held = claim.won ? { owner, validUntil: sentAt + this.ttlMs } : undefined;
+        return claim;
+      });
   }
 
-  async renew(owner: string): Promise<boolean> {
-    this.check('renew', owner);
-    return this.store.renew(this, this.key, owner);
+  renew(owner: string): Promise<boolean> {
+    const invalid = this.invalidOwner(owner);
+    if (invalid) return invalid;
+    const sentAt = this.now();
+    return this.link
+      .call('renew', () => this.store.renew(this, this.key, owner))
+      .then((renewed) => {
+        if (this.held?.owner === owner) {
+          if (renewed) this.held.validUntil = Math.max(this.held.validUntil, sentAt + this.ttlMs);
+          else this.held = undefined;
+        }
+        return renewed;
+      });
   }
 
-  async release(owner: string): Promise<void> {
-    this.check('release', owner);
-    this.store.release(this.key, owner);
+  release(owner: string): Promise<void> {
+    const invalid = this.invalidOwner(owner);
+    if (invalid) return invalid;
+    if (this.held?.owner === owner) this.held = undefined;
+    return this.link.call('release', () => this.store.release(this.key, owner));
   }
 
   watch(listener: (holder: string | undefined, revision: number) => void): () => void {
     if (this.closed) return () => {};
+    let active = true;
     let reported = 0;
-    const report = (holder: string | undefined, revision: number) => {
-      if (revision <= reported) return;
-      reported = revision;
-      listener(holder, revision);
-    };
+    const report = (holder: string | undefined, revision: number) =>
+      this.link.deliver(() => {
+        if (!active || revision <= reported) return;
+        reported = revision;
+        listener(holder, revision);
+      });
     const { holder, revision } = this.store.read(this.key);
     report(holder, revision);
     const unwatch = this.store.watch(this.key, report);
-    this.unwatches.add(unwatch);
-    return () => {
-      this.unwatches.delete(unwatch);
+    const stop = () => {
+      active = false;
+      this.watches.delete(report);
       unwatch();
     };
+    this.watches.set(report, stop);
+    return stop;
+  }
+
+  /** A resumed watch catches up: every open watch hears the key's current state. */
+  resync(): void {
+    const { holder, revision } = this.store.read(this.key);
+    for (const report of this.watches.keys()) report(holder, revision);
   }
 
   validUntil(owner: string): number {
     if (this.closed) return 0;
+    if (!this.keepAlive) return this.held?.owner === owner ? this.held.validUntil : 0;
     const record = this.store.heldBy(this, this.key, owner);
     return record ? record.renewedAt + this.ttlMs : 0;
   }
@@ -333,13 +389,12 @@ export class MemoryLeasedKey implements LeasedKey, MemoryKeySession {
     this.store.freeze(this);
     this.closed = true;
     this.listeners.clear();
-    for (const unwatch of this.unwatches) unwatch();
-    this.unwatches.clear();
+    for (const stop of [...this.watches.values()]) stop();
   }
 
   /**
-   * Cuts this client off from the store (or reconnects it). While cut off every call rejects as
-   * unavailable and a held claim stops being renewed: it lapses `ttlMs` after the cut.
+   * Cuts this client off from the store (or reconnects it). While cut off every direct call rejects
+   * as unavailable and a kept-alive claim stops being renewed: it lapses `ttlMs` after the cut.
    */
   setReachable(reachable: boolean): void {
     if (this.reachable === reachable) return;
@@ -355,13 +410,30 @@ export class MemoryLeasedKey implements LeasedKey, MemoryKeySession {
 
   /** @internal Called by the store when this client's claim is gone. */
   lost(owner: string, reason: LeaseLossReason): void {
-    if (!this.closed) this.listeners.notify(owner, reason);
+    if (this.closed) return;
+    if (this.held?.owner === owner) this.held = undefined;
+    this.listeners.notify(owner, reason);
   }
 
-  private check(operation: string, owner: string): void {
-    validateOwner(this.key, owner);
-    if (this.closed || !this.reachable) {
-      throw new LeaseUnavailableError(this.key, operation, this.closed ? 'closed' : 'store unreachable');
+  private invalidOwner(owner: string): Promise<never> | undefined {
+    try {
+      validateOwner(this.key, owner);
+      return undefined;
+    } catch (error) {
+      return Promise.reject(error);
     }
+  }
+
+  private directLink(): MemoryKeyLink {
+    return {
+      call: <T>(operation: string, apply: () => T): Promise<T> => {
+        if (this.closed || !this.reachable) {
+          const reason = this.closed ? 'closed' : 'store unreachable';
+          return Promise.reject(new LeaseUnavailableError(this.key, operation, reason));
+        }
+        return Promise.resolve(apply());
+      },
+      deliver: (notify) => notify(),
+    };
   }
 }
