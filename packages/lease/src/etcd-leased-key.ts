@@ -7,7 +7,7 @@ import {
   LostListeners,
   validateOwner,
 } from './lease.js';
-import type { Claim, LeasedKey, LeasedKeySettings } from './leased-key.js';
+import { type Claim, type LeasedKey, type LeasedKeySettings, validateKeySettings } from './leased-key.js';
 
 export interface EtcdLeasedKeyOptions extends LeasedKeySettings {
   /** etcd client URLs, e.g. `['http://127.0.0.1:2379']`. */
@@ -88,16 +88,10 @@ export class EtcdLeasedKey implements LeasedKey {
 
   constructor(options: EtcdLeasedKeyOptions) {
     const { name, ttlMs, timeoutMs } = options;
-    const fail = (reason: string): never => {
-      throw new LeaseConfigError(String(name), reason);
-    };
-    const endpointsProblem = etcdEndpointsProblem(options.endpoints);
-    if (endpointsProblem) fail(endpointsProblem);
-    if (typeof options.key !== 'string' || options.key.length === 0) fail('key must be a non-empty string');
-    if (!Number.isFinite(ttlMs) || ttlMs <= 0) fail(`ttlMs must be a positive number of ms, got ${ttlMs}`);
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > ttlMs) {
-      fail(`timeoutMs must be a positive number of ms no larger than ttlMs, got ${timeoutMs}`);
-    }
+    validateKeySettings(name, options);
+    const problem = etcdEndpointsProblem(options.endpoints);
+    if (problem) throw new LeaseConfigError(name, problem);
+    if (!options.key) throw new LeaseConfigError(name, 'key must be a non-empty string');
     this.key = options.key;
     this.name = name;
     this.ttlMs = ttlMs;

@@ -1,4 +1,4 @@
-import type { LeaseLossReason } from './lease.js';
+import { LeaseConfigError, type LeaseLossReason } from './lease.js';
 
 /** What a claim found. */
 export interface Claim {
@@ -58,4 +58,17 @@ export interface LeasedKeySettings {
   readonly timeoutMs: number;
   /** Renew a won claim every third of the TTL without being asked (the `Lease` adapters). */
   readonly keepAlive?: boolean;
+}
+
+/** Checks what every backend shares; throws LeaseConfigError naming `name`. */
+export function validateKeySettings(name: string, { ttlMs, timeoutMs }: LeasedKeySettings): void {
+  if (!Number.isFinite(ttlMs) || ttlMs <= 0) {
+    throw new LeaseConfigError(name, `ttlMs must be a positive number of ms, got ${ttlMs}`);
+  }
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > ttlMs) {
+    throw new LeaseConfigError(
+      name,
+      `timeoutMs must be a positive number of ms no larger than ttlMs, got ${timeoutMs}`,
+    );
+  }
 }

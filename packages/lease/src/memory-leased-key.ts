@@ -1,24 +1,6 @@
 import { type Clock, type Logger, silentLogger, toError } from '@doyen/core';
-import {
-  LeaseConfigError,
-  type LeaseLossReason,
-  LeaseUnavailableError,
-  LostListeners,
-  validateOwner,
-} from './lease.js';
-import type { Claim, LeasedKey, LeasedKeySettings } from './leased-key.js';
-
-/** One client of a {@link MemoryKeyStore}: a {@link MemoryLeasedKey}, or a simulation's own client. */
-export interface MemoryKeySession {
-  readonly ttlMs: number;
-  /**
-   * Renews its keys implicitly (like etcd's keep-alive stream, without latency) for as long as
-   * this holds: open and reachable. Always false for a session that renews explicitly.
-   */
-  keepingAlive(): boolean;
-  /** Its claim on `owner`'s behalf is gone. */
-  lost(owner: string, reason: LeaseLossReason): void;
-}
+import { type LeaseLossReason, LeaseUnavailableError, LostListeners, validateOwner } from './lease.js';
+import { type Claim, type LeasedKey, type LeasedKeySettings, validateKeySettings } from './leased-key.js';
 
 export interface MemoryKeyStoreOptions {
   /** Time source: a simulation's virtual clock (`() => sim.now`), or Date.now. */
@@ -40,7 +22,7 @@ export interface MemoryKeyStoreStats {
 
 interface KeyRecord {
   readonly owner: string;
-  readonly session: MemoryKeySession;
+  readonly session: MemoryLeasedKey;
   readonly modRevision: number;
   /** Last renewal the store applied (kept current while the session keeps it alive implicitly). */
   renewedAt: number;
@@ -106,17 +88,14 @@ export class MemoryKeyStore {
   watch(name: string, listener: WatchListener): () => void {
     let set = this.watchers.get(name);
     if (!set) this.watchers.set(name, (set = new Set()));
-    const entry: WatchListener = (holder, revision) => listener(holder, revision);
-    set.add(entry);
-    return () => {
-      set.delete(entry);
-    };
+    set.add(listener);
+    return () => set.delete(listener);
   }
 
   // ---- applied on behalf of a session -----------------------------------------------------------
 
   /** Create if absent; the same owner (from any session) takes over. */
-  claim(session: MemoryKeySession, name: string, owner: string): Claim {
+  claim(session: MemoryLeasedKey, name: string, owner: string): Claim {
     this.stats.claims++;
     const record = this.current(name);
     if (record && record.owner !== owner) {
@@ -129,7 +108,7 @@ export class MemoryKeyStore {
   }
 
   /** Renews `session`'s claim on `name`; false when the key is gone or not this session's. */
-  renew(session: MemoryKeySession, name: string, owner: string): boolean {
+  renew(session: MemoryLeasedKey, name: string, owner: string): boolean {
     this.stats.renewals++;
     const record = this.current(name);
     if (!record || record.owner !== owner || record.session !== session) return false;
@@ -149,13 +128,13 @@ export class MemoryKeyStore {
   }
 
   /** Whether `session` holds `name` for `owner` right now, and since when it was last renewed. */
-  heldBy(session: MemoryKeySession, name: string, owner: string): KeyRecord | undefined {
+  heldBy(session: MemoryLeasedKey, name: string, owner: string): KeyRecord | undefined {
     const record = this.current(name);
     return record?.session === session && record.owner === owner ? record : undefined;
   }
 
   /** `session` stops keeping its keys alive from now on (closed or cut off): their TTL starts running. */
-  freeze(session: MemoryKeySession): void {
+  freeze(session: MemoryLeasedKey): void {
     if (!session.keepingAlive()) return;
     const t = this.now();
     for (const [name, record] of this.records) {
@@ -166,7 +145,7 @@ export class MemoryKeyStore {
   }
 
   /** `session` can keep its keys alive again: what lapsed meanwhile is dropped, the rest kept. */
-  thaw(session: MemoryKeySession): void {
+  thaw(session: MemoryLeasedKey): void {
     for (const [name, record] of [...this.records]) {
       if (record.session !== session || !this.current(name)) continue;
       this.timers?.clearTimeout(record.expiry);
@@ -190,7 +169,7 @@ export class MemoryKeyStore {
     return undefined;
   }
 
-  private put(name: string, owner: string, session: MemoryKeySession): void {
+  private put(name: string, owner: string, session: MemoryLeasedKey): void {
     const old = this.records.get(name);
     if (old) this.timers?.clearTimeout(old.expiry);
     this.revision++;
@@ -259,7 +238,7 @@ export interface MemoryLeasedKeyOptions {
  * stops (closed without release, or cut off with {@link setReachable}), so it needs no timers of its
  * own. Without, `validUntil` counts from the send time of the last acknowledged claim or renewal.
  */
-export class MemoryLeasedKey implements LeasedKey, MemoryKeySession {
+export class MemoryLeasedKey implements LeasedKey, MemoryLeasedKey {
   readonly ttlMs: number;
   readonly timeoutMs: number;
   private readonly keepAlive: boolean;
@@ -278,15 +257,9 @@ export class MemoryLeasedKey implements LeasedKey, MemoryKeySession {
     settings: LeasedKeySettings,
     options: MemoryLeasedKeyOptions = {},
   ) {
-    const { ttlMs, timeoutMs } = settings;
-    if (!Number.isFinite(ttlMs) || ttlMs <= 0) {
-      throw new LeaseConfigError(key, `ttlMs must be a positive number of ms, got ${ttlMs}`);
-    }
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > ttlMs) {
-      throw new LeaseConfigError(key, 'timeoutMs must be a positive number of ms no larger than ttlMs');
-    }
-    this.ttlMs = ttlMs;
-    this.timeoutMs = timeoutMs;
+    validateKeySettings(key, settings);
+    this.ttlMs = settings.ttlMs;
+    this.timeoutMs = settings.timeoutMs;
     this.keepAlive = settings.keepAlive ?? false;
     this.link = options.link?.(this) ?? this.directLink();
     const logger = options.logger ?? silentLogger();
