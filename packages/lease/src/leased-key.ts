@@ -23,9 +23,10 @@ export interface Claim {
  *   counts its TTL from a later receipt, so a holder that stops acting then never overlaps a
  *   successor.
  *
- * Calls run one at a time per handle and settle within `timeoutMs`; a call that got no answer
- * rejects with a `LeaseUnavailableError` (and a late answer takes no effect). A handle created
- * with `keepAlive` renews a won claim itself and reports its loss through `onLost`.
+ * Calls settle within `timeoutMs`: one that got no answer rejects with a `LeaseUnavailableError`
+ * (the etcd backend also runs calls one at a time, so a renewal never races a claim, and gives back
+ * a claim answered too late). A handle created with `keepAlive` keeps a won claim alive itself and
+ * reports its loss through `onLost`.
  */
 export interface LeasedKey {
   /** The store key, e.g. `/doyen/<cluster>/leases/<name>`. */
