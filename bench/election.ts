@@ -18,7 +18,7 @@
 import type { ElectionAlgorithm } from '../packages/election/src/index.js';
 import { DEFAULT_TIMING, ELECTION_ALGORITHMS } from '../packages/election/src/index.js';
 import { MemoryVoteStore } from '../packages/election/src/vote-store.js';
-import { SimLeaderStoreServer } from '../packages/testkit/src/index.js';
+import { SimLeaderStoreServer } from '../packages/testkit/src/simulated-stores.js';
 import { SimElectionCluster } from '../test/support/sim-election.js';
 import { singletonFailoverMs } from './lib/election-failover.js';
 import { median, printResult } from './lib/stats.js';
