@@ -463,27 +463,14 @@ export class EtcdLeasedKey implements LeasedKey {
       return run(() => timedOut);
     });
     this.queue = inner.catch(() => undefined);
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        timedOut = true;
-        reject(this.unavailable(operation, `no answer within ${this.timeoutMs} ms`));
-      }, this.timeoutMs);
-      timer.unref();
-      inner.then(
-        (value) => {
-          clearTimeout(timer);
-          if (!timedOut) resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          if (timedOut) return;
-          reject(
-            error instanceof LeaseUnavailableError
-              ? error
-              : this.unavailable(operation, toError(error).message),
-          );
-        },
-      );
+    const noAnswer = () => {
+      timedOut = true;
+      return this.unavailable(operation, `no answer within ${this.timeoutMs} ms`);
+    };
+    return withDeadline(inner, this.timeoutMs, noAnswer).catch((error: unknown) => {
+      throw error instanceof LeaseUnavailableError
+        ? error
+        : this.unavailable(operation, toError(error).message);
     });
   }
 
