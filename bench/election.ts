@@ -17,8 +17,8 @@
 // Figures of 1-2 are medians over the seeds (simulated, so the same on any machine); of 3, medians of runs.
 import type { ElectionAlgorithm } from '../packages/election/src/index.js';
 import { DEFAULT_TIMING, ELECTION_ALGORITHMS } from '../packages/election/src/index.js';
-import { SimLeaderStoreServer } from '../packages/election/src/sim-leader-store.js';
 import { MemoryVoteStore } from '../packages/election/src/vote-store.js';
+import { SimLeaderStoreServer } from '../packages/testkit/src/simulated-stores.js';
 import { SimElectionCluster } from '../test/support/sim-election.js';
 import { singletonFailoverMs } from './lib/election-failover.js';
 import { median, printResult } from './lib/stats.js';

@@ -2,7 +2,8 @@
 // split-brain-partition.ts for how links are cut). The sides are always the two oldest members (the
 // coordinator and the next) against the three youngest: the majority must take over coordination itself.
 import { defaultClusterConfig, type SbrLease, type SbrSettings } from '../../packages/cluster/src/index.js';
-import { EtcdLease, InMemoryLeaseArbiter, type Lease } from '../../packages/lease/src/index.js';
+import { EtcdLease, type Lease } from '../../packages/lease/src/index.js';
+import { InMemoryLeaseArbiter } from '../../packages/testkit/src/simulated-stores.js';
 import {
   type BenchNode,
   type ClusterOptions,

@@ -157,7 +157,7 @@ describe('split-brain resolver on a simulated network', () => {
 
 describe('lease-majority on the simulated network (in-memory lease arbiter on simulated time)', () => {
   it('the side that acquires the lease survives; the minority tries only after its delay', async () => {
-    const { InMemoryLeaseArbiter } = await import('../../packages/lease/src/index.js');
+    const { InMemoryLeaseArbiter } = await import('../../packages/testkit/src/simulated-stores.js');
     const c = new SimCluster({ seed: 91, captureLogs: true });
     const arbiter = new InMemoryLeaseArbiter(() => c.sim.now);
     for (const n of FIVE) {

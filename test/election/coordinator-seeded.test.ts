@@ -1,9 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  ElectedCoordinator,
-  MemoryVoteStore,
-  SimLeaderStoreServer,
-} from '../../packages/election/src/index.js';
+import { ElectedCoordinator, MemoryVoteStore } from '../../packages/election/src/index.js';
+import { SimLeaderStoreServer } from '../../packages/testkit/src/simulated-stores.js';
 import type { SimCluster, SimNode } from '../support/sim-cluster.js';
 import { singletonSeededRuns } from '../support/singleton-runs.js';
 

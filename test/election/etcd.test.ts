@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ElectionConfigError, type LeaderStore } from '../../packages/election/src/index.js';
-import { SimLeaderStoreServer } from '../../packages/election/src/sim-leader-store.js';
 import { forEachSeed, SeededRandom } from '../../packages/testkit/src/index.js';
+import { SimLeaderStoreServer } from '../../packages/testkit/src/simulated-stores.js';
 import { SimElectionCluster } from '../support/sim-election.js';
 
 const TTL_MS = 600;

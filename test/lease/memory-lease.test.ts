@@ -1,10 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DoyenError, InvalidConfigError } from '../../packages/core/src/index.js';
-import {
-  type InMemoryLease,
-  InMemoryLeaseArbiter,
-  LeaseConfigError,
-} from '../../packages/lease/src/index.js';
+import { LeaseConfigError } from '../../packages/lease/src/index.js';
+import { type InMemoryLease, InMemoryLeaseArbiter } from '../../packages/testkit/src/simulated-stores.js';
 
 const settings = { ttlMs: 5000, timeoutMs: 1000 };
 

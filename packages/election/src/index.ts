@@ -10,5 +10,4 @@ export * from './invitation.js';
 export * from './peers.js';
 export * from './quorum.js';
 export * from './ring.js';
-export * from './sim-leader-store.js';
 export * from './vote-store.js';

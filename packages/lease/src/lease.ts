@@ -85,25 +85,27 @@ export function validateOwner(name: string, owner: string): void {
   }
 }
 
+type LostListener = (owner: string, reason: LeaseLossReason) => void;
+
 /** A set of `onLost` listeners; a throwing listener is reported, never propagated. */
 export class LostListeners {
-  private readonly listeners = new Set<(owner: string) => void>();
+  private readonly listeners = new Set<LostListener>();
 
   constructor(private readonly onListenerError: (error: unknown) => void) {}
 
-  add(listener: (owner: string) => void): () => void {
+  add(listener: LostListener): () => void {
     // Wrap so the same function subscribed twice gets two independent subscriptions.
-    const entry = (owner: string) => listener(owner);
+    const entry: LostListener = (owner, reason) => listener(owner, reason);
     this.listeners.add(entry);
     return () => {
       this.listeners.delete(entry);
     };
   }
 
-  notify(owner: string): void {
+  notify(owner: string, reason: LeaseLossReason): void {
     for (const listener of [...this.listeners]) {
       try {
-        listener(owner);
+        listener(owner, reason);
       } catch (error) {
         this.onListenerError(error);
       }
