@@ -53,6 +53,12 @@ export interface WireConfig {
    * name the node it meant to reach, and only the advertised `host:port` and these are accepted.
    */
   readonly aliases: readonly string[];
+  /**
+   * A peer that names an IP address as its host must connect from that address: the identity in
+   * a hello is otherwise only claimed (anyone with the secret could claim another node's). Turn
+   * off behind NAT or a proxy that rewrites source addresses; host names are not checked.
+   */
+  readonly verifyPeerAddress: boolean;
   /** Reconnect backoff: doubles from min to max, with ±`reconnectJitter` random spread. */
   readonly reconnectMinMs: number;
   readonly reconnectMaxMs: number;
@@ -76,6 +82,7 @@ export const defaultWireConfig: WireConfig = {
   maxHandshakeFrameBytes: 1024,
   maxNestingDepth: 32,
   aliases: [],
+  verifyPeerAddress: true,
   reconnectMinMs: 100,
   reconnectMaxMs: 5_000,
   reconnectJitter: 0.2,

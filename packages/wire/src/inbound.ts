@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import {
   type ActorSystem,
   formatNodeAddress,
@@ -72,7 +73,8 @@ export class InboundConnection {
     private readonly system: ActorSystem,
     private readonly config: WireConfig,
     private readonly socket: WebSocket,
-    remote: string,
+    /** `ip:port` the connection comes from. */
+    private readonly remote: string,
     /** The `host:port` names a hello may target: the advertised address and the aliases. */
     private readonly ownAddresses: ReadonlySet<string>,
     private readonly hooks: InboundHooks,
@@ -212,6 +214,11 @@ export class InboundConnection {
       this.close('bad-proof', 'bad proof of the cluster secret');
       return;
     }
+    if (this.config.verifyPeerAddress && !claimsItsSource(hello.host, this.remote)) {
+      // a secret holder claiming another node's identity: its address is not the one it names
+      this.close('wrong-source', `hello claims ${hello.host} but comes from ${this.remote}`);
+      return;
+    }
     clearTimeout(this.deadline);
     // answered as the name the dialer used (the advertised address or an alias): the dialer checks it
     const answeredAs = parseNodeAddress(hello.target);
@@ -257,4 +264,16 @@ export class InboundConnection {
       this.system.metrics.inc('doyen_wire_messages_received_total', 'Messages received', { lane }, accepted);
     }
   }
+}
+
+/** Whether a hello's host, when it is an IP address, is the address the connection comes from. */
+function claimsItsSource(host: string, remote: string): boolean {
+  const bare = host.startsWith('[') ? host.slice(1, -1) : host;
+  if (isIP(bare) === 0) return true;
+  const source = remote.slice(0, remote.lastIndexOf(':')).replace(/^::ffff:/i, '');
+  return normalizeIp(source) === normalizeIp(bare.replace(/^::ffff:/i, ''));
+}
+
+function normalizeIp(ip: string): string {
+  return isIP(ip) === 6 ? new URL(`http://[${ip}]/`).hostname : ip;
 }

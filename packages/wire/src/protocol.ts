@@ -31,6 +31,7 @@ export const CloseCode = {
   tooManyHandshakes: 4006,
   notReady: 4007,
   wrongTarget: 4008,
+  wrongSource: 4009,
 } as const;
 
 /** The close reason sent to a peer that has not authenticated: it learns nothing from it. */
@@ -51,6 +52,7 @@ export const CLOSE_CODE_OF = {
   'wrong-version': CloseCode.wrongVersion,
   'bad-proof': CloseCode.badProof,
   'wrong-target': CloseCode.wrongTarget,
+  'wrong-source': CloseCode.wrongSource,
   'handshake-timeout': CloseCode.handshakeTimeout,
   'before-handshake': CloseCode.handshakeRequired,
   'too-many-handshakes': CloseCode.tooManyHandshakes,
