@@ -18,6 +18,20 @@ describe('a hello claiming an IP address must come from it', () => {
   const rejected = (n: TestNode, reason: string) =>
     n.system.metrics.value('doyen_wire_rejected_total', { reason });
 
+  /** Dials from 127.0.0.2 claiming `host`; resolves with the first kind the node answers. */
+  async function helloFrom127002(n: TestNode, host: string, uid: string) {
+    const peer = await connectRaw(n.transport.port, { localAddress: '127.0.0.2' });
+    const reply = (await handshake(peer, {
+      cluster: 'test',
+      secret: 'sesame',
+      host,
+      port: 2552,
+      uid,
+    })) as unknown[];
+    peer.socket.close();
+    return reply[0];
+  }
+
   it('a peer on 127.0.0.2 claiming to be 127.0.0.1 is refused; claiming its own address it is welcomed', async () => {
     node = await startTestNode();
     const port = node.transport.port;
@@ -32,41 +46,14 @@ describe('a hello claiming an IP address must come from it', () => {
     expect(await impostor.closed).toMatchObject({ code: CloseCode.wrongSource, reason: 'handshake failed' });
     expect(rejected(node, 'wrong-source')).toBe(1);
     // positive control: the same peer naming its own address gets a welcome
-    const honest = await connectRaw(port, { localAddress: '127.0.0.2' });
-    const welcome = (await handshake(honest, {
-      cluster: 'test',
-      secret: 'sesame',
-      host: '127.0.0.2',
-      port: 2552,
-      uid: 'aaaa',
-    })) as unknown[];
-    expect(welcome[0]).toBe(HandshakeKind.Welcome);
-    honest.socket.close();
+    expect(await helloFrom127002(node, '127.0.0.2', 'aaaa')).toBe(HandshakeKind.Welcome);
   });
 
   it('host names are not checked, and the check can be turned off for NAT', async () => {
     node = await startTestNode({ wire: { verifyPeerAddress: false } });
-    const peer = await connectRaw(node.transport.port, { localAddress: '127.0.0.2' });
-    const welcome = (await handshake(peer, {
-      cluster: 'test',
-      secret: 'sesame',
-      host: '127.0.0.1',
-      port: 2552,
-      uid: 'bbbb',
-    })) as unknown[];
-    expect(welcome[0]).toBe(HandshakeKind.Welcome);
-    peer.socket.close();
+    expect(await helloFrom127002(node, '127.0.0.1', 'bbbb')).toBe(HandshakeKind.Welcome);
     await node.transport.close(0);
     node = await startTestNode();
-    const named = await connectRaw(node.transport.port, { localAddress: '127.0.0.2' });
-    const reply = (await handshake(named, {
-      cluster: 'test',
-      secret: 'sesame',
-      host: 'node-1.example',
-      port: 2552,
-      uid: 'cccc',
-    })) as unknown[];
-    expect(reply[0]).toBe(HandshakeKind.Welcome);
-    named.socket.close();
+    expect(await helloFrom127002(node, 'node-1.example', 'cccc')).toBe(HandshakeKind.Welcome);
   });
 });
