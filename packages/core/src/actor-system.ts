@@ -24,8 +24,8 @@ import {
   InvalidActorNameError,
   MailboxFullError,
 } from './errors.js';
-import { silentLogger } from './logger.js';
-import { type Delivery, defaultMailboxConfig, type MailboxConfig } from './mailbox.js';
+import { RateLimitedLog, silentLogger } from './logger.js';
+import { type Delivery, defaultMailboxConfig, type MailboxConfig, type OverflowPolicy } from './mailbox.js';
 import type { Message, Rejected, Terminated, TerminationReason } from './message.js';
 import { MessageTypes } from './message-types.js';
 import { Metrics } from './metrics.js';
@@ -103,6 +103,8 @@ export class ActorSystem implements RefHost, CellHost {
   readonly inspect: ActorSystemConfig['inspect'];
   private readonly dispatcher: Dispatcher;
   private readonly mailboxDefaults: MailboxConfig;
+  /** Mailbox warnings (drops, high water): at most one line per second per actor path. */
+  private readonly mailboxLog: RateLimitedLog;
   private readonly supervisionDefault: SupervisionStrategy;
   private readonly cells = new Map<string, ActorCell>();
   private readonly functions = new Map<string, FunctionTarget>();
@@ -125,6 +127,12 @@ export class ActorSystem implements RefHost, CellHost {
     this.deadLetters = new DeadLetters(this.logger, this.clock, this.metrics);
     this.inspect = config.inspect;
     this.mailboxDefaults = { ...defaultMailboxConfig, ...config.mailbox };
+    this.mailboxLog = new RateLimitedLog(this.logger, () => this.clock.now(), 1);
+    this.metrics.collect(
+      'doyen_mailbox_depth',
+      'Messages waiting in each local mailbox that has any (read when scraped)',
+      () => this.mailboxDepths(),
+    );
     this.supervisionDefault = validateSupervision(config.supervision ?? defaultSupervision);
     this.dispatcher = new Dispatcher(
       config.scheduler ?? immediateScheduler,
@@ -341,10 +349,12 @@ export class ActorSystem implements RefHost, CellHost {
     if (result.accepted) {
       if (result.evicted) {
         const e = result.evicted;
+        this.mailboxDropped(cell, e.message, 'drop-oldest');
         this.deadLetter(cell.ref.id, e.message, e.sender, 'mailbox-overflow-dropped-oldest');
-      }
+      } else if (result.highWater) this.mailboxHighWater(cell);
       return;
     }
+    this.mailboxDropped(cell, message, result.policy);
     this.deadLetter(cell.ref.id, message, sender, 'mailbox-full');
     if (result.policy === 'reject' && sender !== undefined && message.type !== 'doyen.rejected') {
       const rejected: Rejected = {
@@ -354,6 +364,39 @@ export class ActorSystem implements RefHost, CellHost {
         messageType: message.type,
       };
       this.safeRef(sender)?.send(rejected);
+    }
+  }
+
+  /** A bounded mailbox was full: never silent, whatever the policy. */
+  private mailboxDropped(cell: ActorCell, message: Message, policy: OverflowPolicy): void {
+    const path = cell.ref.path;
+    const capacity = cell.mailbox.config.capacity;
+    this.metrics.inc('doyen_mailbox_dropped_total', 'Local messages dropped by a full bounded mailbox', {
+      policy,
+    });
+    this.mailboxLog.warn(
+      `mailbox:${path}`,
+      { event: 'mailbox.overflow', path, capacity, policy, messageType: message.type },
+      `mailbox of ${path} is full (capacity ${capacity}, ${policy}): ${policy === 'drop-oldest' ? 'oldest message' : 'message'} dropped`,
+    );
+  }
+
+  /** The queue grew through the high-water mark: a backlog is building (the message was kept). */
+  private mailboxHighWater(cell: ActorCell): void {
+    const path = cell.ref.path;
+    const highWaterMark = cell.mailbox.config.highWaterMark;
+    this.metrics.inc('doyen_mailbox_high_water_total', 'Times a local mailbox grew through its high-water mark');
+    this.mailboxLog.warn(
+      `mailbox:${path}`,
+      { event: 'mailbox.high-water', path, highWaterMark, depth: cell.mailbox.size },
+      `mailbox of ${path} holds ${cell.mailbox.size} messages (high-water mark ${highWaterMark}): it is falling behind`,
+    );
+  }
+
+  private *mailboxDepths(): Iterable<{ labels: { path: string }; value: number }> {
+    for (const [path, cell] of this.cells) {
+      const depth = cell.mailbox.size;
+      if (depth > 0) yield { labels: { path }, value: depth };
     }
   }
 
@@ -505,6 +548,7 @@ export class ActorSystem implements RefHost, CellHost {
 
   onStopped(cell: ActorCell, reason: TerminationReason, undelivered: Delivery[]): void {
     if (this.cells.get(cell.ref.path) === cell) this.cells.delete(cell.ref.path);
+    this.mailboxLog.forget(`mailbox:${cell.ref.path}`);
     (cell.ref as CellRef).cell = undefined;
     cell.parent?.children.delete(cell);
     for (const d of undelivered) this.deadLetter(cell.ref.id, d.message, d.sender, 'actor-stopped');

@@ -15,3 +15,4 @@ export * from './ring-buffer.js';
 export * from './supervision.js';
 export * from './system-messages.js';
 export * from './transport.js';
+export * from './chunked-queue.js';
