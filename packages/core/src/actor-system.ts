@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AnyActorLogic, EventFromLogic, InspectionEvent, Observer } from 'xstate';
 import { ActorCell, type CellHost } from './actor-cell.js';
+import { AskDeadlines } from './ask-deadlines.js';
+import { PendingAsk } from './pending-ask.js';
 import { type ActorRef, type AskOptions, LocalActorRef, type RefHost, RemoteActorRef } from './actor-ref.js';
 import {
   type ActorAddress,
@@ -20,9 +22,7 @@ import { Dispatcher, type DispatcherConfig, defaultDispatcherConfig } from './di
 import {
   ActorNameTakenError,
   ActorSystemTerminatedError,
-  AskTimeoutError,
   InvalidActorNameError,
-  MailboxFullError,
 } from './errors.js';
 import { RateLimitedLog, silentLogger } from './logger.js';
 import { type Delivery, defaultMailboxConfig, type MailboxConfig, type OverflowPolicy } from './mailbox.js';
@@ -78,8 +78,8 @@ export interface SpawnOptions<TInput = unknown> {
 }
 
 interface FunctionTarget {
-  readonly handler: (message: Message, sender: string | undefined) => void;
-  readonly onTerminate?: () => void;
+  handler(message: Message, sender: string | undefined): void;
+  onTerminate?(): void;
 }
 
 /** A local ref that may point straight at its cell, skipping a map lookup on every send. */
@@ -113,6 +113,7 @@ export class ActorSystem implements RefHost, CellHost {
     string,
     Map<string, { target: ActorRef; watchers: Map<string, ActorRef> }>
   >();
+  private readonly askDeadlines: AskDeadlines;
   private transport: RemoteTransport | undefined;
   private seq = 0;
   private terminated = false;
@@ -141,6 +142,7 @@ export class ActorSystem implements RefHost, CellHost {
     );
     registerSystemMessages(this.messageTypes);
     this.functions.set('/system/death-watch', { handler: (m) => this.onDeathWatchMessage(m) });
+    this.askDeadlines = new AskDeadlines(this.clock);
   }
 
   /** Human-readable `host:port` of this node. */
@@ -421,38 +423,27 @@ export class ActorSystem implements RefHost, CellHost {
     const prefix = laneOf(target.path) === 'system' ? '/system/temp' : '/temp';
     const path = `${prefix}/ask-${(++this.seq).toString(36)}`;
     return new Promise<R>((resolve, reject) => {
-      const finish = () => {
-        this.functions.delete(path);
-        this.clock.clearTimeout(timer);
-      };
-      const timer = this.clock.setTimeout(() => {
-        if (!this.functions.delete(path)) return;
-        reject(new AskTimeoutError(target.id, timeout));
-      }, timeout);
-      this.functions.set(path, {
-        handler: (message) => {
-          finish();
-          if (message.type === 'doyen.rejected') {
-            reject(
-              new MailboxFullError(target.id, this.cells.get(target.path)?.mailbox.config.capacity ?? 0),
-            );
-          } else {
-            resolve(message as R);
-          }
-        },
-        onTerminate: () => {
-          finish();
-          reject(new ActorSystemTerminatedError('wait for the reply'));
-        },
-      });
+      const pending = new PendingAsk(this, path, target, timeout, resolve as (m: Message) => void, reject);
+      this.functions.set(path, pending);
+      this.askDeadlines.add(timeout, pending);
       const replyTo = this.makeLocalRef(path) as unknown as ActorRef<R>;
       try {
         target.send(build(replyTo), replyTo);
       } catch (error) {
-        finish();
-        reject(error);
+        pending.fail(error);
       }
     });
+  }
+
+  /** Ends a pending ask: its temporary ref stops answering, its deadline is skipped. */
+  settleAsk(ask: PendingAsk, expired: boolean): void {
+    this.functions.delete(ask.path);
+    if (!expired) this.askDeadlines.settled(ask.timeout);
+  }
+
+  /** The capacity of a local actor's mailbox, for the error an ask fails with when it was full. */
+  mailboxCapacityOf(ref: ActorRef): number {
+    return this.cells.get(ref.path)?.mailbox.config.capacity ?? 0;
   }
 
   // ---- death watch ----------------------------------------------------------------------------
@@ -567,6 +558,7 @@ export class ActorSystem implements RefHost, CellHost {
     if (this.terminated) return;
     for (const cell of [...this.cells.values()]) if (!cell.parent) cell.stop('stopped');
     this.terminated = true;
+    this.askDeadlines.clear();
     for (const [path, fn] of [...this.functions]) {
       if (fn.onTerminate) {
         this.functions.delete(path);

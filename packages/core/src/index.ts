@@ -16,3 +16,4 @@ export * from './supervision.js';
 export * from './system-messages.js';
 export * from './transport.js';
 export * from './chunked-queue.js';
+export * from './ask-deadlines.js';
