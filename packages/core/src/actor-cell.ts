@@ -163,9 +163,7 @@ export class ActorCell implements Runnable, RuntimeHost {
   }
 }
 
-function inspectionFunction(
-  inspect: CellHost['inspect'],
-): ((event: InspectionEvent) => void) | undefined {
+function inspectionFunction(inspect: CellHost['inspect']): ((event: InspectionEvent) => void) | undefined {
   if (typeof inspect === 'function') return inspect;
   if (inspect?.next) return (event) => inspect.next!(event);
   return undefined;

@@ -2,8 +2,6 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AnyActorLogic, EventFromLogic, InspectionEvent, Observer } from 'xstate';
 import { ActorCell, type CellHost } from './actor-cell.js';
-import { AskDeadlines } from './ask-deadlines.js';
-import { PendingAsk } from './pending-ask.js';
 import { type ActorRef, type AskOptions, LocalActorRef, type RefHost, RemoteActorRef } from './actor-ref.js';
 import {
   type ActorAddress,
@@ -16,19 +14,17 @@ import {
   sameNode,
   type UniqueNodeAddress,
 } from './address.js';
+import { AskDeadlines } from './ask-deadlines.js';
 import { type Clock, immediateScheduler, realClock, type TurnScheduler } from './clock.js';
 import { type DeadLetterReason, DeadLetters } from './dead-letters.js';
 import { Dispatcher, type DispatcherConfig, defaultDispatcherConfig } from './dispatcher.js';
-import {
-  ActorNameTakenError,
-  ActorSystemTerminatedError,
-  InvalidActorNameError,
-} from './errors.js';
+import { ActorNameTakenError, ActorSystemTerminatedError, InvalidActorNameError } from './errors.js';
 import { RateLimitedLog, silentLogger } from './logger.js';
 import { type Delivery, defaultMailboxConfig, type MailboxConfig, type OverflowPolicy } from './mailbox.js';
 import type { Message, Rejected, Terminated, TerminationReason } from './message.js';
 import { MessageTypes } from './message-types.js';
 import { Metrics } from './metrics.js';
+import { PendingAsk } from './pending-ask.js';
 import { defaultSupervision, type SupervisionStrategy, validateSupervision } from './supervision.js';
 import { registerSystemMessages, type Unwatch, type Watch } from './system-messages.js';
 import { type Envelope, laneOf, type RemoteTransport } from './transport.js';
@@ -387,7 +383,10 @@ export class ActorSystem implements RefHost, CellHost {
   private mailboxHighWater(cell: ActorCell): void {
     const path = cell.ref.path;
     const highWaterMark = cell.mailbox.config.highWaterMark;
-    this.metrics.inc('doyen_mailbox_high_water_total', 'Times a local mailbox grew through its high-water mark');
+    this.metrics.inc(
+      'doyen_mailbox_high_water_total',
+      'Times a local mailbox grew through its high-water mark',
+    );
     this.mailboxLog.warn(
       `mailbox:${path}`,
       { event: 'mailbox.high-water', path, highWaterMark, depth: cell.mailbox.size },

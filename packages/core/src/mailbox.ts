@@ -1,6 +1,6 @@
+import { ChunkedQueue } from './chunked-queue.js';
 import { InvalidConfigError } from './errors.js';
 import type { Message } from './message.js';
-import { ChunkedQueue } from './chunked-queue.js';
 
 export type OverflowPolicy = 'drop-newest' | 'drop-oldest' | 'reject';
 

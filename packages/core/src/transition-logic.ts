@@ -35,7 +35,8 @@ export function reducerOf(logic: AnyActorLogic): Reducer | undefined {
 
 function recognise(logic: Record<PropertyKey, unknown>): Reducer | null {
   const tagged = logic[REDUCER];
-  const candidate = typeof tagged === 'function' ? tagged : looksLikeXstateTransition(logic) ? logic.config : undefined;
+  const candidate =
+    typeof tagged === 'function' ? tagged : looksLikeXstateTransition(logic) ? logic.config : undefined;
   if (typeof candidate !== 'function' || candidate.length > 2) return null;
   return candidate as Reducer;
 }

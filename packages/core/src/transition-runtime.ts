@@ -80,7 +80,13 @@ export class TransitionRuntime implements CellRuntime {
       const rootId = actorRef.sessionId;
       inspect({ type: '@xstate.actor', actorRef: actorRef as never, rootId });
       const init = { type: 'xstate.init', input };
-      inspect({ type: '@xstate.event', sourceRef: undefined, actorRef: actorRef as never, event: init, rootId });
+      inspect({
+        type: '@xstate.event',
+        sourceRef: undefined,
+        actorRef: actorRef as never,
+        event: init,
+        rootId,
+      });
       this.published(init);
     } else if (this.listening) this.published(undefined);
   }
