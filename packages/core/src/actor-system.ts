@@ -110,6 +110,8 @@ export class ActorSystem implements RefHost, CellHost {
     Map<string, { target: ActorRef; watchers: Map<string, ActorRef> }>
   >();
   private readonly askDeadlines: AskDeadlines;
+  private readonly localAddressPrefix: string;
+  private readonly localAddressSuffix: string;
   private transport: RemoteTransport | undefined;
   private seq = 0;
   private terminated = false;
@@ -139,6 +141,9 @@ export class ActorSystem implements RefHost, CellHost {
     registerSystemMessages(this.messageTypes);
     this.functions.set('/system/death-watch', { handler: (m) => this.onDeathWatchMessage(m) });
     this.askDeadlines = new AskDeadlines(this.clock);
+    const sample = formatActorAddress({ cluster: this.cluster, node: this.node, path: '/' });
+    this.localAddressPrefix = sample.slice(0, sample.lastIndexOf('/#'));
+    this.localAddressSuffix = sample.slice(sample.lastIndexOf('/#') + 1);
   }
 
   /** Human-readable `host:port` of this node. */
@@ -582,7 +587,8 @@ export class ActorSystem implements RefHost, CellHost {
 
   private makeLocalRef(path: string): CellRef {
     const address: ActorAddress = { cluster: this.cluster, node: this.node, path };
-    return new CellRef(this, address, formatActorAddress(address));
+    // formatActorAddress's result, from its two constant parts: one ref per ask makes this hot
+    return new CellRef(this, address, `${this.localAddressPrefix}${path}${this.localAddressSuffix}`);
   }
 
   private safeRef(address: string): ActorRef | undefined {

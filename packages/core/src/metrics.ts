@@ -9,7 +9,11 @@ interface Series {
 }
 
 function labelKey(labels: Labels): string {
-  return Object.keys(labels)
+  const keys = Object.keys(labels);
+  // no labels or one (the common case on hot paths: per frame, per dead letter): nothing to sort
+  if (keys.length === 0) return '';
+  if (keys.length === 1) return `${keys[0]}=${labels[keys[0]!]}`;
+  return keys
     .sort()
     .map((k) => `${k}=${labels[k]}`)
     .join(',');

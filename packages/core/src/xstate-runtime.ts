@@ -8,12 +8,6 @@ import {
 } from 'xstate';
 import type { CellRuntime, RuntimeHost } from './cell-runtime.js';
 import { toError } from './errors.js';
-import type { Message } from './message.js';
-
-/** xstate's actor internals this runtime uses when nobody inspects (see `run`). */
-interface SendDirect {
-  _send?(event: Message): void;
-}
 
 /** Runs any xstate logic in an xstate actor, fed one message at a time from the cell's mailbox. */
 export class XstateRuntime implements CellRuntime {
@@ -55,17 +49,13 @@ export class XstateRuntime implements CellRuntime {
   run(max: number): number {
     const host = this.host;
     const mailbox = host.mailbox;
-    const actor = this.actor as AnyActorRef & SendDirect;
-    // `send` goes through xstate's system relay, which exists to emit `@xstate.event` to inspectors;
-    // with none attached, `_send` is the same enqueue-and-process without building that event.
-    const direct = host.inspect === undefined && typeof actor._send === 'function';
+    const actor = this.actor!;
     let n = 0;
     while (n < max && host.running) {
       const message = mailbox.takeMessage();
       if (message === undefined) break;
       n++;
-      if (direct) actor._send!(message);
-      else actor.send(message);
+      actor.send(message);
     }
     return n;
   }
