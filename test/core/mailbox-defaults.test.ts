@@ -9,6 +9,7 @@ import {
   type DeadLetter,
   defaultMailboxConfig,
   Mailbox,
+  RingBuffer,
 } from '../../packages/core/src/index.js';
 import { ManualScheduler } from '../support/manual-scheduler.js';
 
@@ -147,5 +148,18 @@ describe('chunked queue', () => {
     q.push(42);
     expect(q.length).toBe(1);
     expect(q.shift()).toBe(42);
+  });
+});
+
+describe('ring buffer', () => {
+  it('clear empties it and it keeps FIFO order after', () => {
+    const ring = new RingBuffer<number>(4);
+    for (let i = 0; i < 6; i++) ring.push(i);
+    ring.shift();
+    ring.clear();
+    expect(ring.length).toBe(0);
+    expect(ring.shift()).toBeUndefined();
+    for (let i = 10; i < 20; i++) ring.push(i);
+    expect(ring.drain()).toEqual([10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
   });
 });

@@ -30,6 +30,8 @@ export class AskDeadlines {
       lane = { queue: new RingBuffer<Entry>(16), timer: undefined, pending: 0 };
       this.lanes.set(timeoutMs, lane);
     }
+    // Every earlier ask settled (sequential asks): their entries go now, in O(entries) = O(1) here.
+    if (lane.pending === 0) lane.queue.clear();
     lane.queue.push({ deadline: this.clock.now() + timeoutMs, item });
     lane.pending++;
     if (lane.timer === undefined) this.arm(timeoutMs, timeoutMs);
