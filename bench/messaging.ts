@@ -10,6 +10,9 @@
 // in its socket and each event-loop turn there decodes ~2 MB of user frames before it reads the system
 // lane; the child's event-loop delay is printed beside it to show which case a run was in.
 // Runs share the machine with whatever else runs on it: on a busy 2-core box expect wide run-to-run spread.
+// The in-process sections (1, 5) take, within each run, the best of LOCAL_TRIES interleaved tries of
+// doyen and of its baseline alike: a figure of a fraction of a second is easily halved by another
+// process taking the core, and the best try is the one least disturbed, on both sides of the ratio.
 import {
   bareXstateMachineSendRate,
   bareXstateTransitionSendRate,
@@ -32,6 +35,7 @@ const BATCH_BYTES = 64 * 1024;
 const ASK_ROUNDS = 5_000;
 const HEARTBEAT_MS = 2_000;
 const BURST_MESSAGES = 1_000_000;
+const LOCAL_TRIES = 3;
 
 type Unit = 'msgs/s' | 'µs' | 'ms' | 'msgs';
 type Figure = { key: string; label: string; unit: Unit };
@@ -77,13 +81,14 @@ const sections: Section[] = [
       await doyenTransitionTellRate(100_000);
       await nactTellRate(50_000);
     },
-    measure: async () => ({
-      xstateMachineSendPerSec: await bareXstateMachineSendRate(LOCAL_MACHINE_MESSAGES),
-      doyenMachineTellPerSec: await doyenMachineTellRate(LOCAL_MACHINE_MESSAGES),
-      xstateTransitionSendPerSec: await bareXstateTransitionSendRate(LOCAL_TRANSITION_MESSAGES),
-      doyenTransitionTellPerSec: await doyenTransitionTellRate(LOCAL_TRANSITION_MESSAGES),
-      nactTellPerSec: await nactTellRate(NACT_MESSAGES),
-    }),
+    measure: () =>
+      bestOf(LOCAL_TRIES, Math.max, async () => ({
+        xstateMachineSendPerSec: await bareXstateMachineSendRate(LOCAL_MACHINE_MESSAGES),
+        doyenMachineTellPerSec: await doyenMachineTellRate(LOCAL_MACHINE_MESSAGES),
+        xstateTransitionSendPerSec: await bareXstateTransitionSendRate(LOCAL_TRANSITION_MESSAGES),
+        doyenTransitionTellPerSec: await doyenTransitionTellRate(LOCAL_TRANSITION_MESSAGES),
+        nactTellPerSec: await nactTellRate(NACT_MESSAGES),
+      })),
   },
   {
     title: '2. remote tell, two processes on 127.0.0.1',
@@ -171,13 +176,19 @@ const sections: Section[] = [
       await doyenLocalBurst(BURST_MESSAGES / 4);
     },
     measure: async () => {
-      const bareRate = await bareXstateTransitionSendRate(BURST_MESSAGES);
-      const burst = await doyenLocalBurst(BURST_MESSAGES);
+      // every try must process all of them: a drop in any try shows
+      let dropped = 0;
+      const times = await bestOf(LOCAL_TRIES, Math.min, async () => {
+        const bareRate = await bareXstateTransitionSendRate(BURST_MESSAGES);
+        const burst = await doyenLocalBurst(BURST_MESSAGES);
+        dropped = Math.max(dropped, burst.dropped, BURST_MESSAGES - burst.processed);
+        return { xstateBurstMs: (BURST_MESSAGES / bareRate) * 1_000, doyenBurstMs: burst.ms };
+      });
       return {
-        xstateBurstMs: (BURST_MESSAGES / bareRate) * 1_000,
-        doyenBurstMs: burst.ms,
-        doyenBurstProcessed: burst.processed,
-        doyenBurstDropped: burst.dropped,
+        xstateBurstMs: times.xstateBurstMs!,
+        doyenBurstMs: times.doyenBurstMs!,
+        doyenBurstProcessed: BURST_MESSAGES - dropped,
+        doyenBurstDropped: dropped,
       };
     },
   },
@@ -355,6 +366,20 @@ console.log();
 console.log(formatTable(comparisonRows));
 console.log(`\n${RUNS} runs in ${formatFigure((performance.now() - startedAt) / 1_000, 1)} s`);
 printResult({ bench: 'messaging', runs: RUNS, ...medians, ...ratios, targetsMissed: missed });
+
+/** Runs `measure` `tries` times and keeps, per figure, the best by `pick` (Math.max for rates, Math.min for times). */
+async function bestOf(
+  tries: number,
+  pick: (a: number, b: number) => number,
+  measure: () => Promise<Figures>,
+): Promise<Figures> {
+  const best: Figures = {};
+  for (let i = 0; i < tries; i++) {
+    for (const [key, value] of Object.entries(await measure()))
+      best[key] = key in best ? pick(best[key]!, value) : value;
+  }
+  return best;
+}
 
 function runsFromArgs(args: string[]): number | undefined {
   const i = args.indexOf('--runs');
