@@ -22,6 +22,7 @@ import {
 } from './lib/baselines.js';
 import { doyenLocalBurst, doyenMachineTellRate, doyenTransitionTellRate } from './lib/doyen-local.js';
 import { DoyenRemoteBench } from './lib/doyen-remote.js';
+import { settleHeap } from './lib/settle-heap.js';
 import { median, printResult } from './lib/stats.js';
 import { formatFigure, formatTable } from './lib/table.js';
 
@@ -83,11 +84,13 @@ const sections: Section[] = [
     },
     measure: () =>
       bestOf(LOCAL_TRIES, Math.max, async () => ({
-        xstateMachineSendPerSec: await bareXstateMachineSendRate(LOCAL_MACHINE_MESSAGES),
-        doyenMachineTellPerSec: await doyenMachineTellRate(LOCAL_MACHINE_MESSAGES),
-        xstateTransitionSendPerSec: await bareXstateTransitionSendRate(LOCAL_TRANSITION_MESSAGES),
-        doyenTransitionTellPerSec: await doyenTransitionTellRate(LOCAL_TRANSITION_MESSAGES),
-        nactTellPerSec: await nactTellRate(NACT_MESSAGES),
+        xstateMachineSendPerSec: await settled(() => bareXstateMachineSendRate(LOCAL_MACHINE_MESSAGES)),
+        doyenMachineTellPerSec: await settled(() => doyenMachineTellRate(LOCAL_MACHINE_MESSAGES)),
+        xstateTransitionSendPerSec: await settled(() =>
+          bareXstateTransitionSendRate(LOCAL_TRANSITION_MESSAGES),
+        ),
+        doyenTransitionTellPerSec: await settled(() => doyenTransitionTellRate(LOCAL_TRANSITION_MESSAGES)),
+        nactTellPerSec: await settled(() => nactTellRate(NACT_MESSAGES)),
       })),
   },
   {
@@ -179,8 +182,8 @@ const sections: Section[] = [
       // every try must process all of them: a drop in any try shows
       let dropped = 0;
       const times = await bestOf(LOCAL_TRIES, Math.min, async () => {
-        const bareRate = await bareXstateTransitionSendRate(BURST_MESSAGES);
-        const burst = await doyenLocalBurst(BURST_MESSAGES);
+        const bareRate = await settled(() => bareXstateTransitionSendRate(BURST_MESSAGES));
+        const burst = await settled(() => doyenLocalBurst(BURST_MESSAGES));
         dropped = Math.max(dropped, burst.dropped, BURST_MESSAGES - burst.processed);
         return { xstateBurstMs: (BURST_MESSAGES / bareRate) * 1_000, doyenBurstMs: burst.ms };
       });
@@ -366,6 +369,12 @@ console.log();
 console.log(formatTable(comparisonRows));
 console.log(`\n${RUNS} runs in ${formatFigure((performance.now() - startedAt) / 1_000, 1)} s`);
 printResult({ bench: 'messaging', runs: RUNS, ...medians, ...ratios, targetsMissed: missed });
+
+/** One in-process measurement, started on a collected heap. */
+function settled<T>(measure: () => Promise<T>): Promise<T> {
+  settleHeap();
+  return measure();
+}
 
 /** Runs `measure` `tries` times and keeps, per figure, the best by `pick` (Math.max for rates, Math.min for times). */
 async function bestOf(

@@ -163,3 +163,59 @@ describe('ring buffer', () => {
     expect(ring.drain()).toEqual([10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
   });
 });
+
+describe('a burst from outside any actor', () => {
+  it('is worked off as it arrives: the backlog stays at the drain depth, every message is processed', async () => {
+    // the default scheduler (setImmediate), as a node runs
+    const system = new ActorSystem({ cluster: 'test', host: '127.0.0.1', port: 1 });
+    current = system;
+    const drainAt = 4096;
+    const ref = system.spawn(counter(), { name: 'burst' });
+    let deepest = 0;
+    for (let i = 0; i < 1_000_000; i++) {
+      ref.send({ type: 'inc' });
+      const depth = system.mailboxSize(ref);
+      if (depth > deepest) deepest = depth;
+    }
+    // the send that makes the drain depth runs a turn before it returns
+    expect(deepest).toBeLessThan(drainAt);
+    // positive control: the sends did queue up to it before any turn ran
+    expect(deepest).toBe(drainAt - 1);
+    while (system.mailboxSize(ref) > 0) await new Promise((r) => setImmediate(r));
+    expect(system.snapshotOf(ref)).toMatchObject({ context: 1_000_000 });
+    expect(system.deadLetters.count).toBe(0);
+  });
+
+  it('sends from inside an actor never run a turn: the actor keeps processing one message at a time', async () => {
+    const system = new ActorSystem({ cluster: 'test', host: '127.0.0.1', port: 1 });
+    current = system;
+    const sink = system.spawn(counter(), { name: 'sink' });
+    let depthSeenBySender = -1;
+    const fanout = system.spawn(
+      fromTransition((n: number) => {
+        for (let i = 0; i < 10_000; i++) sink.send({ type: 'inc' });
+        depthSeenBySender = system.mailboxSize(sink);
+        return n + 1;
+      }, 0),
+      { name: 'fanout' },
+    );
+    fanout.send({ type: 'go' });
+    while (system.mailboxSize(fanout) > 0 || system.mailboxSize(sink) > 0)
+      await new Promise((r) => setImmediate(r));
+    expect(depthSeenBySender).toBe(10_000);
+    expect(system.snapshotOf(sink)).toMatchObject({ context: 10_000 });
+  });
+
+  it('can be turned off: then the burst queues in full', () => {
+    const system = new ActorSystem({
+      cluster: 'test',
+      host: '127.0.0.1',
+      port: 1,
+      dispatcher: { drainBacklogAt: 0 },
+    });
+    current = system;
+    const ref = system.spawn(counter(), { name: 'q' });
+    for (let i = 0; i < 20_000; i++) ref.send({ type: 'inc' });
+    expect(system.mailboxSize(ref)).toBe(20_000);
+  });
+});

@@ -99,6 +99,8 @@ export class ActorSystem implements RefHost, CellHost {
   readonly inspect: ActorSystemConfig['inspect'];
   private readonly dispatcher: Dispatcher;
   private readonly mailboxDefaults: MailboxConfig;
+  /** Queue depth at which a send from outside any actor runs a dispatcher turn (see DispatcherConfig). */
+  private readonly drainBacklogAt: number;
   /** Mailbox warnings (drops, high water): at most one line per second per actor path. */
   private readonly mailboxLog: RateLimitedLog;
   private readonly supervisionDefault: SupervisionStrategy;
@@ -133,10 +135,14 @@ export class ActorSystem implements RefHost, CellHost {
       () => this.mailboxDepths(),
     );
     this.supervisionDefault = validateSupervision(config.supervision ?? defaultSupervision);
-    this.dispatcher = new Dispatcher(
-      config.scheduler ?? immediateScheduler,
-      { ...defaultDispatcherConfig, ...config.dispatcher },
-      (error) => this.logger.error({ event: 'dispatcher.error', err: error }, 'dispatcher error'),
+    const dispatcherConfig: DispatcherConfig = {
+      ...defaultDispatcherConfig,
+      ...(config.scheduler ? { drainBacklogAt: 0 } : {}),
+      ...config.dispatcher,
+    };
+    this.drainBacklogAt = dispatcherConfig.drainBacklogAt > 0 ? dispatcherConfig.drainBacklogAt : Infinity;
+    this.dispatcher = new Dispatcher(config.scheduler ?? immediateScheduler, dispatcherConfig, (error) =>
+      this.logger.error({ event: 'dispatcher.error', err: error }, 'dispatcher error'),
     );
     registerSystemMessages(this.messageTypes);
     this.functions.set('/system/death-watch', { handler: (m) => this.onDeathWatchMessage(m) });
@@ -355,6 +361,7 @@ export class ActorSystem implements RefHost, CellHost {
         this.mailboxDropped(cell, e.message, 'drop-oldest');
         this.deadLetter(cell.ref.id, e.message, e.sender, 'mailbox-overflow-dropped-oldest');
       } else if (result.highWater) this.mailboxHighWater(cell);
+      if (cell.mailbox.size >= this.drainBacklogAt) this.dispatcher.drainNow();
       return;
     }
     this.mailboxDropped(cell, message, result.policy);
