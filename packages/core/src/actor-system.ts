@@ -361,7 +361,8 @@ export class ActorSystem implements RefHost, CellHost {
         this.mailboxDropped(cell, e.message, 'drop-oldest');
         this.deadLetter(cell.ref.id, e.message, e.sender, 'mailbox-overflow-dropped-oldest');
       } else if (result.highWater) this.mailboxHighWater(cell);
-      if (cell.mailbox.size >= this.drainBacklogAt) this.dispatcher.drainNow();
+      // only a cell waiting for its turn: one backing off after a failure gains nothing from turns
+      if (cell.mailbox.size >= this.drainBacklogAt && cell.scheduled) this.dispatcher.drainNow();
       return;
     }
     this.mailboxDropped(cell, message, result.policy);
