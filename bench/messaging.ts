@@ -4,10 +4,15 @@
 //   2. remote tell between two processes on 127.0.0.1, vs raw ws+msgpackr batched into ≤64 KiB frames
 //   3. remote ask round trip, idle, vs raw ws+msgpackr ping-pong
 //   4. system-lane heartbeat delay while the user lane is saturated, vs the same with the user lane idle
+//   5. local burst: 1M tells to a `fromTransition` actor with the DEFAULT mailbox (processed, dropped, time),
+//      vs the same 1M sends to a bare xstate `fromTransition` actor
 // Section 4 depends on which process is the bottleneck: when the child cannot keep up, a backlog builds
 // in its socket and each event-loop turn there decodes ~2 MB of user frames before it reads the system
 // lane; the child's event-loop delay is printed beside it to show which case a run was in.
 // Runs share the machine with whatever else runs on it: on a busy 2-core box expect wide run-to-run spread.
+// The in-process sections (1, 5) take, within each run, the best of LOCAL_TRIES interleaved tries of
+// doyen and of its baseline alike: a figure of a fraction of a second is easily halved by another
+// process taking the core, and the best try is the one least disturbed, on both sides of the ratio.
 import {
   bareXstateMachineSendRate,
   bareXstateTransitionSendRate,
@@ -15,8 +20,9 @@ import {
   rawWsMsgpackrRemoteRate,
   rawWsPingPongLatency,
 } from './lib/baselines.js';
-import { doyenMachineTellRate, doyenTransitionTellRate } from './lib/doyen-local.js';
+import { doyenLocalBurst, doyenMachineTellRate, doyenTransitionTellRate } from './lib/doyen-local.js';
 import { DoyenRemoteBench } from './lib/doyen-remote.js';
+import { settleHeap } from './lib/settle-heap.js';
 import { median, printResult } from './lib/stats.js';
 import { formatFigure, formatTable } from './lib/table.js';
 import { TLS_ONLY_ARG, tlsMessagingSection } from './lib/tls-messaging.js';
@@ -30,8 +36,10 @@ const REMOTE_MESSAGES = 1_000_000;
 const BATCH_BYTES = 64 * 1024;
 const ASK_ROUNDS = 5_000;
 const HEARTBEAT_MS = 2_000;
+const BURST_MESSAGES = 1_000_000;
+const LOCAL_TRIES = 3;
 
-type Unit = 'msgs/s' | 'µs' | 'ms';
+type Unit = 'msgs/s' | 'µs' | 'ms' | 'msgs';
 type Figure = { key: string; label: string; unit: Unit };
 type Figures = Record<string, number>;
 /** A section: figures measured together, run after run, so each doyen figure has a same-run baseline. */
@@ -50,7 +58,7 @@ type Comparison = {
   key: string;
 };
 
-const digitsOf = (unit: Unit | 'ratio') => (unit === 'msgs/s' ? 0 : unit === 'µs' ? 1 : 2);
+const digitsOf = (unit: Unit | 'ratio') => (unit === 'msgs/s' || unit === 'msgs' ? 0 : unit === 'µs' ? 1 : 2);
 
 let remote: DoyenRemoteBench | undefined;
 const remoteBench = () => {
@@ -75,13 +83,16 @@ const sections: Section[] = [
       await doyenTransitionTellRate(100_000);
       await nactTellRate(50_000);
     },
-    measure: async () => ({
-      xstateMachineSendPerSec: await bareXstateMachineSendRate(LOCAL_MACHINE_MESSAGES),
-      doyenMachineTellPerSec: await doyenMachineTellRate(LOCAL_MACHINE_MESSAGES),
-      xstateTransitionSendPerSec: await bareXstateTransitionSendRate(LOCAL_TRANSITION_MESSAGES),
-      doyenTransitionTellPerSec: await doyenTransitionTellRate(LOCAL_TRANSITION_MESSAGES),
-      nactTellPerSec: await nactTellRate(NACT_MESSAGES),
-    }),
+    measure: () =>
+      bestOf(LOCAL_TRIES, Math.max, async () => ({
+        xstateMachineSendPerSec: await settled(() => bareXstateMachineSendRate(LOCAL_MACHINE_MESSAGES)),
+        doyenMachineTellPerSec: await settled(() => doyenMachineTellRate(LOCAL_MACHINE_MESSAGES)),
+        xstateTransitionSendPerSec: await settled(() =>
+          bareXstateTransitionSendRate(LOCAL_TRANSITION_MESSAGES),
+        ),
+        doyenTransitionTellPerSec: await settled(() => doyenTransitionTellRate(LOCAL_TRANSITION_MESSAGES)),
+        nactTellPerSec: await settled(() => nactTellRate(NACT_MESSAGES)),
+      })),
   },
   {
     title: '2. remote tell, two processes on 127.0.0.1',
@@ -156,6 +167,35 @@ const sections: Section[] = [
       };
     },
   },
+  {
+    title: '5. local burst, 1M tells, default mailbox',
+    figures: [
+      { key: 'xstateBurstMs', label: 'bare xstate fromTransition: 1M sends', unit: 'ms' },
+      { key: 'doyenBurstMs', label: 'doyen fromTransition: 1M tells, all processed', unit: 'ms' },
+      { key: 'doyenBurstProcessed', label: 'doyen: processed', unit: 'msgs' },
+      { key: 'doyenBurstDropped', label: 'doyen: dropped', unit: 'msgs' },
+    ],
+    warmup: async () => {
+      await bareXstateTransitionSendRate(BURST_MESSAGES / 4);
+      await doyenLocalBurst(BURST_MESSAGES / 4);
+    },
+    measure: async () => {
+      // every try must process all of them: a drop in any try shows
+      let dropped = 0;
+      const times = await bestOf(LOCAL_TRIES, Math.min, async () => {
+        const bareRate = await settled(() => bareXstateTransitionSendRate(BURST_MESSAGES));
+        const burst = await settled(() => doyenLocalBurst(BURST_MESSAGES));
+        dropped = Math.max(dropped, burst.dropped, BURST_MESSAGES - burst.processed);
+        return { xstateBurstMs: (BURST_MESSAGES / bareRate) * 1_000, doyenBurstMs: burst.ms };
+      });
+      return {
+        xstateBurstMs: times.xstateBurstMs!,
+        doyenBurstMs: times.doyenBurstMs!,
+        doyenBurstProcessed: BURST_MESSAGES - dropped,
+        doyenBurstDropped: dropped,
+      };
+    },
+  },
 ];
 
 const ratio = (a: string, b: string) => (run: Figures) => run[a]! / run[b]!;
@@ -164,14 +204,14 @@ const comparisons: Comparison[] = [
     key: 'machineVsBareRatio',
     label: 'doyen / bare xstate, createMachine',
     value: ratio('doyenMachineTellPerSec', 'xstateMachineSendPerSec'),
-    target: { op: '>=', bound: 0.8 },
+    target: { op: '>=', bound: 0.95 },
     unit: 'ratio',
   },
   {
     key: 'transitionVsBareRatio',
     label: 'doyen / bare xstate, fromTransition',
     value: ratio('doyenTransitionTellPerSec', 'xstateTransitionSendPerSec'),
-    target: { op: '>=', bound: 0.8 },
+    target: { op: '>=', bound: 1.1 },
     unit: 'ratio',
   },
   {
@@ -227,15 +267,36 @@ const comparisons: Comparison[] = [
     key: 'doyenAskP99Us',
     label: 'doyen ask (function actor) p99',
     value: (run) => run.doyenAskP99Us!,
-    target: { op: '<=', bound: 500 },
+    target: { op: '<=', bound: 350 },
     unit: 'µs',
   },
   {
     key: 'doyenAskActorP99Us',
     label: 'doyen ask (xstate actor) p99',
     value: (run) => run.doyenAskActorP99Us!,
-    target: { op: '<=', bound: 500 },
+    target: { op: '<=', bound: 350 },
     unit: 'µs',
+  },
+  {
+    key: 'askActorP99VsRawRatio',
+    label: 'doyen ask (xstate actor) p99 / raw ping-pong p99',
+    value: ratio('doyenAskActorP99Us', 'rawWsPingPongP99Us'),
+    target: undefined,
+    unit: 'ratio',
+  },
+  {
+    key: 'burstVsBareRatio',
+    label: 'doyen 1M-tell burst time / bare xstate 1M sends',
+    value: ratio('doyenBurstMs', 'xstateBurstMs'),
+    target: undefined,
+    unit: 'ratio',
+  },
+  {
+    key: 'burstProcessedRatio',
+    label: 'burst: processed / sent (default mailbox)',
+    value: (run) => run.doyenBurstProcessed! / BURST_MESSAGES,
+    target: { op: '>=', bound: 1 },
+    unit: 'ratio',
   },
   {
     key: 'heartbeatLoadedVsIdleRatio',
@@ -316,6 +377,26 @@ console.log();
 console.log(formatTable(comparisonRows));
 console.log(`\n${RUNS} runs in ${formatFigure((performance.now() - startedAt) / 1_000, 1)} s`);
 printResult({ bench: 'messaging', runs: RUNS, ...medians, ...ratios, targetsMissed: missed });
+
+/** One in-process measurement, started on a collected heap. */
+function settled<T>(measure: () => Promise<T>): Promise<T> {
+  settleHeap();
+  return measure();
+}
+
+/** Runs `measure` `tries` times and keeps, per figure, the best by `pick` (Math.max for rates, Math.min for times). */
+async function bestOf(
+  tries: number,
+  pick: (a: number, b: number) => number,
+  measure: () => Promise<Figures>,
+): Promise<Figures> {
+  const best: Figures = {};
+  for (let i = 0; i < tries; i++) {
+    for (const [key, value] of Object.entries(await measure()))
+      best[key] = key in best ? pick(best[key]!, value) : value;
+  }
+  return best;
+}
 
 function runsFromArgs(args: string[]): number | undefined {
   const i = args.indexOf('--runs');

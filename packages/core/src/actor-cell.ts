@@ -1,17 +1,14 @@
-import {
-  type AnyActorLogic,
-  type AnyActorRef,
-  createActor,
-  type InspectionEvent,
-  type Observer,
-} from 'xstate';
+import type { AnyActorLogic, InspectionEvent, Observer } from 'xstate';
 import type { ActorRef } from './actor-ref.js';
+import type { CellRuntime, RuntimeHost } from './cell-runtime.js';
 import type { Clock } from './clock.js';
 import type { Runnable } from './dispatcher.js';
-import { toError } from './errors.js';
 import { type Delivery, Mailbox, type MailboxConfig } from './mailbox.js';
 import type { Message, TerminationReason } from './message.js';
 import { decideRestart, type SupervisionStrategy } from './supervision.js';
+import { reducerOf } from './transition-logic.js';
+import { TransitionRuntime } from './transition-runtime.js';
+import { XstateRuntime } from './xstate-runtime.js';
 
 /** What a cell needs from its system. */
 export interface CellHost {
@@ -26,25 +23,26 @@ export interface CellHost {
 type CellStatus = 'running' | 'backing-off' | 'stopped';
 
 /**
- * One actor at run time: its mailbox, the xstate actor processing it one message at a time,
- * and its supervision. A failed xstate actor is replaced by a fresh one from the same logic.
+ * One actor at run time: its mailbox, the runtime processing it one message at a time (an xstate
+ * actor, or the reducer itself for transition logic), and its supervision. A failed runtime is
+ * started afresh from the same logic.
  */
-export class ActorCell implements Runnable {
+export class ActorCell implements Runnable, RuntimeHost {
   scheduled = false;
   readonly mailbox: Mailbox;
   readonly watchers = new Map<string, ActorRef>();
   readonly children = new Set<ActorCell>();
-  private actor: AnyActorRef | undefined;
+  readonly inspect: ((event: InspectionEvent) => void) | undefined;
+  private readonly runtime: CellRuntime;
   private status: CellStatus = 'running';
   private failures: number[] = [];
   private restartTimer: unknown;
-  private stoppingOnPurpose = false;
   private snapshotListeners = new Set<(snapshot: unknown) => void>();
 
   constructor(
     private readonly host: CellHost,
     readonly ref: ActorRef,
-    private readonly logic: AnyActorLogic,
+    logic: AnyActorLogic,
     private readonly makeInput: () => unknown,
     mailbox: MailboxConfig,
     private readonly supervision: SupervisionStrategy,
@@ -53,50 +51,62 @@ export class ActorCell implements Runnable {
     private initialSnapshot?: unknown,
   ) {
     this.mailbox = new Mailbox(mailbox);
+    this.inspect = inspectionFunction(host.inspect);
+    const reducer = reducerOf(logic);
+    this.runtime = reducer
+      ? new TransitionRuntime(this, logic, reducer)
+      : new XstateRuntime(this, logic, host.inspect);
+  }
+
+  get path(): string {
+    return this.ref.path;
+  }
+
+  get clock(): Clock {
+    return this.host.clock;
+  }
+
+  get running(): boolean {
+    return this.status === 'running';
   }
 
   /** xstate's persisted snapshot of the running actor (plain data), for hand-over. */
   getPersistedSnapshot(): unknown {
-    const actor = this.actor as { getPersistedSnapshot?: () => unknown } | undefined;
-    return actor?.getPersistedSnapshot?.();
+    return this.runtime.getPersistedSnapshot();
   }
 
   get isStopped(): boolean {
     return this.status === 'stopped';
   }
 
-  /** The xstate actor's current snapshot (undefined while restarting). */
+  /** The actor's current xstate snapshot (undefined while restarting). */
   getSnapshot(): unknown {
-    return this.actor?.getSnapshot();
+    return this.runtime.getSnapshot();
   }
 
   subscribe(listener: (snapshot: unknown) => void): () => void {
     this.snapshotListeners.add(listener);
-    return () => this.snapshotListeners.delete(listener);
+    if (this.snapshotListeners.size === 1) this.runtime.setListening(true);
+    return () => {
+      if (this.snapshotListeners.delete(listener) && this.snapshotListeners.size === 0)
+        this.runtime.setListening(false);
+    };
+  }
+
+  emit(snapshot: unknown): void {
+    for (const listener of this.snapshotListeners) {
+      try {
+        listener(snapshot);
+      } catch {
+        // a listener's failure is not the actor's
+      }
+    }
   }
 
   start(): void {
     const snapshot = this.initialSnapshot;
     this.initialSnapshot = undefined;
-    const actor = createActor(this.logic, {
-      input: this.makeInput(),
-      ...(snapshot !== undefined ? { snapshot: snapshot as never } : {}),
-      clock: this.host.clock,
-      id: this.ref.path,
-      ...(this.host.inspect ? { inspect: this.host.inspect } : {}),
-    });
-    this.actor = actor;
-    // An error observer on every actor: xstate would otherwise rethrow on a timer and crash the process.
-    actor.subscribe({
-      next: (snapshot) => {
-        for (const l of this.snapshotListeners) l(snapshot);
-      },
-      error: (error) => this.failed(toError(error)),
-      complete: () => {
-        if (!this.stoppingOnPurpose && this.actor === actor) this.stop('stopped');
-      },
-    });
-    actor.start();
+    this.runtime.start(snapshot, this.makeInput());
     if (this.status === 'running' && this.mailbox.size > 0) this.host.schedule(this);
   }
 
@@ -111,24 +121,17 @@ export class ActorCell implements Runnable {
   }
 
   runBatch(max: number): number {
-    let n = 0;
-    while (n < max && this.status === 'running') {
-      const message = this.mailbox.takeMessage();
-      if (message === undefined) break;
-      n++;
-      this.actor!.send(message);
-    }
-    return n;
+    return this.status === 'running' ? this.runtime.run(max) : 0;
   }
 
-  private failed(error: Error): void {
+  failed(error: Error): void {
     if (this.status === 'stopped') return;
     const now = this.host.clock.now();
     this.failures.push(now);
     const decision = decideRestart(this.supervision, this.failures, now, this.host.random());
     const strategy = this.supervision;
     if (strategy.kind === 'restart') this.failures = this.failures.filter((t) => now - t < strategy.withinMs);
-    this.actor = undefined;
+    this.runtime.discard();
     if (decision.action === 'stop') {
       this.host.onFailure(this, error, 'stop', 0);
       this.stop('failed');
@@ -144,23 +147,24 @@ export class ActorCell implements Runnable {
     }, decision.delayMs);
   }
 
+  completed(): void {
+    this.stop('stopped');
+  }
+
   /** Stops this actor and its children; queued messages become dead letters. */
   stop(reason: TerminationReason): void {
     if (this.status === 'stopped') return;
     this.status = 'stopped';
     for (const child of [...this.children]) child.stop(reason === 'failed' ? 'stopped' : reason);
     if (this.restartTimer !== undefined) this.host.clock.clearTimeout(this.restartTimer);
-    const actor = this.actor;
-    this.actor = undefined;
-    if (actor) {
-      this.stoppingOnPurpose = true;
-      try {
-        actor.stop();
-      } catch {
-        // stopping a broken actor must not prevent the bookkeeping below
-      }
-    }
+    this.runtime.stop();
     this.snapshotListeners.clear();
     this.host.onStopped(this, reason, this.mailbox.drain());
   }
+}
+
+function inspectionFunction(inspect: CellHost['inspect']): ((event: InspectionEvent) => void) | undefined {
+  if (typeof inspect === 'function') return inspect;
+  if (inspect?.next) return (event) => inspect.next!(event);
+  return undefined;
 }

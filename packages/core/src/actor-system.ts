@@ -14,21 +14,17 @@ import {
   sameNode,
   type UniqueNodeAddress,
 } from './address.js';
+import { AskDeadlines } from './ask-deadlines.js';
 import { type Clock, immediateScheduler, realClock, type TurnScheduler } from './clock.js';
 import { type DeadLetterReason, DeadLetters } from './dead-letters.js';
 import { Dispatcher, type DispatcherConfig, defaultDispatcherConfig } from './dispatcher.js';
-import {
-  ActorNameTakenError,
-  ActorSystemTerminatedError,
-  AskTimeoutError,
-  InvalidActorNameError,
-  MailboxFullError,
-} from './errors.js';
-import { silentLogger } from './logger.js';
-import { type Delivery, defaultMailboxConfig, type MailboxConfig } from './mailbox.js';
+import { ActorNameTakenError, ActorSystemTerminatedError, InvalidActorNameError } from './errors.js';
+import { RateLimitedLog, silentLogger } from './logger.js';
+import { type Delivery, defaultMailboxConfig, type MailboxConfig, type OverflowPolicy } from './mailbox.js';
 import type { Message, Rejected, Terminated, TerminationReason } from './message.js';
 import { MessageTypes } from './message-types.js';
 import { Metrics } from './metrics.js';
+import { PendingAsk } from './pending-ask.js';
 import { defaultSupervision, type SupervisionStrategy, validateSupervision } from './supervision.js';
 import { registerSystemMessages, type Unwatch, type Watch } from './system-messages.js';
 import { type Envelope, laneOf, type RemoteTransport } from './transport.js';
@@ -78,8 +74,8 @@ export interface SpawnOptions<TInput = unknown> {
 }
 
 interface FunctionTarget {
-  readonly handler: (message: Message, sender: string | undefined) => void;
-  readonly onTerminate?: () => void;
+  handler(message: Message, sender: string | undefined): void;
+  onTerminate?(): void;
 }
 
 /** A local ref that may point straight at its cell, skipping a map lookup on every send. */
@@ -103,6 +99,10 @@ export class ActorSystem implements RefHost, CellHost {
   readonly inspect: ActorSystemConfig['inspect'];
   private readonly dispatcher: Dispatcher;
   private readonly mailboxDefaults: MailboxConfig;
+  /** Queue depth at which a send from outside any actor runs a dispatcher turn (see DispatcherConfig). */
+  private readonly drainBacklogAt: number;
+  /** Mailbox warnings (drops, high water): at most one line per second per actor path. */
+  private readonly mailboxLog: RateLimitedLog;
   private readonly supervisionDefault: SupervisionStrategy;
   private readonly cells = new Map<string, ActorCell>();
   private readonly functions = new Map<string, FunctionTarget>();
@@ -111,6 +111,9 @@ export class ActorSystem implements RefHost, CellHost {
     string,
     Map<string, { target: ActorRef; watchers: Map<string, ActorRef> }>
   >();
+  private readonly askDeadlines: AskDeadlines;
+  private readonly localAddressPrefix: string;
+  private readonly localAddressSuffix: string;
   private transport: RemoteTransport | undefined;
   private seq = 0;
   private terminated = false;
@@ -125,14 +128,28 @@ export class ActorSystem implements RefHost, CellHost {
     this.deadLetters = new DeadLetters(this.logger, this.clock, this.metrics);
     this.inspect = config.inspect;
     this.mailboxDefaults = { ...defaultMailboxConfig, ...config.mailbox };
+    this.mailboxLog = new RateLimitedLog(this.logger, () => this.clock.now(), 1);
+    this.metrics.collect(
+      'doyen_mailbox_depth',
+      'Messages waiting in each local mailbox that has any (read when scraped)',
+      () => this.mailboxDepths(),
+    );
     this.supervisionDefault = validateSupervision(config.supervision ?? defaultSupervision);
-    this.dispatcher = new Dispatcher(
-      config.scheduler ?? immediateScheduler,
-      { ...defaultDispatcherConfig, ...config.dispatcher },
-      (error) => this.logger.error({ event: 'dispatcher.error', err: error }, 'dispatcher error'),
+    const dispatcherConfig: DispatcherConfig = {
+      ...defaultDispatcherConfig,
+      ...(config.scheduler ? { drainBacklogAt: 0 } : {}),
+      ...config.dispatcher,
+    };
+    this.drainBacklogAt = dispatcherConfig.drainBacklogAt > 0 ? dispatcherConfig.drainBacklogAt : Infinity;
+    this.dispatcher = new Dispatcher(config.scheduler ?? immediateScheduler, dispatcherConfig, (error) =>
+      this.logger.error({ event: 'dispatcher.error', err: error }, 'dispatcher error'),
     );
     registerSystemMessages(this.messageTypes);
     this.functions.set('/system/death-watch', { handler: (m) => this.onDeathWatchMessage(m) });
+    this.askDeadlines = new AskDeadlines(this.clock);
+    const sample = formatActorAddress({ cluster: this.cluster, node: this.node, path: '/' });
+    this.localAddressPrefix = sample.slice(0, sample.lastIndexOf('/#'));
+    this.localAddressSuffix = sample.slice(sample.lastIndexOf('/#') + 1);
   }
 
   /** Human-readable `host:port` of this node. */
@@ -341,10 +358,14 @@ export class ActorSystem implements RefHost, CellHost {
     if (result.accepted) {
       if (result.evicted) {
         const e = result.evicted;
+        this.mailboxDropped(cell, e.message, 'drop-oldest');
         this.deadLetter(cell.ref.id, e.message, e.sender, 'mailbox-overflow-dropped-oldest');
-      }
+      } else if (result.highWater) this.mailboxHighWater(cell);
+      // only a cell waiting for its turn: one backing off after a failure gains nothing from turns
+      if (cell.mailbox.size >= this.drainBacklogAt && cell.scheduled) this.dispatcher.drainNow();
       return;
     }
+    this.mailboxDropped(cell, message, result.policy);
     this.deadLetter(cell.ref.id, message, sender, 'mailbox-full');
     if (result.policy === 'reject' && sender !== undefined && message.type !== 'doyen.rejected') {
       const rejected: Rejected = {
@@ -354,6 +375,42 @@ export class ActorSystem implements RefHost, CellHost {
         messageType: message.type,
       };
       this.safeRef(sender)?.send(rejected);
+    }
+  }
+
+  /** A bounded mailbox was full: never silent, whatever the policy. */
+  private mailboxDropped(cell: ActorCell, message: Message, policy: OverflowPolicy): void {
+    const path = cell.ref.path;
+    const capacity = cell.mailbox.config.capacity;
+    this.metrics.inc('doyen_mailbox_dropped_total', 'Local messages dropped by a full bounded mailbox', {
+      policy,
+    });
+    this.mailboxLog.warn(
+      `mailbox:${path}`,
+      { event: 'mailbox.overflow', path, capacity, policy, messageType: message.type },
+      `mailbox of ${path} is full (capacity ${capacity}, ${policy}): ${policy === 'drop-oldest' ? 'oldest message' : 'message'} dropped`,
+    );
+  }
+
+  /** The queue grew through the high-water mark: a backlog is building (the message was kept). */
+  private mailboxHighWater(cell: ActorCell): void {
+    const path = cell.ref.path;
+    const highWaterMark = cell.mailbox.config.highWaterMark;
+    this.metrics.inc(
+      'doyen_mailbox_high_water_total',
+      'Times a local mailbox grew through its high-water mark',
+    );
+    this.mailboxLog.warn(
+      `mailbox:${path}`,
+      { event: 'mailbox.high-water', path, highWaterMark, depth: cell.mailbox.size },
+      `mailbox of ${path} holds ${cell.mailbox.size} messages (high-water mark ${highWaterMark}): it is falling behind`,
+    );
+  }
+
+  private *mailboxDepths(): Iterable<{ labels: { path: string }; value: number }> {
+    for (const [path, cell] of this.cells) {
+      const depth = cell.mailbox.size;
+      if (depth > 0) yield { labels: { path }, value: depth };
     }
   }
 
@@ -378,38 +435,27 @@ export class ActorSystem implements RefHost, CellHost {
     const prefix = laneOf(target.path) === 'system' ? '/system/temp' : '/temp';
     const path = `${prefix}/ask-${(++this.seq).toString(36)}`;
     return new Promise<R>((resolve, reject) => {
-      const finish = () => {
-        this.functions.delete(path);
-        this.clock.clearTimeout(timer);
-      };
-      const timer = this.clock.setTimeout(() => {
-        if (!this.functions.delete(path)) return;
-        reject(new AskTimeoutError(target.id, timeout));
-      }, timeout);
-      this.functions.set(path, {
-        handler: (message) => {
-          finish();
-          if (message.type === 'doyen.rejected') {
-            reject(
-              new MailboxFullError(target.id, this.cells.get(target.path)?.mailbox.config.capacity ?? 0),
-            );
-          } else {
-            resolve(message as R);
-          }
-        },
-        onTerminate: () => {
-          finish();
-          reject(new ActorSystemTerminatedError('wait for the reply'));
-        },
-      });
+      const pending = new PendingAsk(this, path, target, timeout, resolve as (m: Message) => void, reject);
+      this.functions.set(path, pending);
+      this.askDeadlines.add(timeout, pending);
       const replyTo = this.makeLocalRef(path) as unknown as ActorRef<R>;
       try {
         target.send(build(replyTo), replyTo);
       } catch (error) {
-        finish();
-        reject(error);
+        pending.fail(error);
       }
     });
+  }
+
+  /** Ends a pending ask: its temporary ref stops answering, its deadline is skipped. */
+  settleAsk(ask: PendingAsk, expired: boolean): void {
+    this.functions.delete(ask.path);
+    if (!expired) this.askDeadlines.settled(ask.timeout);
+  }
+
+  /** The capacity of a local actor's mailbox, for the error an ask fails with when it was full. */
+  mailboxCapacityOf(ref: ActorRef): number {
+    return this.cells.get(ref.path)?.mailbox.config.capacity ?? 0;
   }
 
   // ---- death watch ----------------------------------------------------------------------------
@@ -505,6 +551,7 @@ export class ActorSystem implements RefHost, CellHost {
 
   onStopped(cell: ActorCell, reason: TerminationReason, undelivered: Delivery[]): void {
     if (this.cells.get(cell.ref.path) === cell) this.cells.delete(cell.ref.path);
+    this.mailboxLog.forget(`mailbox:${cell.ref.path}`);
     (cell.ref as CellRef).cell = undefined;
     cell.parent?.children.delete(cell);
     for (const d of undelivered) this.deadLetter(cell.ref.id, d.message, d.sender, 'actor-stopped');
@@ -523,6 +570,7 @@ export class ActorSystem implements RefHost, CellHost {
     if (this.terminated) return;
     for (const cell of [...this.cells.values()]) if (!cell.parent) cell.stop('stopped');
     this.terminated = true;
+    this.askDeadlines.clear();
     for (const [path, fn] of [...this.functions]) {
       if (fn.onTerminate) {
         this.functions.delete(path);
@@ -547,7 +595,8 @@ export class ActorSystem implements RefHost, CellHost {
 
   private makeLocalRef(path: string): CellRef {
     const address: ActorAddress = { cluster: this.cluster, node: this.node, path };
-    return new CellRef(this, address, formatActorAddress(address));
+    // formatActorAddress's result, from its two constant parts: one ref per ask makes this hot
+    return new CellRef(this, address, `${this.localAddressPrefix}${path}${this.localAddressSuffix}`);
   }
 
   private safeRef(address: string): ActorRef | undefined {

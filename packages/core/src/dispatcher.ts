@@ -17,9 +17,23 @@ export interface DispatcherConfig {
   readonly maxPerTurn: number;
   /** Wall-time budget per turn in ms; checked between actor batches. */
   readonly maxTurnMs: number;
+  /**
+   * When code outside any actor (a request handler, a loop in a script, a socket callback) has
+   * queued this many messages for one actor, its send runs one dispatcher turn before returning:
+   * a burst is worked off as it arrives instead of piling up (and memory with it), and the
+   * producer is slowed to the actors' pace. Sends from actors never do (their turn is running).
+   * 0 turns it off; it is off by default when the system is given its own TurnScheduler (tests
+   * and simulations then get exactly the turns they run).
+   */
+  readonly drainBacklogAt: number;
 }
 
-export const defaultDispatcherConfig: DispatcherConfig = { throughput: 64, maxPerTurn: 8192, maxTurnMs: 4 };
+export const defaultDispatcherConfig: DispatcherConfig = {
+  throughput: 64,
+  maxPerTurn: 8192,
+  maxTurnMs: 4,
+  drainBacklogAt: 4096,
+};
 
 /**
  * Round-robin over actors with work. Each turn runs bounded batches and then yields through
@@ -28,6 +42,7 @@ export const defaultDispatcherConfig: DispatcherConfig = { throughput: 64, maxPe
 export class Dispatcher {
   private readonly ready = new RingBuffer<Runnable>(64);
   private turnPending = false;
+  private inTurn = false;
   private readonly runTurn = () => this.turn();
 
   constructor(
@@ -51,7 +66,21 @@ export class Dispatcher {
     return this.ready.length === 0;
   }
 
+  /** Runs a turn now, on the caller's stack, unless one is running (the caller is an actor). */
+  drainNow(): void {
+    if (!this.inTurn) this.turn();
+  }
+
   private turn(): void {
+    this.inTurn = true;
+    try {
+      this.processReady();
+    } finally {
+      this.inTurn = false;
+    }
+  }
+
+  private processReady(): void {
     this.turnPending = false;
     const started = performance.now();
     let processed = 0;

@@ -1,6 +1,8 @@
 export * from './actor-ref.js';
 export * from './actor-system.js';
 export * from './address.js';
+export * from './ask-deadlines.js';
+export * from './chunked-queue.js';
 export * from './clock.js';
 export * from './dead-letters.js';
 export * from './deadline.js';
@@ -15,4 +17,5 @@ export * from './metrics.js';
 export * from './ring-buffer.js';
 export * from './supervision.js';
 export * from './system-messages.js';
+export * from './transition-logic.js';
 export * from './transport.js';

@@ -45,4 +45,9 @@ export class RateLimitedLog {
       w.suppressed++;
     }
   }
+
+  /** Forgets a key's window (e.g. the actor it was about stopped), so the map does not grow forever. */
+  forget(key: string): void {
+    this.windows.delete(key);
+  }
 }

@@ -1,17 +1,36 @@
+import { ChunkedQueue } from './chunked-queue.js';
 import { InvalidConfigError } from './errors.js';
 import type { Message } from './message.js';
-import { RingBuffer } from './ring-buffer.js';
 
 export type OverflowPolicy = 'drop-newest' | 'drop-oldest' | 'reject';
 
 export interface MailboxConfig {
-  /** Most messages waiting at once. */
+  /**
+   * Most messages waiting at once; `Infinity` (the default) for an unbounded mailbox, which
+   * never drops: a burst is queued and processed, and the high-water mark warns about it.
+   */
   readonly capacity: number;
-  /** What happens to a message arriving at a full mailbox. */
+  /** What happens to a message arriving at a full mailbox (bounded mailboxes only). */
   readonly overflow: OverflowPolicy;
+  /**
+   * Depth at which the system warns (rate-limited log line with the actor path, and a counter)
+   * each time the queue grows through it: a backlog is building. `Infinity` turns it off.
+   */
+  readonly highWaterMark?: number;
 }
 
-export const defaultMailboxConfig: MailboxConfig = { capacity: 100_000, overflow: 'drop-newest' };
+/**
+ * Unbounded, like Akka's default and other TypeScript actor libraries': a burst of local tells
+ * is processed, never dropped silently. Memory is the bound; the high-water warning and the
+ * `doyen_mailbox_depth` gauge make a growing backlog visible long before it matters. A user who
+ * wants a hard bound asks for a capacity and an overflow policy, and every drop is then logged
+ * with the actor path and counted.
+ */
+export const defaultMailboxConfig: Required<MailboxConfig> = {
+  capacity: Number.POSITIVE_INFINITY,
+  overflow: 'drop-newest',
+  highWaterMark: 10_000,
+};
 
 export interface Delivery {
   readonly message: Message;
@@ -20,7 +39,12 @@ export interface Delivery {
 }
 
 export type OfferResult =
-  | { readonly accepted: true; readonly evicted?: Delivery }
+  | {
+      readonly accepted: true;
+      readonly evicted?: Delivery;
+      /** Set on the offer that brought the queue up to the high-water mark. */
+      readonly highWater?: true;
+    }
   | { readonly accepted: false; readonly policy: OverflowPolicy };
 
 /** A message that came with a sender; messages without one are queued bare (no allocation). */
@@ -32,21 +56,40 @@ class WithSender {
 }
 
 const ACCEPTED: OfferResult = { accepted: true };
+const ACCEPTED_AT_HIGH_WATER: OfferResult = { accepted: true, highWater: true };
 
-/** A bounded FIFO of deliveries for one actor. Overflow never blocks: it drops or rejects. */
+/** A FIFO of deliveries for one actor, unbounded or bounded. Overflow never blocks: it drops or rejects. */
 export class Mailbox {
-  private readonly queue = new RingBuffer<Message | WithSender>(8);
+  private readonly queue = new ChunkedQueue<Message | WithSender>();
   private readonly rejected: OfferResult;
+  private readonly capacity: number;
+  /** The depth reached by the offer that crosses the mark (queue length before the push). */
+  private readonly highWaterBefore: number;
 
   constructor(readonly config: MailboxConfig) {
-    if (!Number.isInteger(config.capacity) || config.capacity < 1) {
-      throw new InvalidConfigError(`mailbox capacity must be a positive integer, got ${config.capacity}`);
+    const { capacity, highWaterMark } = config;
+    if (capacity !== Number.POSITIVE_INFINITY && (!Number.isInteger(capacity) || capacity < 1)) {
+      throw new InvalidConfigError(
+        `mailbox capacity must be a positive integer or Infinity (unbounded), got ${capacity}`,
+      );
     }
+    const mark = highWaterMark ?? defaultMailboxConfig.highWaterMark;
+    if (mark !== Number.POSITIVE_INFINITY && (!Number.isInteger(mark) || mark < 1)) {
+      throw new InvalidConfigError(
+        `mailbox highWaterMark must be a positive integer or Infinity (off), got ${mark}`,
+      );
+    }
+    this.capacity = capacity;
+    this.highWaterBefore = mark - 1;
     this.rejected = { accepted: false, policy: config.overflow };
   }
 
   get size(): number {
     return this.queue.length;
+  }
+
+  get bounded(): boolean {
+    return this.capacity !== Number.POSITIVE_INFINITY;
   }
 
   offer(delivery: Delivery): OfferResult {
@@ -55,9 +98,10 @@ export class Mailbox {
 
   offerMessage(message: Message, sender: string | undefined): OfferResult {
     const item = sender === undefined ? message : new WithSender(message, sender);
-    if (this.queue.length < this.config.capacity) {
+    const length = this.queue.length;
+    if (length < this.capacity) {
       this.queue.push(item);
-      return ACCEPTED;
+      return length === this.highWaterBefore ? ACCEPTED_AT_HIGH_WATER : ACCEPTED;
     }
     if (this.config.overflow === 'drop-oldest') {
       const evicted = toDelivery(this.queue.shift()!);

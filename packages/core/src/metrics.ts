@@ -9,14 +9,26 @@ interface Series {
 }
 
 function labelKey(labels: Labels): string {
-  return Object.keys(labels)
+  const keys = Object.keys(labels);
+  // no labels or one (the common case on hot paths: per frame, per dead letter): nothing to sort
+  if (keys.length === 0) return '';
+  if (keys.length === 1) return `${keys[0]}=${labels[keys[0]!]}`;
+  return keys
     .sort()
     .map((k) => `${k}=${labels[k]}`)
     .join(',');
 }
 
+/** A gauge read when the metrics are read (e.g. mailbox depths), so the hot path never writes it. */
+interface Collected {
+  readonly name: string;
+  readonly help: string;
+  readonly read: () => Iterable<{ labels: Labels; value: number }>;
+}
+
 export class Metrics {
   private readonly series = new Map<string, Series>();
+  private readonly collected = new Map<string, Collected>();
 
   private get(name: string, help: string, kind: Series['kind']): Series {
     let s = this.series.get(name);
@@ -39,23 +51,39 @@ export class Metrics {
     this.get(name, help, 'gauge').values.set(labelKey(labels), { labels, value });
   }
 
+  /** A gauge whose series `read` returns whenever the metrics are read or rendered. */
+  collect(name: string, help: string, read: Collected['read']): void {
+    this.collected.set(name, { name, help, read });
+  }
+
   /** Current value of one series (0 when never touched). */
   value(name: string, labels: Labels = {}): number {
+    const c = this.collected.get(name);
+    if (c) {
+      const key = labelKey(labels);
+      for (const v of c.read()) if (labelKey(v.labels) === key) return v.value;
+      return 0;
+    }
     return this.series.get(name)?.values.get(labelKey(labels))?.value ?? 0;
   }
 
   /** Sum over all label sets of one series. */
   total(name: string): number {
     let sum = 0;
-    for (const v of this.series.get(name)?.values.values() ?? []) sum += v.value;
+    const c = this.collected.get(name);
+    for (const v of c ? c.read() : (this.series.get(name)?.values.values() ?? [])) sum += v.value;
     return sum;
   }
 
   render(): string {
     const lines: string[] = [];
-    for (const s of this.series.values()) {
+    const all = [
+      ...[...this.series.values()].map((s) => ({ ...s, values: s.values.values() })),
+      ...[...this.collected.values()].map((c) => ({ ...c, kind: 'gauge' as const, values: c.read() })),
+    ];
+    for (const s of all) {
       lines.push(`# HELP ${s.name} ${s.help}`, `# TYPE ${s.name} ${s.kind}`);
-      for (const { labels, value } of s.values.values()) {
+      for (const { labels, value } of s.values) {
         const keys = Object.keys(labels);
         const rendered = keys.length
           ? `{${keys.map((k) => `${k}="${String(labels[k]).replace(/["\\\n]/g, '_')}"`).join(',')}}`

@@ -33,6 +33,15 @@ export class RingBuffer<T> {
     return this.count === 0 ? undefined : this.items[this.head];
   }
 
+  /** Removes everything without returning it. */
+  clear(): void {
+    for (; this.count > 0; this.count--) {
+      this.items[this.head] = undefined;
+      this.head = (this.head + 1) & (this.items.length - 1);
+    }
+    this.head = 0;
+  }
+
   /** Removes and returns everything, oldest first. */
   drain(): T[] {
     const out: T[] = [];

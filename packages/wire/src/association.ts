@@ -102,7 +102,7 @@ export class Association {
       return;
     }
     this.queue.push(envelope);
-    if (this.state === 'ready') this.scheduleFlush();
+    if (this.state === 'ready') this.scheduleFlush(this.inflightBytes === 0);
     else if (this.state === 'idle') this.connect();
   }
 
@@ -309,14 +309,22 @@ export class Association {
     this.timer.unref();
   }
 
-  private scheduleFlush(): void {
+  /**
+   * `idle`: the socket has written everything, so nothing is gained by waiting for the check
+   * phase: flush once the current task is done (a synchronous burst still becomes one batch),
+   * which saves a request or reply sent from a check-phase callback (a dispatcher turn) a whole
+   * event-loop iteration. Otherwise wait for setImmediate, letting I/O run between flushes.
+   */
+  private scheduleFlush(idle = false): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    setImmediate(() => {
-      this.flushScheduled = false;
-      this.flush();
-    });
+    (idle ? queueMicrotask : setImmediate)(this.runFlush);
   }
+
+  private readonly runFlush = (): void => {
+    this.flushScheduled = false;
+    this.flush();
+  };
 
   private flush(): void {
     const socket = this.socket;

@@ -1,0 +1,75 @@
+/** The first chunk is small (most mailboxes hold a few messages); each next one doubles up to MAX_CHUNK. */
+const FIRST_CHUNK = 16;
+/** Big enough that chunk hops are rare, small enough to stay out of V8's large-object space. */
+const MAX_CHUNK = 4096;
+
+interface Chunk<T> {
+  readonly items: (T | undefined)[];
+  next: Chunk<T> | undefined;
+}
+
+/**
+ * An unbounded FIFO as a linked list of fixed-size chunks: a burst of a million messages costs no
+ * copying as it grows (a ring buffer doubles and copies everything, ~20 times on the way to 1M),
+ * and one emptied chunk is kept for reuse so a queue that hovers around a chunk boundary allocates
+ * nothing.
+ */
+export class ChunkedQueue<T> {
+  private head: Chunk<T> = chunk(FIRST_CHUNK);
+  private tail: Chunk<T> = this.head;
+  /** Next read index in `head`, next write index in `tail`. */
+  private readAt = 0;
+  private writeAt = 0;
+  private count = 0;
+  private spare: Chunk<T> | undefined;
+
+  get length(): number {
+    return this.count;
+  }
+
+  push(item: T): void {
+    if (this.writeAt === this.tail.items.length) {
+      const size = Math.min(this.tail.items.length * 2, MAX_CHUNK);
+      const fresh = this.spare !== undefined && this.spare.items.length >= size ? this.spare : chunk<T>(size);
+      this.spare = undefined;
+      this.tail.next = fresh;
+      this.tail = fresh;
+      this.writeAt = 0;
+    }
+    this.tail.items[this.writeAt++] = item;
+    this.count++;
+  }
+
+  shift(): T | undefined {
+    if (this.count === 0) return undefined;
+    if (this.readAt === this.head.items.length) {
+      const done = this.head;
+      this.head = done.next!;
+      done.next = undefined;
+      this.spare = done;
+      this.readAt = 0;
+    }
+    const items = this.head.items;
+    const item = items[this.readAt];
+    items[this.readAt++] = undefined;
+    if (--this.count === 0) {
+      // empty: start over at the front of the current chunk
+      this.readAt = 0;
+      this.writeAt = 0;
+      this.tail = this.head;
+      this.head.next = undefined;
+    }
+    return item;
+  }
+
+  /** Removes and returns everything, oldest first. */
+  drain(): T[] {
+    const out: T[] = [];
+    while (this.count > 0) out.push(this.shift()!);
+    return out;
+  }
+}
+
+function chunk<T>(size: number): Chunk<T> {
+  return { items: new Array<T | undefined>(size).fill(undefined), next: undefined };
+}
