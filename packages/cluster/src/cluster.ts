@@ -11,11 +11,8 @@ import { type ClusterEvent, diffMemberships } from './cluster-events.js';
 import { type ClusterConfig, resolveClusterConfig } from './config.js';
 import { createDowningMachine, DOWNING_PATH } from './downing/downing-machine.js';
 import { defaultStableAfterMs } from './downing/resolver.js';
-import {
-  createFailureDetectorMachine,
-  type FailureDetectorContext,
-  HEARTBEAT_PATH,
-} from './failure-detector-machine.js';
+import { HEARTBEAT_PULSE_PATH, Heartbeater } from './failure-detector/heartbeater.js';
+import { createFailureDetectorMachine, HEARTBEAT_PATH } from './failure-detector-machine.js';
 import { keyOf, type Member, nodeOf } from './member.js';
 import { coordinatorOf, type Membership } from './membership.js';
 import { createMembershipMachine, type MembershipMachine } from './membership-machine.js';
@@ -75,6 +72,7 @@ export class Cluster {
   private upWaiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
   private goneWaiters: (() => void)[] = [];
   private failure: string | undefined;
+  private readonly heartbeater: Heartbeater;
 
   private constructor(
     readonly system: ActorSystem,
@@ -94,20 +92,18 @@ export class Cluster {
       node,
     };
     const deps = { system, config: this.config, self: this.self };
-    const fdRef = system.spawn(createFailureDetectorMachine(deps), {
+    // Heartbeats take the cheap path (a function ref and one timer); the machine hears changes only.
+    const heartbeater = new Heartbeater({
+      ...deps,
+      onPeersChanged: (peers) => fdRef.send({ type: 'fd.peers', peers }),
+    });
+    this.heartbeater = heartbeater;
+    system.functionRef(HEARTBEAT_PULSE_PATH.split('/')[2]!, (message) => heartbeater.receive(message));
+    const fdRef = system.spawn(createFailureDetectorMachine({ system, heartbeater }), {
       name: HEARTBEAT_PATH.split('/')[2]!,
       parent: 'system',
     });
-    const ownReachable = () => {
-      const peers =
-        (system.snapshotOf(fdRef) as { context?: FailureDetectorContext } | undefined)?.context?.peers ?? {};
-      return new Set(
-        Object.entries(peers)
-          .filter(([, status]) => status !== 'unreachable')
-          .map(([key]) => key),
-      );
-    };
-    system.spawn(createDowningMachine({ system, config: this.config, ownReachable }), {
+    system.spawn(createDowningMachine({ system, config: this.config }), {
       name: DOWNING_PATH.split('/')[2]!,
       parent: 'system',
     });
@@ -258,7 +254,8 @@ export class Cluster {
 
   /** A downed or removed node stops heartbeating and deciding; its membership actor stays for /cluster. */
   private stopProtocolHelpers(): void {
-    for (const path of [HEARTBEAT_PATH, DOWNING_PATH, SPLIT_BRAIN_CHECKER_PATH]) {
+    this.heartbeater.stop();
+    for (const path of [HEARTBEAT_PULSE_PATH, HEARTBEAT_PATH, DOWNING_PATH, SPLIT_BRAIN_CHECKER_PATH]) {
       const ref = this.system.lookup(path);
       if (ref) this.system.stop(ref);
     }

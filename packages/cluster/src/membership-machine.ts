@@ -6,6 +6,7 @@ import { isLive } from './member.js';
 import type { Membership } from './membership.js';
 import {
   completeCollector,
+  downSelf,
   type Env,
   evaluate,
   executeDowning,
@@ -164,6 +165,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
       }),
     },
     'membership.downed-notice': { actions: apply((c, e) => onDownedNotice(env, c, (e as DownedNotice).by)) },
+    'sbr.down-self': { actions: apply((c) => downSelf(env, c)) },
     'membership.reachability': {
       actions: apply((c, e) => onReachabilityReport(env, c, e as ReachabilityReport)),
     },
@@ -285,6 +287,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
               return executeDowning(env, c, x.down, x.unreachable);
             }),
           },
+          'sbr.down-self': { actions: apply((c) => downSelf(env, c)) },
         },
         states: {
           member: {
