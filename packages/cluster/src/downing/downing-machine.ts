@@ -247,8 +247,9 @@ export function createDowningMachine(deps: DowningDeps) {
                 target: '#downing.decided',
                 actions: apply((c) => selfDowning(strategy, c)!),
               },
-              // not the decider, and this side survives: wait for the decider's news
-              { target: 'waiting' },
+              // not the decider, and this side survives: wait for the decider's news. Stable for
+              // stable-after is the end of an instability: the down-all limit starts over too.
+              { target: '#downing.unstable', reenter: true },
             ],
           },
           // Everyone reachable again. A heal and the next failure can be milliseconds apart (one
