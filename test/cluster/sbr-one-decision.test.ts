@@ -88,7 +88,7 @@ describe('one decision, one side: the losing side is down within a second of its
       console.log(
         `keep-oldest N=${n}: decision -> all ${n - 2} down in ${Math.round(r.lastDown - r.decidedAt)} ms (simulated)`,
       );
-    });
+    }, 180_000);
 
     const q = Math.floor(n / 2) + 1;
     const losers = n - Math.ceil(n * 0.6);
@@ -107,6 +107,6 @@ describe('one decision, one side: the losing side is down within a second of its
       console.log(
         `static-quorum N=${n}: decision -> all ${losers} down in ${Math.round(r.lastDown - r.decidedAt)} ms (simulated)`,
       );
-    });
+    }, 180_000);
   }
 });

@@ -35,5 +35,5 @@ describe('stability means reachability: joins are not instability', () => {
     c.crash('n30');
     await c.sim.runUntil(() => c.converged(all.slice(0, 29)), { timeoutMs: 20_000 });
     expect(c.sim.logEntries('sbr.decision').map((d) => d.decision)).toContain('down-unreachable');
-  });
+  }, 180_000);
 });

@@ -19,6 +19,7 @@ import { createMembershipMachine, type MembershipMachine } from './membership-ma
 import { MEMBERSHIP_PATH, type SelfInfo } from './membership-protocol.js';
 import { registerClusterMessages } from './messages.js';
 import { NotEnoughMembersError, reachableUpCount } from './quorum-protection.js';
+import { reachabilityEvents } from './reachability-events.js';
 import { createSplitBrainCheckerMachine, SPLIT_BRAIN_CHECKER_PATH } from './split-brain-checker.js';
 
 export class JoinFailedError extends DoyenError {
@@ -273,12 +274,17 @@ export class Cluster {
 
   private onSnapshot(snapshot: MembershipSnapshot): void {
     const status = statusOf(snapshot);
+    const observations = snapshot.context.observations;
     for (const entry of snapshot.context.journal) {
       if (entry.seq <= this.lastSeq) continue;
-      const events = diffMemberships(this.last, entry.membership);
+      // reachability is told from this node's own view (below), not from the coordinator's list alone
+      const events = diffMemberships(this.last, entry.membership).filter(
+        (e) => e.type !== 'member.unreachable' && e.type !== 'member.reachable',
+      );
       this.last = entry.membership;
       this.lastSeq = entry.seq;
       for (const e of events) this.publish(e);
+      this.publishReachability(entry.membership, observations);
       for (const l of this.membershipListeners) {
         try {
           l(entry.membership);
@@ -290,6 +296,8 @@ export class Cluster {
         }
       }
     }
+    if (this.last && observations !== this.lastObservations)
+      this.publishReachability(this.last, observations);
     if (status !== this.status) {
       this.status = status;
       this.failure = snapshot.context.failure;
@@ -311,6 +319,25 @@ export class Cluster {
         this.options.onDowned?.(this.knownAddresses());
       }
     }
+  }
+
+  private published = new Set<string>();
+  private lastObservations: Readonly<Record<string, readonly string[]>> | undefined;
+
+  /** member.unreachable / member.reachable as this node sees it (see reachability-events.ts). */
+  private publishReachability(
+    membership: Membership,
+    observations: Readonly<Record<string, readonly string[]>>,
+  ): void {
+    this.lastObservations = observations;
+    const { events, unreachable } = reachabilityEvents(
+      this.published,
+      membership,
+      observations,
+      this.self.key,
+    );
+    this.published = unreachable;
+    for (const e of events) this.publish(e);
   }
 
   private publish(event: ClusterEvent): void {
