@@ -2,9 +2,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } fr
 import {
   canUseNetns,
   createTopology,
-  NETNS_SKIP_MESSAGE,
+  NETNS_SECRET,
   type NetnsNode,
+  netnsSkipMessage,
   type Topology,
+  warmUpCli,
 } from '../support/netns.js';
 import { eventually } from '../support/wait.js';
 
@@ -13,7 +15,7 @@ import { eventually } from '../support/wait.js';
  * by firewall rules inside the namespaces: the issue "real partitions".
  */
 const ok = canUseNetns();
-if (!ok) console.warn(NETNS_SKIP_MESSAGE);
+if (!ok) console.warn(netnsSkipMessage());
 
 const NAMES = ['athens', 'byzantium', 'cyrene', 'delphi', 'ephesus'] as const;
 type Name = (typeof NAMES)[number];
@@ -49,9 +51,10 @@ describe.skipIf(!ok)('real partitions between network namespaces (five CLI nodes
   let topo: Topology;
   let nodes = new Map<Name, NetnsNode>();
 
-  beforeAll(() => {
+  beforeAll(async () => {
     topo = createTopology(NAMES);
-  });
+    await warmUpCli();
+  }, 150_000);
   afterAll(async () => {
     await topo?.teardown();
   });
@@ -91,7 +94,7 @@ describe.skipIf(!ok)('real partitions between network namespaces (five CLI nodes
       '--name',
       name,
       '--secret',
-      'netns-secret',
+      NETNS_SECRET,
       ...extra,
     ]);
     nodes.set(name, node);
