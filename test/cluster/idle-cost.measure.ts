@@ -12,9 +12,14 @@ const IDLE_MS = Number(process.env.IDLE_MS ?? 10_000);
 const ports = await freePorts(N);
 const seeds = [{ host: '127.0.0.1', port: ports[0]! }];
 const nodes = [];
+let unreachable = 0;
 for (const port of ports) {
-  nodes.push(await startClusterNode(port, seeds, { downing: 'keep-majority' }));
-  await new Promise((r) => setTimeout(r, 300));
+  const node = await startClusterNode(port, seeds, { downing: 'keep-majority' });
+  if (nodes.length === 0)
+    node.cluster.subscribe((e) => void (e.type === 'member.unreachable' && unreachable++));
+  nodes.push(node);
+  // the first two one after the other, then the rest at once (a join wave)
+  if (nodes.length <= 2) await new Promise((r) => setTimeout(r, 300));
 }
 const deadline = Date.now() + 30_000;
 while (
@@ -36,6 +41,7 @@ console.log(
     idleMs: IDLE_MS,
     cpuPercentOfOneCore: +cpu.toFixed(2),
     perNode: +(cpu / N).toFixed(2),
+    unreachableSeenByCoordinator: unreachable,
   }),
 );
 for (const n of nodes) {

@@ -43,6 +43,9 @@ export class Heartbeater {
   private targets = new Map<string, ActorRef>();
   private readonly replyRefs = new Map<string, ActorRef>();
   private timer: unknown;
+  private dueAt = 0;
+  /** The previous tick skipped its judgement (it came late): the next one judges whatever happens. */
+  private skipped = false;
   private stopped = false;
 
   constructor(deps: HeartbeaterDeps) {
@@ -115,16 +118,29 @@ export class Heartbeater {
   }
 
   private schedule(): void {
+    this.dueAt = this.system.clock.now() + this.config.heartbeatIntervalMs;
     this.timer = this.system.clock.setTimeout(() => this.tick(), this.config.heartbeatIntervalMs);
   }
 
-  /** One interval: a ping to every target (one message object for all), then one judgement of each. */
+  /**
+   * One interval: a ping to every target (one message object for all), then one judgement of
+   * each. A tick that comes more than an interval late follows a stalled event loop (GC, a
+   * loaded host): timers run before socket reads, so the pongs that arrived meanwhile are still
+   * unread. It only pings; the next tick judges, once they are in.
+   */
   private tick(): void {
     this.timer = undefined;
     if (this.stopped || this.system.isTerminated) return;
     const ping: HeartbeatPing = { type: 'heartbeat.ping', from: this.self.node, version: this.version };
     for (const ref of this.targets.values()) ref.send(ping);
     const now = this.system.clock.now();
+    const late = now - this.dueAt > this.config.heartbeatIntervalMs;
+    this.schedule();
+    if (late && !this.skipped) {
+      this.skipped = true;
+      return;
+    }
+    this.skipped = false;
     let next: Record<string, PeerStatus> | undefined;
     for (const [key, before] of Object.entries(this.peers)) {
       const after = this.statusOf(key, now);
@@ -136,7 +152,6 @@ export class Heartbeater {
       this.peers = next;
       this.onPeersChanged(next);
     }
-    this.schedule();
   }
 
   private statusOf(key: string, now: number): PeerStatus {
