@@ -164,7 +164,11 @@ export class Heartbeater {
 
   private answer(ping: HeartbeatPing): void {
     const from = keyOfNode(ping.from);
-    if (!this.memberKeys.has(from)) {
+    // Still joining (no membership yet): the coordinator monitors us from the moment it adds us,
+    // and a welcome can take seconds to be handled on a loaded host. Answering (only the wire's
+    // authenticated peers can ping) keeps a slow joiner from looking dead before it is even in
+    // (Akka's heartbeat receiver answers everyone, too).
+    if (!this.memberKeys.has(from) && this.memberKeys.size > 0) {
       // Not one of ours. If we downed it, say so (Akka's quarantine): it may still believe it
       // is a member and run singletons; silence alone would leave it guessing for seconds.
       if (this.failedKeys.has(from)) {
