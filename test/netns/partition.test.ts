@@ -330,8 +330,12 @@ describe.skipIf(!ok)('real partitions between network namespaces (five CLI nodes
  */
 const TEN = ['n01', 'n02', 'n03', 'n04', 'n05', 'n06', 'n07', 'n08', 'n09', 'n10'] as const;
 type Ten = (typeof TEN)[number];
-const OLDEST: Ten[] = ['n01', 'n02'];
-const OTHERS: Ten[] = TEN.filter((n) => !OLDEST.includes(n));
+
+interface AgedView {
+  status: string;
+  uid: string;
+  members: { name: string; uid: string; age: number; status: string }[];
+}
 
 describe.skipIf(!ok)('real partitions: keep-oldest, ten CLI nodes cut 2 | 8 (the larger side loses)', () => {
   let topo: Topology;
@@ -346,15 +350,14 @@ describe.skipIf(!ok)('real partitions: keep-oldest, ten CLI nodes cut 2 | 8 (the
   });
 
   const addr = (name: Ten) => `${topo.host(name).ip}:${PORT}`;
-  const view = (name: Ten): Promise<ClusterView | undefined> =>
+  const view = (name: Ten): Promise<AgedView | undefined> =>
     topo.getJson(name, `http://${topo.host(name).ip}:${HTTP_PORT}/cluster`);
-  const ups = (v: ClusterView | undefined) => (v?.members ?? []).filter((m) => m.status === 'up').length;
-  const events = (name: Ten, event: string) =>
-    nodes
-      .get(name)!
-      .events()
-      .filter((e) => e.event === event);
-
+  const ups = (v: AgedView | undefined) => (v?.members ?? []).filter((m) => m.status === 'up').length;
+  /**
+   * `--on-downed restart`: a joiner still starting up can be found unreachable and downed
+   * before its welcome is handled (a loaded CI host); it then rejoins as a new incarnation
+   * instead of leaving the cluster short. The measure reads the logs, which span incarnations.
+   */
   function start(name: Ten): void {
     const node = topo.spawnNode(name, [
       'node',
@@ -377,66 +380,67 @@ describe.skipIf(!ok)('real partitions: keep-oldest, ten CLI nodes cut 2 | 8 (the
       '--partitions',
       '0',
       '--on-downed',
-      'exit',
+      'restart',
     ]);
     nodes.set(name, node);
   }
 
-  async function allUp(names: readonly Ten[], count: number, what: string, timeoutMs: number) {
-    await eventually(
-      async () => (await Promise.all(names.map(view))).every((v) => v?.status === 'up' && ups(v) === count),
-      { timeoutMs, intervalMs: 500, what },
-    );
-  }
-
-  it('the eight without the oldest are all down within decision + 1 s; the oldest two carry on', async () => {
+  it('the eight without the oldest two are all down within decision + 1 s; the oldest two carry on', async () => {
     onTestFailed(() => {
       for (const [name, node] of nodes) {
-        const lines = node
-          .events()
-          .filter((e) => /^(sbr|member\.(downed|unreachable)|node\.)/.test(String(e.event)))
-          .map((e) => JSON.stringify(e).slice(0, 300));
+        const lines = node.logs
+          .filter((l) => !l.startsWith('{') || /"event":"(sbr|member\.(downed|unreachable)|node\.)/.test(l))
+          .map((l) => l.slice(0, 300));
         console.error(`--- ${name} (exit ${JSON.stringify(node.exitStatus())})\n${lines.join('\n')}`);
       }
     });
-    // ages follow join order: n01 forms the cluster, n02 joins, then the eight at once
-    start('n01');
-    await allUp(['n01'], 1, 'n01 up', 40_000);
-    start('n02');
-    await allUp(['n01', 'n02'], 2, 'n01 and n02 up', 30_000);
-    for (const n of OTHERS) start(n);
-    await allUp(TEN, 10, 'ten up members in every view', 60_000);
+    // all at once: n01 (the first seed) forms the cluster, the others join in whatever order
+    for (const n of TEN) start(n);
+    const views = (await eventually(
+      async () => {
+        const vs = await Promise.all(TEN.map(view));
+        return vs.every((v) => v?.status === 'up' && ups(v) === 10) && vs;
+      },
+      { timeoutMs: 90_000, intervalMs: 500, what: 'ten up members in every view' },
+    )) as AgedView[];
+    // the two oldest (lowest age) against the eight others
+    const byAge = [...views[0]!.members].sort((a, b) => a.age - b.age).map((m) => m.name as Ten);
+    const oldest = byAge.slice(0, 2);
+    const others = byAge.slice(2);
+    const logged = new Map(TEN.map((n) => [n, nodes.get(n)!.logs.length]));
+    const since = (n: Ten, event: string) =>
+      nodes
+        .get(n)!
+        .logs.slice(logged.get(n))
+        .filter((l) => l.includes(`"event":"${event}"`))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
 
-    await topo.partition(OLDEST, OTHERS);
+    await topo.partition(oldest, others);
     const cut = Date.now();
-    await eventually(() => OTHERS.every((n) => nodes.get(n)!.exitStatus() !== undefined), {
+    await eventually(() => others.every((n) => since(n, 'member.downed').some((e) => e.self === true)), {
       timeoutMs: 30_000,
       intervalMs: 200,
-      what: 'the eight to exit',
+      what: 'the eight to be downed',
     });
-    for (const n of OTHERS) expect(nodes.get(n)!.exitStatus(), n).toEqual({ code: 4, signal: null });
-
-    const decisions = OTHERS.flatMap((n) => events(n, 'sbr.decision'));
-    expect(decisions.length).toBeGreaterThan(0);
+    const decisions = others.flatMap((n) => since(n, 'sbr.decision'));
     for (const d of decisions) expect(d.decision).toBe('down-reachable');
     const decidedAt = Math.min(...decisions.map((d) => d.time as number));
-    const downAt = OTHERS.map((n) => {
-      const own = events(n, 'member.downed').find((e) => e.self === true);
-      expect(own, `${n} logs its own downing`).toBeDefined();
-      return own!.time as number;
-    });
+    const downAt = others.map((n) => since(n, 'member.downed').find((e) => e.self === true)!.time as number);
     const spread = Math.max(...downAt) - decidedAt;
     console.info(
       `keep-oldest 2 | 8 on real processes: decision ${decidedAt - cut} ms after the cut, ` +
-        `all eight down ${spread} ms after the decision (${decisions.filter((d) => d.by === 'decider').length} by the decider, ` +
-        `${decisions.filter((d) => d.by === 'self').length} on their own)`,
+        `all eight down ${spread} ms after the decision (${decisions.filter((d) => d.by === 'decider').length} ` +
+        `by the decider, ${decisions.filter((d) => d.by === 'self').length} on their own)`,
     );
     expect(spread).toBeLessThanOrEqual(1000);
 
-    // the oldest two survive as a cluster of two
-    await allUp(OLDEST, 2, 'the oldest two to carry on as two', 20_000);
-    for (const n of OLDEST) expect(nodes.get(n)!.exitStatus()).toBeUndefined();
-  }, 150_000);
+    // the oldest two survive as a cluster of two, the same incarnations as before the cut
+    await eventually(
+      async () => (await Promise.all(oldest.map(view))).every((v) => v?.status === 'up' && ups(v) === 2),
+      { timeoutMs: 20_000, intervalMs: 500, what: 'the oldest two to carry on as two' },
+    );
+    for (const n of oldest) expect(since(n, 'node.restart')).toEqual([]);
+  }, 200_000);
 });
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {
