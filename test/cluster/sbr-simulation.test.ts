@@ -132,21 +132,22 @@ describe('split-brain resolver on a simulated network', () => {
   it('down-all-when-unstable: a network that keeps flapping is shut down instead of deciding on noise', async () => {
     const c = await five(10, {
       sbr: {
-        stableAfterMs: 2000,
+        stableAfterMs: 2500,
         downAllWhenUnstableMs: 1000,
         downIfAlone: true,
         acquireLeaseDelayForMinorityMs: 0,
       },
     });
     // two links take turns failing: something is always unreachable, and the set keeps
-    // changing faster than stable-after, so no ordinary decision is ever reached
+    // changing faster than stable-after (every ~0.9 s, against 2.5 s), so no ordinary decision
+    // is ever reached
     const l1 = [c.get('delphi').system, c.get('athens').system] as const;
     const l2 = [c.get('ephesus').system, c.get('byzantium').system] as const;
     c.sim.blockOneWay(...l1);
     for (let i = 0; i < 6; i++) {
-      await c.sim.runFor(1300);
+      await c.sim.runFor(900);
       c.sim.blockOneWay(...(i % 2 === 0 ? l2 : l1));
-      await c.sim.runFor(1300);
+      await c.sim.runFor(900);
       c.sim.healLink(...(i % 2 === 0 ? l1 : l2));
     }
     c.sim.heal();

@@ -2,7 +2,8 @@
  * Real network partitions for CLI nodes: every node runs in its own network namespace (its own
  * "host"), all wired through veth pairs to a Linux bridge in one more namespace. Partitions are
  * firewall rules (nftables, or iptables when nft is missing) inside each host namespace, so a
- * cut is directional per group and heals without touching links. Needs root and iproute2.
+ * cut is directional per group and heals without touching links. Needs root, iproute2 and
+ * nftables (or iptables); `netnsSkipMessage()` names what is missing.
  *
  * Nothing here touches the machine's own interfaces: veth pairs are created inside the bridge
  * namespace with their peer moved straight into the host namespace. Names carry the pid of the
@@ -14,8 +15,6 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = 'packages/doyen/src/cli.ts';
 const TABLE = 'dyn_partition';
-
-export const NETNS_SKIP_MESSAGE = 'network-namespace tests need root and iproute2; skipped';
 
 function sh(cmd: string, args: string[], input?: string): string {
   return execFileSync(cmd, args, {
@@ -107,29 +106,58 @@ function run(cmd: string, args: string[], input?: string): Promise<string> {
   });
 }
 
-let usable: boolean | undefined;
+let missing: string[] | undefined;
 
 /**
- * True only when running as root, `ip netns` can create and delete a namespace, and nft or
- * iptables is installed. Cached.
+ * What these tests lack here, by name (empty when they can run): Linux, root, `ip` (iproute2)
+ * able to create and delete a namespace, `nft` (Debian's nftables; iptables also does). Cached.
  */
-export function canUseNetns(): boolean {
-  if (usable !== undefined) return usable;
-  usable = false;
-  if (process.platform !== 'linux' || process.getuid?.() !== 0) return usable;
-  const probe = `dyn-probe-${process.pid}`;
-  let ok = false;
-  try {
-    sh('ip', ['netns', 'add', probe]);
-    sh('ip', ['-n', probe, 'link', 'set', 'lo', 'up']);
-    ok = true;
-  } catch {
-    ok = false;
+export function netnsMissing(): readonly string[] {
+  if (missing !== undefined) return missing;
+  const lack: string[] = [];
+  if (process.platform !== 'linux') lack.push('linux');
+  if (process.getuid?.() !== 0) lack.push('root');
+  if (!works('ip', ['-V'])) lack.push('ip (iproute2)');
+  if (firewall() === undefined) lack.push('nft (nftables; or iptables)');
+  if (lack.length === 0) {
+    const probe = `dyn-probe-${process.pid}`;
+    try {
+      sh('ip', ['netns', 'add', probe]);
+      sh('ip', ['-n', probe, 'link', 'set', 'lo', 'up']);
+    } catch (error) {
+      lack.push(`ip netns (${String((error as Error).message).split('\n')[0]})`);
+    }
+    works('ip', ['netns', 'delete', probe]);
   }
-  if (!works('ip', ['netns', 'delete', probe])) ok = false;
-  usable = ok && firewall() !== undefined;
-  if (usable) removeStaleNamespaces();
-  return usable;
+  missing = lack;
+  if (lack.length === 0) removeStaleNamespaces();
+  return missing;
+}
+
+/** True when root, `ip netns` and a firewall tool are all here. */
+export function canUseNetns(): boolean {
+  return netnsMissing().length === 0;
+}
+
+/** The skip notice, naming exactly what is missing. */
+export function netnsSkipMessage(): string {
+  return `network-namespace tests skipped: missing ${netnsMissing().join(', ')}`;
+}
+
+/**
+ * Loads the CLI once (it prints its usage and exits) so that tsx has compiled every module
+ * before the nodes start: on a loaded machine, several nodes compiling a cold cache at once
+ * can take longer than a test's join timeout.
+ */
+export function warmUpCli(): Promise<void> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', '--conditions=@doyen/source', CLI, '--help'],
+      { cwd: ROOT, timeout: 120_000 },
+      () => resolve(),
+    );
+  });
 }
 
 export interface NetnsHost {

@@ -40,10 +40,14 @@ export class SimCluster {
     this.sim = new Simulation(options);
   }
 
+  /** Names beyond GREEK, in order of first start: each keeps its address across restarts. */
+  private readonly extraNames: string[] = [];
+
   addressOf(name: string): NodeAddress {
     const index = GREEK.indexOf(name as (typeof GREEK)[number]);
-    const n = index >= 0 ? index + 1 : 100 + [...this.nodes.keys()].indexOf(name);
-    return { host: `10.0.0.${n}`, port: 2552 };
+    if (index >= 0) return { host: `10.0.0.${index + 1}`, port: 2552 };
+    if (!this.extraNames.includes(name)) this.extraNames.push(name);
+    return { host: `10.0.1.${this.extraNames.indexOf(name) + 1}`, port: 2552 };
   }
 
   /** Starts (or restarts, as a new incarnation) a node that joins through `seeds`. */

@@ -11,17 +11,15 @@ import { type ClusterEvent, diffMemberships } from './cluster-events.js';
 import { type ClusterConfig, resolveClusterConfig } from './config.js';
 import { createDowningMachine, DOWNING_PATH } from './downing/downing-machine.js';
 import { defaultStableAfterMs } from './downing/resolver.js';
-import {
-  createFailureDetectorMachine,
-  type FailureDetectorContext,
-  HEARTBEAT_PATH,
-} from './failure-detector-machine.js';
+import { HEARTBEAT_PULSE_PATH, Heartbeater } from './failure-detector/heartbeater.js';
+import { createFailureDetectorMachine, HEARTBEAT_PATH } from './failure-detector-machine.js';
 import { keyOf, type Member, nodeOf } from './member.js';
 import { coordinatorOf, type Membership } from './membership.js';
 import { createMembershipMachine, type MembershipMachine } from './membership-machine.js';
 import { MEMBERSHIP_PATH, type SelfInfo } from './membership-protocol.js';
 import { registerClusterMessages } from './messages.js';
 import { NotEnoughMembersError, reachableUpCount } from './quorum-protection.js';
+import { reachabilityEvents } from './reachability-events.js';
 import { createSplitBrainCheckerMachine, SPLIT_BRAIN_CHECKER_PATH } from './split-brain-checker.js';
 
 export class JoinFailedError extends DoyenError {
@@ -75,6 +73,7 @@ export class Cluster {
   private upWaiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
   private goneWaiters: (() => void)[] = [];
   private failure: string | undefined;
+  private readonly heartbeater: Heartbeater;
 
   private constructor(
     readonly system: ActorSystem,
@@ -94,20 +93,18 @@ export class Cluster {
       node,
     };
     const deps = { system, config: this.config, self: this.self };
-    const fdRef = system.spawn(createFailureDetectorMachine(deps), {
+    // Heartbeats take the cheap path (a function ref and one timer); the machine hears changes only.
+    const heartbeater = new Heartbeater({
+      ...deps,
+      onPeersChanged: (peers) => fdRef.send({ type: 'fd.peers', peers }),
+    });
+    this.heartbeater = heartbeater;
+    system.functionRef(HEARTBEAT_PULSE_PATH.split('/')[2]!, (message) => heartbeater.receive(message));
+    const fdRef = system.spawn(createFailureDetectorMachine({ system, heartbeater }), {
       name: HEARTBEAT_PATH.split('/')[2]!,
       parent: 'system',
     });
-    const ownReachable = () => {
-      const peers =
-        (system.snapshotOf(fdRef) as { context?: FailureDetectorContext } | undefined)?.context?.peers ?? {};
-      return new Set(
-        Object.entries(peers)
-          .filter(([, status]) => status !== 'unreachable')
-          .map(([key]) => key),
-      );
-    };
-    system.spawn(createDowningMachine({ system, config: this.config, ownReachable }), {
+    system.spawn(createDowningMachine({ system, config: this.config }), {
       name: DOWNING_PATH.split('/')[2]!,
       parent: 'system',
     });
@@ -258,7 +255,8 @@ export class Cluster {
 
   /** A downed or removed node stops heartbeating and deciding; its membership actor stays for /cluster. */
   private stopProtocolHelpers(): void {
-    for (const path of [HEARTBEAT_PATH, DOWNING_PATH, SPLIT_BRAIN_CHECKER_PATH]) {
+    this.heartbeater.stop();
+    for (const path of [HEARTBEAT_PULSE_PATH, HEARTBEAT_PATH, DOWNING_PATH, SPLIT_BRAIN_CHECKER_PATH]) {
       const ref = this.system.lookup(path);
       if (ref) this.system.stop(ref);
     }
@@ -276,12 +274,17 @@ export class Cluster {
 
   private onSnapshot(snapshot: MembershipSnapshot): void {
     const status = statusOf(snapshot);
+    const observations = snapshot.context.observations;
     for (const entry of snapshot.context.journal) {
       if (entry.seq <= this.lastSeq) continue;
-      const events = diffMemberships(this.last, entry.membership);
+      // reachability is told from this node's own view (below), not from the coordinator's list alone
+      const events = diffMemberships(this.last, entry.membership).filter(
+        (e) => e.type !== 'member.unreachable' && e.type !== 'member.reachable',
+      );
       this.last = entry.membership;
       this.lastSeq = entry.seq;
       for (const e of events) this.publish(e);
+      this.publishReachability(entry.membership, observations);
       for (const l of this.membershipListeners) {
         try {
           l(entry.membership);
@@ -293,6 +296,8 @@ export class Cluster {
         }
       }
     }
+    if (this.last && observations !== this.lastObservations)
+      this.publishReachability(this.last, observations);
     if (status !== this.status) {
       this.status = status;
       this.failure = snapshot.context.failure;
@@ -314,6 +319,25 @@ export class Cluster {
         this.options.onDowned?.(this.knownAddresses());
       }
     }
+  }
+
+  private published = new Set<string>();
+  private lastObservations: Readonly<Record<string, readonly string[]>> | undefined;
+
+  /** member.unreachable / member.reachable as this node sees it (see reachability-events.ts). */
+  private publishReachability(
+    membership: Membership,
+    observations: Readonly<Record<string, readonly string[]>>,
+  ): void {
+    this.lastObservations = observations;
+    const { events, unreachable } = reachabilityEvents(
+      this.published,
+      membership,
+      observations,
+      this.self.key,
+    );
+    this.published = unreachable;
+    for (const e of events) this.publish(e);
   }
 
   private publish(event: ClusterEvent): void {

@@ -7,6 +7,7 @@ import type { Membership } from './membership.js';
 import {
   admittedBy,
   completeCollector,
+  downSelf,
   type Env,
   evaluate,
   executeDowning,
@@ -169,6 +170,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
       }),
     },
     'membership.downed-notice': { actions: apply((c, e) => onDownedNotice(env, c, (e as DownedNotice).by)) },
+    'sbr.down-self': { actions: apply((c) => downSelf(env, c)) },
     'membership.reachability': {
       actions: apply((c, e) => onReachabilityReport(env, c, e as ReachabilityReport)),
     },
@@ -293,6 +295,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
               return executeDowning(env, c, x.down, x.unreachable);
             }),
           },
+          'sbr.down-self': { actions: apply((c) => downSelf(env, c)) },
         },
         states: {
           member: {

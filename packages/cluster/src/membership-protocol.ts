@@ -592,6 +592,17 @@ export function onDownedNotice(env: Env, ctx: MembershipContext, by: string): St
   return noop({ ...ctx, downedBy });
 }
 
+/**
+ * This node's split-brain resolver found that its side loses (down-reachable, down-all) and it
+ * is not the decider: it takes itself out at once, on its own authority over itself only.
+ */
+export function downSelf(env: Env, ctx: MembershipContext): Step {
+  const m = ctx.membership;
+  const me = m && findMember(m, env.self.key);
+  if (!m || !me || !isLive(me.status)) return noop(ctx);
+  return adopt(ctx, downMembers(m, [env.self.key]));
+}
+
 // ---- leaving ----------------------------------------------------------------------------------
 
 /** This node wants to leave: the coordinator marks itself leaving; a member asks the coordinator. */

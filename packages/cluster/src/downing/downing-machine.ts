@@ -1,108 +1,86 @@
 import type { ActorSystem, Message } from '@doyen/core';
-import { assign, fromPromise, setup } from 'xstate';
+import { enqueueActions, fromPromise, setup } from 'xstate';
 import type { ClusterConfig } from '../config.js';
-import { isLive, keyOf } from '../member.js';
-import type { MembershipContext } from '../membership-protocol.js';
 import {
-  defaultStableAfterMs,
-  isMinoritySide,
-  partitionView,
-  resolve,
-  resolveWithLease,
-  type SbrInput,
-  type SbrResolution,
-} from './resolver.js';
-import type { SbrMember } from './sbr-view.js';
+  type DowningContext,
+  type DowningEffect,
+  type DowningEvent,
+  type DowningPolicy,
+  type DowningStep,
+  decideForSide,
+  decideWithLease,
+  downAllWhenUnstable,
+  initialDowningContext,
+  inputOf,
+  isDecider,
+  isTroubled,
+  membershipChanges,
+  observe,
+  reachabilityChanges,
+  selfDowning,
+  troubledAfter,
+} from './downing-decisions.js';
+import { defaultStableAfterMs, isMinoritySide } from './resolver.js';
 import type { StrategyConfig } from './strategies.js';
 
+export {
+  type DowningContext,
+  type DowningEffect,
+  type DowningEvent,
+  type OwnReachabilityMessage,
+  type SbrViewMessage,
+  sbrViewMessage,
+} from './downing-decisions.js';
+
 export const DOWNING_PATH = '/system/downing';
-
-/** Membership -> downing: what this node currently knows (sent after every change). */
-export interface SbrViewMessage {
-  readonly type: 'sbr.view';
-  readonly selfKey: string;
-  readonly version: number;
-  readonly members: readonly SbrMember[];
-  readonly observations: Readonly<Record<string, readonly string[]>>;
-}
-
-export function sbrViewMessage(selfKey: string, ctx: MembershipContext): SbrViewMessage & Message {
-  const m = ctx.membership!;
-  return {
-    type: 'sbr.view',
-    selfKey,
-    version: m.version,
-    members: m.members
-      .filter((x) => isLive(x.status))
-      .map((x) => ({ key: keyOf(x), address: x.address, age: x.age, status: x.status, roles: x.roles })),
-    observations: ctx.observations,
-  };
-}
-
-export interface DowningContext {
-  readonly view: SbrViewMessage | undefined;
-  /** Unreachable + indirectly connected + members: a change restarts the stable-after wait. */
-  readonly signature: string;
-  readonly lastDecision: SbrResolution | undefined;
-  readonly warnedClusterSize: number;
-}
+const MEMBERSHIP_PATH = '/system/membership';
 
 export interface DowningDeps {
   readonly system: ActorSystem;
   readonly config: ClusterConfig;
-  /** Peers this node's failure detector monitors and currently reaches. */
-  readonly ownReachable: () => ReadonlySet<string>;
 }
 
-function inputOf(view: SbrViewMessage, ownReachable: ReadonlySet<string>): SbrInput {
-  return { members: view.members, observations: view.observations, selfKey: view.selfKey, ownReachable };
-}
-
-function signatureOf(view: SbrViewMessage | undefined, ownReachable: ReadonlySet<string>): string {
-  if (!view) return '';
-  const { indirect, unreachable } = partitionView(inputOf(view, ownReachable));
-  return [
-    [...unreachable].sort().join(','),
-    [...indirect].sort().join(','),
-    // member keys, not statuses: a leaving member must not postpone its side's decision
-    // (joining members cannot become up while anyone is unreachable anyway)
-    view.members
-      .map((m) => m.key)
-      .sort()
-      .join(','),
-  ].join('|');
-}
-
-function troubled(view: SbrViewMessage | undefined, ownReachable: ReadonlySet<string>): boolean {
-  if (!view) return false;
-  const { indirect, unreachable } = partitionView(inputOf(view, ownReachable));
-  return unreachable.size > 0 || indirect.size > 0;
+/** The strategy a downing mode runs (undefined: lease-majority, or the resolver is inactive). */
+export function strategyOf(config: ClusterConfig): StrategyConfig | undefined {
+  const sbr = config.sbr;
+  const role = sbr.role ? { role: sbr.role } : {};
+  switch (config.downing) {
+    case 'keep-majority':
+      return { strategy: 'keep-majority', ...role };
+    case 'static-quorum':
+      return { strategy: 'static-quorum', quorumSize: sbr.quorumSize ?? 1, ...role };
+    case 'keep-oldest':
+      return { strategy: 'keep-oldest', downIfAlone: sbr.downIfAlone, ...role };
+    case 'down-all':
+      return { strategy: 'down-all' };
+    default:
+      return undefined;
+  }
 }
 
 /**
  * The split-brain resolver of one node (Akka SBR, seeds/003): stable → unstable (waiting for
- * stable-after without changes) → deciding → decided. Only the decider of a side acts: its
- * lowest-age reachable member, the coordinator of that side. Under `auto` and `manual` the
- * machine stays inactive. Decisions are the pure functions of resolver.ts.
+ * stable-after without changes, then deciding) → decided. Inputs are events only: the
+ * membership's `sbr.view` and the failure detector's `sbr.own-reachability`; decisions are the
+ * pure functions of downing-decisions.ts, whose effects (log, metric, `sbr.execute`) the named
+ * action `run` carries out. Under `auto` and `manual` the machine stays inactive.
+ *
+ * Stability means reachability (as in Akka): the down-all-when-unstable limit counts from the
+ * first reachability change after a fully reachable cluster, and only reachability changes keep
+ * a decision from being reached; a cluster fully reachable for a moment, and a member becoming
+ * up, reset both the stable-after wait and the limit. Joins, leaves and removals are no
+ * instability and reset nothing.
  */
 export function createDowningMachine(deps: DowningDeps) {
   const { system, config } = deps;
   const sbr = config.sbr;
-  const strategy: StrategyConfig | undefined =
-    config.downing === 'keep-majority'
-      ? { strategy: 'keep-majority', ...(sbr.role ? { role: sbr.role } : {}) }
-      : config.downing === 'static-quorum'
-        ? {
-            strategy: 'static-quorum',
-            quorumSize: sbr.quorumSize ?? 1,
-            ...(sbr.role ? { role: sbr.role } : {}),
-          }
-        : config.downing === 'keep-oldest'
-          ? { strategy: 'keep-oldest', downIfAlone: sbr.downIfAlone, ...(sbr.role ? { role: sbr.role } : {}) }
-          : config.downing === 'down-all'
-            ? { strategy: 'down-all' }
-            : undefined;
-  const active = strategy !== undefined || config.downing === 'lease-majority';
+  const strategy = strategyOf(config);
+  const policy: DowningPolicy = {
+    strategy,
+    usesLease: config.downing === 'lease-majority',
+    quorumSize: config.downing === 'static-quorum' ? (sbr.quorumSize ?? 1) : undefined,
+  };
+  const active = strategy !== undefined || policy.usesLease;
   const stableAfter = (ctx: DowningContext) =>
     sbr.stableAfterMs ?? defaultStableAfterMs(ctx.view?.members.length ?? 1);
   const unstableLimit = (ctx: DowningContext) => {
@@ -113,84 +91,108 @@ export function createDowningMachine(deps: DowningDeps) {
     return stableAfter(ctx) + (extra ?? stableAfter(ctx) * 2);
   };
 
-  const isDecider = (ctx: DowningContext): boolean => {
-    const view = ctx.view;
-    if (!view) return false;
-    const ownReachable = deps.ownReachable();
-    const { unreachable } = partitionView(inputOf(view, ownReachable));
-    const subjects = new Set(
-      Object.keys(view.observations).filter((k) => (view.observations[k]?.length ?? 0) > 0),
-    );
-    // Candidates are the members this node can count on hearing from: itself, those nobody
-    // reports unreachable, and those its own detector reaches. Indirectly connected members
-    // that still talk to this side may decide (often the coordinator is one): one writer per
-    // side. A member that is only "indirect" because a dead node once reported it cannot.
-    const here = view.members.filter(
-      (m) =>
-        !unreachable.has(m.key) &&
-        (m.key === view.selfKey || !subjects.has(m.key) || ownReachable.has(m.key)),
-    );
-    const candidates = here.some((m) => m.status === 'up') ? here.filter((m) => m.status === 'up') : here;
-    const lowest = [...candidates].sort((a, b) => a.age - b.age)[0];
-    return lowest?.key === view.selfKey;
+  const execute = (effect: DowningEffect): void => {
+    switch (effect.kind) {
+      case 'log-decision': {
+        const r = effect.resolution;
+        system.logger.warn(
+          {
+            event: 'sbr.decision',
+            strategy: config.downing,
+            by: effect.by,
+            decision: r.decision,
+            down: r.down,
+            reason: r.reason,
+            unreachable: r.unreachable,
+            indirectlyConnected: r.indirectlyConnected,
+            members: effect.members,
+            version: effect.version,
+          },
+          `split-brain resolver: ${r.decision} (${r.reason})${effect.by === 'self' ? ', this member downs itself' : ''}`,
+        );
+        system.metrics.inc('doyen_sbr_decisions_total', 'Split-brain resolver decisions', {
+          decision: r.decision,
+          by: effect.by,
+        });
+        return;
+      }
+      case 'execute':
+        system
+          .lookup(MEMBERSHIP_PATH)
+          ?.send({ type: 'sbr.execute', down: effect.down, unreachable: effect.unreachable } as Message);
+        return;
+      case 'down-self':
+        system.lookup(MEMBERSHIP_PATH)?.send({ type: 'sbr.down-self' } as Message);
+        return;
+      case 'warn-quorum-exceeded':
+        system.logger.warn(
+          { event: 'sbr.quorum-exceeded', size: effect.size, quorumSize: effect.quorumSize },
+          `cluster of ${effect.size} exceeds 2·quorum − 1 = ${2 * effect.quorumSize - 1}: a split now downs everything`,
+        );
+        return;
+    }
   };
 
-  const execute = (resolution: SbrResolution, ctx: DowningContext) => {
-    system.logger.warn(
-      {
-        event: 'sbr.decision',
-        strategy: config.downing,
-        decision: resolution.decision,
-        down: resolution.down,
-        reason: resolution.reason,
-        unreachable: resolution.unreachable,
-        indirectlyConnected: resolution.indirectlyConnected,
-        members: ctx.view?.members.map((m) => m.key),
-        version: ctx.view?.version,
+  /** Assigns a step's context and runs its effects through the named action `run`. */
+  // Typed loosely for xstate (as in membership-machine.ts): the step functions are fully typed.
+  const apply = (step: (context: DowningContext, event: DowningEvent) => DowningStep): any =>
+    enqueueActions(
+      ({ context, event, enqueue }: { context: DowningContext; event: DowningEvent; enqueue: any }) => {
+        const result = step(context, event);
+        if (result.context !== context) enqueue.assign(() => result.context);
+        for (const effect of result.effects) enqueue({ type: 'run', params: effect });
       },
-      `split-brain resolver: ${resolution.decision} (${resolution.reason})`,
     );
-    system.metrics.inc('doyen_sbr_decisions_total', 'Split-brain resolver decisions', {
-      decision: resolution.decision,
-    });
-    system
-      .lookup('/system/membership')
-      ?.send({ type: 'sbr.execute', down: resolution.down, unreachable: resolution.unreachable } as Message);
-  };
+
+  const take = apply((c, e) => observe(policy, c, e));
+
+  /**
+   * While unstable (in `waiting` or `healed`; never by re-entering `unstable`, which would restart
+   * the down-all-when-unstable limit): everyone reachable again → `healed`, and stable once that
+   * lasts; a member becoming up is no instability: both timers start over; a reachability
+   * change restarts the stable-after wait only.
+   */
+  const whileUnstable = {
+    'sbr.view': [
+      { guard: 'calmAfter', target: '#downing.unstable.healed', actions: take },
+      { guard: 'membershipChanges', target: '#downing.unstable', reenter: true, actions: take },
+      { guard: 'reachabilityChanges', target: '#downing.unstable.waiting', reenter: true, actions: take },
+      { actions: take },
+    ],
+    'sbr.own-reachability': [
+      { guard: 'calmAfter', target: '#downing.unstable.healed', actions: take },
+      { guard: 'reachabilityChanges', target: '#downing.unstable.waiting', reenter: true, actions: take },
+      { actions: take },
+    ],
+  } as const;
 
   return setup({
-    types: { context: {} as DowningContext, events: {} as SbrViewMessage },
+    types: { context: {} as DowningContext, events: {} as DowningEvent },
     actions: {
-      takeView: assign(({ event }) => ({ view: event, signature: signatureOf(event, deps.ownReachable()) })),
-      warnIfTooLarge: assign(({ context }) => {
-        if (config.downing !== 'static-quorum' || !context.view) return {};
-        const size = context.view.members.length;
-        const limit = 2 * (sbr.quorumSize ?? 1) - 1;
-        if (size > limit && size !== context.warnedClusterSize) {
-          system.logger.warn(
-            { event: 'sbr.quorum-exceeded', size, quorumSize: sbr.quorumSize },
-            `cluster of ${size} exceeds 2·quorum − 1 = ${limit}: a split now downs everything`,
-          );
-          return { warnedClusterSize: size };
-        }
-        return {};
-      }),
+      run: (_, effect: DowningEffect) => execute(effect),
     },
     delays: {
       stableAfter: ({ context }) => stableAfter(context),
       unstableLimit: ({ context }) => unstableLimit(context),
       retryAfterDecision: ({ context }) => stableAfter(context) * 2,
-      leaseDelay: ({ context }) =>
-        context.view && isMinoritySide(inputOf(context.view, deps.ownReachable()), sbr.role)
-          ? sbr.acquireLeaseDelayForMinorityMs
-          : 0,
+      calmFor: ({ context }) => Math.min(1000, stableAfter(context) / 2),
+      leaseDelay: ({ context }) => {
+        const input = inputOf(context);
+        return input && isMinoritySide(input, sbr.role) ? sbr.acquireLeaseDelayForMinorityMs : 0;
+      },
     },
     guards: {
       active: () => active,
-      troubled: ({ event }) => troubled(event, deps.ownReachable()),
-      changed: ({ context, event }) => signatureOf(event, deps.ownReachable()) !== context.signature,
+      troubledAfter: ({ context, event }) => troubledAfter(context, event),
+      calmAfter: ({ context, event }) => !troubledAfter(context, event),
+      membershipChanges: ({ context, event }) => membershipChanges(context, event),
+      reachabilityChanges: ({ context, event }) => reachabilityChanges(context, event),
+      anyChange: ({ context, event }) =>
+        membershipChanges(context, event) || reachabilityChanges(context, event),
       isDecider: ({ context }) => isDecider(context),
-      usesLease: () => config.downing === 'lease-majority',
+      usesLease: () => policy.usesLease,
+      downsOwnSide: ({ context }) => selfDowning(strategy, context) !== undefined,
+      stillTroubled: ({ context }) => isTroubled(context),
       downAllWhenUnstable: () => sbr.downAllWhenUnstableMs !== 'off',
     },
     actors: {
@@ -200,10 +202,11 @@ export function createDowningMachine(deps: DowningDeps) {
     },
   }).createMachine({
     id: 'downing',
-    context: { view: undefined, signature: '', lastDecision: undefined, warnedClusterSize: 0 },
+    context: initialDowningContext,
     initial: 'checking',
     on: {
-      'sbr.view': { actions: 'takeView' },
+      'sbr.view': { actions: take },
+      'sbr.own-reachability': { actions: take },
     },
     states: {
       checking: {
@@ -212,9 +215,10 @@ export function createDowningMachine(deps: DowningDeps) {
       inactive: {},
       stable: {
         on: {
-          'sbr.view': [
-            { guard: 'troubled', target: 'unstable', actions: ['takeView', 'warnIfTooLarge'] },
-            { actions: ['takeView', 'warnIfTooLarge'] },
+          'sbr.view': [{ guard: 'troubledAfter', target: 'unstable', actions: take }, { actions: take }],
+          'sbr.own-reachability': [
+            { guard: 'troubledAfter', target: 'unstable', actions: take },
+            { actions: take },
           ],
         },
       },
@@ -224,54 +228,42 @@ export function createDowningMachine(deps: DowningDeps) {
           unstableLimit: [
             {
               // no decider guard: if the side cannot agree on one, every member downs all (safe)
-              guard: () => sbr.downAllWhenUnstableMs !== 'off',
+              guard: ({ context }) => sbr.downAllWhenUnstableMs !== 'off' && isTroubled(context),
               target: 'decided',
-              actions: ({ context }) => {
-                const view = context.view!;
-                execute(
-                  {
-                    decision: 'down-all',
-                    down: view.members.map((m) => m.key),
-                    unreachable: [...partitionView(inputOf(view, deps.ownReachable())).unreachable],
-                    indirectlyConnected: [],
-                    reason: 'still unstable after stable-after + down-all-when-unstable',
-                  },
-                  context,
-                );
-              },
+              actions: apply((c) => downAllWhenUnstable(c)),
             },
           ],
         },
         states: {
-          // Only this child restarts on a change: the parent's unstableLimit keeps counting.
           waiting: {
-            on: {
-              'sbr.view': [
-                {
-                  guard: ({ event }) => !troubled(event, deps.ownReachable()),
-                  target: '#downing.stable',
-                  actions: 'takeView',
-                },
-                { guard: 'changed', target: 'waiting', reenter: true, actions: 'takeView' },
-                { actions: 'takeView' },
-              ],
-            },
-            after: { stableAfter: '#downing.deciding' },
+            on: whileUnstable,
+            after: { stableAfter: 'deciding' },
+          },
+          deciding: {
+            always: [
+              { guard: 'isDecider', target: '#downing.deciderActs' },
+              {
+                guard: 'downsOwnSide',
+                target: '#downing.decided',
+                actions: apply((c) => selfDowning(strategy, c)!),
+              },
+              // not the decider, and this side survives: wait for the decider's news. Stable for
+              // stable-after is the end of an instability: the down-all limit starts over too.
+              { target: '#downing.unstable', reenter: true },
+            ],
+          },
+          // Everyone reachable again. A heal and the next failure can be milliseconds apart (one
+          // link heals as another breaks): only a calm that lasts ends the instability.
+          healed: {
+            on: whileUnstable,
+            after: { calmFor: '#downing.stable' },
           },
         },
       },
-      deciding: {
+      deciderActs: {
         always: [
-          { guard: ({ context }) => !isDecider(context), target: 'unstable' },
           { guard: 'usesLease', target: 'leaseWait' },
-          {
-            target: 'decided',
-            actions: assign(({ context }) => {
-              const resolution = resolve(strategy!, inputOf(context.view!, deps.ownReachable()));
-              execute(resolution, context);
-              return { lastDecision: resolution };
-            }),
-          },
+          { target: 'decided', actions: apply((c) => decideForSide(strategy!, c)) },
         ],
       },
       leaseWait: {
@@ -283,32 +275,24 @@ export function createDowningMachine(deps: DowningDeps) {
           input: ({ context }) => ({ owner: context.view!.selfKey }),
           onDone: {
             target: 'decided',
-            actions: assign(({ context, event }) => {
-              const resolution = resolveWithLease(inputOf(context.view!, deps.ownReachable()), event.output);
-              execute(resolution, context);
-              return { lastDecision: resolution };
-            }),
+            actions: apply((c, e) =>
+              decideWithLease(c, (e as unknown as { output: boolean }).output === true),
+            ),
           },
-          onError: {
-            target: 'decided',
-            actions: assign(({ context }) => {
-              const resolution = resolveWithLease(inputOf(context.view!, deps.ownReachable()), false);
-              execute(resolution, context);
-              return { lastDecision: resolution };
-            }),
-          },
+          onError: { target: 'decided', actions: apply((c) => decideWithLease(c, false)) },
         },
       },
       decided: {
         on: {
           'sbr.view': [
-            {
-              guard: ({ event }) => !troubled(event, deps.ownReachable()),
-              target: 'stable',
-              actions: 'takeView',
-            },
-            { guard: 'changed', target: 'unstable', actions: 'takeView' },
-            { actions: 'takeView' },
+            { guard: 'calmAfter', target: 'stable', actions: take },
+            { guard: 'anyChange', target: 'unstable', actions: take },
+            { actions: take },
+          ],
+          'sbr.own-reachability': [
+            { guard: 'calmAfter', target: 'stable', actions: take },
+            { guard: 'reachabilityChanges', target: 'unstable', actions: take },
+            { actions: take },
           ],
         },
         after: { retryAfterDecision: 'unstable' },
@@ -316,3 +300,5 @@ export function createDowningMachine(deps: DowningDeps) {
     },
   });
 }
+
+export type DowningMachine = ReturnType<typeof createDowningMachine>;

@@ -1,0 +1,266 @@
+import { isLive, keyOf } from '../member.js';
+import type { MembershipContext } from '../membership-protocol.js';
+import { partitionView, resolve, resolveWithLease, type SbrInput, type SbrResolution } from './resolver.js';
+import type { SbrMember } from './sbr-view.js';
+import type { StrategyConfig } from './strategies.js';
+
+/**
+ * The split-brain resolver's decisions as pure functions of (context, event): what the downing
+ * machine knows, what changed, who decides, and the effects to carry out, as data. The machine
+ * (downing-machine.ts) only wires them to states and delays, and its named actions execute the
+ * effects, so a run replays from its events alone.
+ */
+
+/** Membership -> downing: what this node currently knows (sent after every change). */
+export interface SbrViewMessage {
+  readonly type: 'sbr.view';
+  readonly selfKey: string;
+  readonly version: number;
+  readonly members: readonly SbrMember[];
+  readonly observations: Readonly<Record<string, readonly string[]>>;
+}
+
+/** Failure detector -> downing: the peers it monitors and currently reaches (sent on every change). */
+export interface OwnReachabilityMessage {
+  readonly type: 'sbr.own-reachability';
+  readonly reachable: readonly string[];
+}
+
+export type DowningEvent = SbrViewMessage | OwnReachabilityMessage;
+
+export function sbrViewMessage(selfKey: string, ctx: MembershipContext): SbrViewMessage {
+  const m = ctx.membership!;
+  return {
+    type: 'sbr.view',
+    selfKey,
+    version: m.version,
+    members: m.members
+      .filter((x) => isLive(x.status))
+      .map((x) => ({ key: keyOf(x), address: x.address, age: x.age, status: x.status, roles: x.roles })),
+    observations: ctx.observations,
+  };
+}
+
+export interface DowningContext {
+  readonly view: SbrViewMessage | undefined;
+  /** Peers this node's failure detector monitors and reaches, sorted. */
+  readonly ownReachable: readonly string[];
+  /** Unreachable + indirectly connected members: a change is a reachability change. */
+  readonly reachability: string;
+  /** Keys of the up members, sorted: a member becoming up is a membership change. */
+  readonly memberSignature: string;
+  readonly lastDecision: SbrResolution | undefined;
+  readonly warnedClusterSize: number;
+}
+
+export const initialDowningContext: DowningContext = {
+  view: undefined,
+  ownReachable: [],
+  reachability: '',
+  memberSignature: '',
+  lastDecision: undefined,
+  warnedClusterSize: 0,
+};
+
+/** What the machine's named actions carry out. */
+export type DowningEffect =
+  | {
+      readonly kind: 'log-decision';
+      /** `decider`: decides for its whole side; `self`: a member of a losing side downs itself. */
+      readonly by: 'decider' | 'self';
+      readonly resolution: SbrResolution;
+      readonly members: readonly string[];
+      readonly version: number | undefined;
+    }
+  | { readonly kind: 'execute'; readonly down: readonly string[]; readonly unreachable: readonly string[] }
+  | { readonly kind: 'down-self' }
+  | { readonly kind: 'warn-quorum-exceeded'; readonly size: number; readonly quorumSize: number };
+
+export interface DowningStep {
+  readonly context: DowningContext;
+  readonly effects: readonly DowningEffect[];
+}
+
+/** Settings a decision depends on (from ClusterConfig). */
+export interface DowningPolicy {
+  /** undefined under lease-majority (resolved with the lease) and when inactive. */
+  readonly strategy: StrategyConfig | undefined;
+  readonly usesLease: boolean;
+  /** static-quorum's quorum size: a larger cluster is warned about. */
+  readonly quorumSize: number | undefined;
+}
+
+export function inputOf(ctx: DowningContext): SbrInput | undefined {
+  const view = ctx.view;
+  if (!view) return undefined;
+  return {
+    members: view.members,
+    observations: view.observations,
+    selfKey: view.selfKey,
+    ownReachable: new Set(ctx.ownReachable),
+  };
+}
+
+function reachabilityOf(ctx: DowningContext): string {
+  const input = inputOf(ctx);
+  if (!input) return '';
+  const { indirect, unreachable } = partitionView(input);
+  return `${[...unreachable].sort().join(',')}|${[...indirect].sort().join(',')}`;
+}
+
+function memberSignatureOf(view: SbrViewMessage | undefined): string {
+  if (!view) return '';
+  return view.members
+    .filter((m) => m.status === 'up')
+    .map((m) => m.key)
+    .sort()
+    .join(',');
+}
+
+/** The context after an event (views and own reachability both only replace what they carry). */
+export function take(ctx: DowningContext, event: DowningEvent): DowningContext {
+  const next: DowningContext =
+    event.type === 'sbr.view'
+      ? { ...ctx, view: event }
+      : { ...ctx, ownReachable: [...new Set(event.reachable)].sort() };
+  return { ...next, reachability: reachabilityOf(next), memberSignature: memberSignatureOf(next.view) };
+}
+
+/** Someone is unreachable or indirectly connected: the resolver has work to do. */
+export function isTroubled(ctx: DowningContext): boolean {
+  return ctx.reachability !== '' && ctx.reachability !== '|';
+}
+
+/** Would this event leave the cluster troubled? */
+export function troubledAfter(ctx: DowningContext, event: DowningEvent): boolean {
+  return isTroubled(take(ctx, event));
+}
+
+/** Did this event change who is unreachable or indirectly connected (Akka's reachability change)? */
+export function reachabilityChanges(ctx: DowningContext, event: DowningEvent): boolean {
+  return take(ctx, event).reachability !== ctx.reachability;
+}
+
+/**
+ * Did a member become up (Akka's rule: only an up restarts stable-after)? Joins, leaves and
+ * removals do not: a restarted incarnation that joins the losing side's decider while it waits
+ * must not postpone that side's decision past the winners' down-removal margin.
+ */
+export function membershipChanges(ctx: DowningContext, event: DowningEvent): boolean {
+  const before = new Set(ctx.memberSignature.split(','));
+  const after = take(ctx, event).memberSignature;
+  return after !== '' && after.split(',').some((k) => !before.has(k));
+}
+
+/** The next context plus the static-quorum warning when the cluster grew past 2·quorum − 1. */
+export function observe(policy: DowningPolicy, ctx: DowningContext, event: DowningEvent): DowningStep {
+  const next = take(ctx, event);
+  const size = next.view?.members.length ?? 0;
+  const q = policy.quorumSize;
+  if (q === undefined || size <= 2 * q - 1 || size === ctx.warnedClusterSize) {
+    return { context: next, effects: [] };
+  }
+  return {
+    context: { ...next, warnedClusterSize: size },
+    effects: [{ kind: 'warn-quorum-exceeded', size, quorumSize: q }],
+  };
+}
+
+/**
+ * The decider of a side: its lowest-age member among those this node can count on hearing from
+ * (itself, those nobody reports unreachable, and those its own detector reaches). Indirectly
+ * connected members that still talk to this side may decide (often the coordinator is one): one
+ * writer per side. A member that is only "indirect" because a dead node once reported it cannot.
+ */
+export function isDecider(ctx: DowningContext): boolean {
+  const input = inputOf(ctx);
+  if (!input) return false;
+  const { unreachable } = partitionView(input);
+  const subjects = new Set(
+    Object.keys(input.observations).filter((k) => (input.observations[k]?.length ?? 0) > 0),
+  );
+  const here = input.members.filter(
+    (m) =>
+      !unreachable.has(m.key) &&
+      (m.key === input.selfKey || !subjects.has(m.key) || input.ownReachable.has(m.key)),
+  );
+  const candidates = here.some((m) => m.status === 'up') ? here.filter((m) => m.status === 'up') : here;
+  const lowest = [...candidates].sort((a, b) => a.age - b.age)[0];
+  return lowest?.key === input.selfKey;
+}
+
+function logged(
+  by: 'decider' | 'self',
+  resolution: SbrResolution,
+  ctx: DowningContext,
+): DowningEffect & { kind: 'log-decision' } {
+  return {
+    kind: 'log-decision',
+    by,
+    resolution,
+    members: ctx.view?.members.map((m) => m.key) ?? [],
+    version: ctx.view?.version,
+  };
+}
+
+/** The decider's decision for its side: log it and have the membership carry it out. */
+export function decideForSide(strategy: StrategyConfig, ctx: DowningContext): DowningStep {
+  const resolution = resolve(strategy, inputOf(ctx)!);
+  return decided(ctx, resolution);
+}
+
+/** lease-majority, once the lease attempt is over. */
+export function decideWithLease(ctx: DowningContext, acquired: boolean): DowningStep {
+  return decided(ctx, resolveWithLease(inputOf(ctx)!, acquired));
+}
+
+function decided(ctx: DowningContext, resolution: SbrResolution): DowningStep {
+  return {
+    context: { ...ctx, lastDecision: resolution },
+    effects: [
+      logged('decider', resolution, ctx),
+      { kind: 'execute', down: resolution.down, unreachable: resolution.unreachable },
+    ],
+  };
+}
+
+/**
+ * One decision, one side: every member of a side computes the same pure decision from the same
+ * view. When the decision takes its whole side down (down-reachable, down-all), a member that is
+ * not the decider downs itself on its own clock: the side goes down in one round even when the
+ * decider's news is lost (the decider downs itself too and may stop before its updates leave).
+ * Only ever itself: a member speaks only for itself, and taking itself out can never leave two
+ * sides running. undefined when the decision does not take this member down (it waits for the
+ * decider, as before).
+ */
+export function selfDowning(
+  strategy: StrategyConfig | undefined,
+  ctx: DowningContext,
+): DowningStep | undefined {
+  const input = inputOf(ctx);
+  if (!strategy || !input) return undefined;
+  const resolution = resolve(strategy, input);
+  if (resolution.decision !== 'down-reachable' && resolution.decision !== 'down-all') return undefined;
+  if (!resolution.down.includes(input.selfKey)) return undefined;
+  return {
+    context: { ...ctx, lastDecision: resolution },
+    effects: [logged('self', resolution, ctx), { kind: 'down-self' }],
+  };
+}
+
+/**
+ * Still unstable after stable-after + down-all-when-unstable: reachability kept changing while
+ * someone was unreachable. Every member downs all (no decider needed: it is the safe outcome).
+ */
+export function downAllWhenUnstable(ctx: DowningContext): DowningStep {
+  const input = inputOf(ctx)!;
+  const { unreachable, indirect } = partitionView(input);
+  const resolution: SbrResolution = {
+    decision: 'down-all',
+    down: input.members.map((m) => m.key),
+    unreachable: [...unreachable],
+    indirectlyConnected: [...indirect],
+    reason: 'still unstable after stable-after + down-all-when-unstable',
+  };
+  return decided(ctx, resolution);
+}

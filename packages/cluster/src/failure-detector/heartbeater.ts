@@ -1,0 +1,209 @@
+import type { ActorRef, ActorSystem, Message } from '@doyen/core';
+import type { ClusterConfig } from '../config.js';
+import { heartbeatPeers } from '../heartbeat-ring.js';
+import { keyOf, keyOfNode, nodeOf } from '../member.js';
+import { liveMembers, type Membership } from '../membership.js';
+import type { SelfInfo } from '../membership-protocol.js';
+import type { HeartbeatPing, HeartbeatPong } from '../messages.js';
+import type { PhiAccrualFailureDetector } from './phi-accrual.js';
+import { FailureDetectorRegistry } from './registry.js';
+
+export type PeerStatus = 'reachable' | 'suspect' | 'unreachable';
+
+/** Where heartbeats are sent and answered: a plain function ref, no mailbox, no machine. */
+export const HEARTBEAT_PULSE_PATH = '/system/heartbeat-pulse';
+
+export interface HeartbeaterDeps {
+  readonly system: ActorSystem;
+  readonly config: ClusterConfig;
+  readonly self: SelfInfo;
+  /** Called only when a peer's status changed or the monitored set changed: the whole table. */
+  readonly onPeersChanged: (peers: Readonly<Record<string, PeerStatus>>) => void;
+}
+
+/**
+ * The per-heartbeat work of the failure detector, on the cheapest path: one timer on the actor
+ * clock sends every target its ping and judges every peer once per interval; pings and pongs are
+ * handled synchronously as they arrive. Nothing goes through a state machine, and nobody hears
+ * of it, unless something changed (a peer's status, the monitored set). An idle cluster then
+ * costs a timer and a few small frames per peer per interval.
+ */
+export class Heartbeater {
+  private readonly system: ActorSystem;
+  private readonly config: ClusterConfig;
+  private readonly self: SelfInfo;
+  private readonly registry: FailureDetectorRegistry;
+  private readonly phiThreshold: number;
+  private readonly onPeersChanged: HeartbeaterDeps['onPeersChanged'];
+  private version = 0;
+  private memberKeys = new Set<string>();
+  private failedKeys = new Set<string>();
+  private peers: Record<string, PeerStatus> = {};
+  /** Refs to each target's pulse, built once per target rather than once per heartbeat. */
+  private targets = new Map<string, ActorRef>();
+  private readonly replyRefs = new Map<string, ActorRef>();
+  private timer: unknown;
+  private dueAt = 0;
+  /** The previous tick skipped its judgement (it came late): the next one judges whatever happens. */
+  private skipped = false;
+  private stopped = false;
+
+  constructor(deps: HeartbeaterDeps) {
+    this.system = deps.system;
+    this.config = deps.config;
+    this.self = deps.self;
+    this.onPeersChanged = deps.onPeersChanged;
+    this.registry = new FailureDetectorRegistry(deps.config.failureDetector);
+    this.phiThreshold =
+      deps.config.failureDetector.kind === 'phi-accrual'
+        ? (deps.config.failureDetector.threshold ?? 8)
+        : Number.POSITIVE_INFINITY;
+  }
+
+  /** The current table (for tests and inspection). */
+  peerStatuses(): Readonly<Record<string, PeerStatus>> {
+    return this.peers;
+  }
+
+  /**
+   * A new membership: recompute the ring targets (without restarting the timer: a burst of
+   * versions, a wave of joins, must not stop heartbeats), start heartbeating on the first.
+   */
+  takeMembership(membership: Membership): void {
+    if (this.stopped) return;
+    const members = liveMembers(membership).map((m) => ({ ...m, key: keyOf(m) }));
+    const unreachable = new Set(
+      Object.entries(this.peers)
+        .filter(([, s]) => s === 'unreachable')
+        .map(([k]) => k),
+    );
+    const { targets } = heartbeatPeers(
+      { address: this.self.address, uid: this.self.uid },
+      members.filter((m) => m.key !== this.self.key),
+      { unreachable, config: this.config.heartbeatRing },
+    );
+    const now = this.system.clock.now();
+    const peers: Record<string, PeerStatus> = {};
+    const refs = new Map<string, ActorRef>();
+    for (const t of targets) {
+      const key = keyOf(t);
+      // A new target starts with a heartbeat "now": if none ever arrives it still gets detected.
+      if (!(key in this.peers)) this.registry.heartbeat(key, now);
+      peers[key] = this.peers[key] ?? 'reachable';
+      refs.set(key, this.targets.get(key) ?? this.system.remoteRef(nodeOf(t), HEARTBEAT_PULSE_PATH));
+    }
+    for (const key of Object.keys(this.peers)) if (!(key in peers)) this.registry.remove(key);
+    const changed = !sameKeys(this.peers, peers);
+    this.version = membership.version;
+    this.memberKeys = new Set(members.map((m) => m.key));
+    this.failedKeys = new Set(membership.failed.map(keyOf));
+    this.peers = peers;
+    this.targets = refs;
+    for (const key of this.replyRefs.keys()) if (!this.memberKeys.has(key)) this.replyRefs.delete(key);
+    if (changed) this.onPeersChanged(peers);
+    if (this.timer === undefined) this.schedule();
+  }
+
+  /** Handles `heartbeat.ping` and `heartbeat.pong` as they arrive (synchronously, no mailbox). */
+  receive(message: Message): void {
+    if (this.stopped) return;
+    if (message.type === 'heartbeat.ping') this.answer(message as HeartbeatPing);
+    else if (message.type === 'heartbeat.pong') this.heard(message as HeartbeatPong);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer !== undefined) this.system.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private schedule(): void {
+    this.dueAt = this.system.clock.now() + this.config.heartbeatIntervalMs;
+    this.timer = this.system.clock.setTimeout(() => this.tick(), this.config.heartbeatIntervalMs);
+  }
+
+  /**
+   * One interval: a ping to every target (one message object for all), then one judgement of
+   * each. A tick that comes more than an interval late follows a stalled event loop (GC, a
+   * loaded host): timers run before socket reads, so the pongs that arrived meanwhile are still
+   * unread. It only pings; the next tick judges, once they are in.
+   */
+  private tick(): void {
+    this.timer = undefined;
+    if (this.stopped || this.system.isTerminated) return;
+    const ping: HeartbeatPing = { type: 'heartbeat.ping', from: this.self.node, version: this.version };
+    for (const ref of this.targets.values()) ref.send(ping);
+    const now = this.system.clock.now();
+    const late = now - this.dueAt > this.config.heartbeatIntervalMs;
+    this.schedule();
+    if (late && !this.skipped) {
+      this.skipped = true;
+      return;
+    }
+    this.skipped = false;
+    let next: Record<string, PeerStatus> | undefined;
+    for (const [key, before] of Object.entries(this.peers)) {
+      const after = this.statusOf(key, now);
+      if (after === before) continue;
+      next ??= { ...this.peers };
+      next[key] = after;
+    }
+    if (next) {
+      this.peers = next;
+      this.onPeersChanged(next);
+    }
+  }
+
+  private statusOf(key: string, now: number): PeerStatus {
+    if (!this.registry.isAvailable(key, now)) return 'unreachable';
+    const detector = this.registry.get(key) as PhiAccrualFailureDetector | undefined;
+    if (detector && typeof detector.phi === 'function' && detector.phi(now) > this.phiThreshold / 2)
+      return 'suspect';
+    return 'reachable';
+  }
+
+  private answer(ping: HeartbeatPing): void {
+    const from = keyOfNode(ping.from);
+    // Still joining (no membership yet): the coordinator monitors us from the moment it adds us,
+    // and a welcome can take seconds to be handled on a loaded host. Answering (only the wire's
+    // authenticated peers can ping) keeps a slow joiner from looking dead before it is even in
+    // (Akka's heartbeat receiver answers everyone, too).
+    if (!this.memberKeys.has(from) && this.memberKeys.size > 0) {
+      // Not one of ours. If we downed it, say so (Akka's quarantine): it may still believe it
+      // is a member and run singletons; silence alone would leave it guessing for seconds.
+      if (this.failedKeys.has(from)) {
+        this.system
+          .remoteRef(ping.from, '/system/membership')
+          .send({ type: 'membership.downed-notice', by: this.self.key } as Message);
+      }
+      return;
+    }
+    let reply = this.replyRefs.get(from);
+    if (!reply) {
+      reply = this.system.remoteRef(ping.from, HEARTBEAT_PULSE_PATH);
+      this.replyRefs.set(from, reply);
+    }
+    const pong: HeartbeatPong = { type: 'heartbeat.pong', from: this.self.node, version: this.version };
+    reply.send(pong);
+    if (ping.version !== this.version && this.version > 0) this.versionSeen(ping);
+  }
+
+  private heard(pong: HeartbeatPong): void {
+    const key = keyOfNode(pong.from);
+    if (key in this.peers) this.registry.heartbeat(key, this.system.clock.now());
+    if (pong.version > this.version && this.version > 0) this.versionSeen(pong);
+  }
+
+  /** A peer's heartbeat shows another membership version: the membership catches up (or helps). */
+  private versionSeen(message: HeartbeatPing | HeartbeatPong): void {
+    this.system
+      .lookup('/system/membership')
+      ?.send({ type: 'fd.version-seen', peer: message.from, version: message.version } as Message);
+  }
+}
+
+function sameKeys(a: Readonly<Record<string, unknown>>, b: Readonly<Record<string, unknown>>): boolean {
+  const ka = Object.keys(a);
+  if (ka.length !== Object.keys(b).length) return false;
+  return ka.every((k) => k in b);
+}

@@ -1,0 +1,203 @@
+import { describe, expect, it } from 'vitest';
+import { createActor, SimulatedClock } from 'xstate';
+import {
+  createDowningMachine,
+  type DowningEffect,
+  type DowningEvent,
+  resolveClusterConfig,
+  type SbrMember,
+} from '../../packages/cluster/src/index.js';
+import type { ActorSystem } from '../../packages/core/src/index.js';
+
+/**
+ * The downing machine alone, on a simulated clock: events in, effects out. Its decisions read
+ * nothing but its events (no failure detector snapshot, no clock but xstate's), so the same
+ * events give the same effects, and a run replays from its events alone.
+ */
+
+const key = (i: number) => `10.0.0.${i}:2552#u${i}`;
+const member = (i: number, status: SbrMember['status'] = 'up'): SbrMember => ({
+  key: key(i),
+  address: `10.0.0.${i}:2552`,
+  age: i,
+  status,
+  roles: [],
+});
+const range = (a: number, b: number) => Array.from({ length: b - a + 1 }, (_, i) => a + i);
+
+function view(
+  self: number,
+  members: SbrMember[],
+  observations: Record<string, string[]> = {},
+  version = 1,
+): DowningEvent {
+  return { type: 'sbr.view', selfKey: key(self), version, members, observations };
+}
+const reach = (ids: number[]): DowningEvent => ({ type: 'sbr.own-reachability', reachable: ids.map(key) });
+/** `observer` reports each of `subjects` unreachable. */
+const reports = (observer: number, subjects: number[]) =>
+  Object.fromEntries(subjects.map((s) => [key(s), [key(observer)]]));
+
+function start(
+  downing: 'keep-majority' | 'keep-oldest' | 'static-quorum',
+  sbr: Record<string, unknown> = {},
+) {
+  const config = resolveClusterConfig({
+    seeds: [{ host: '10.0.0.1', port: 2552 }],
+    downing,
+    sbr: { downIfAlone: true, acquireLeaseDelayForMinorityMs: 0, ...sbr },
+  });
+  const effects: { at: number; effect: DowningEffect }[] = [];
+  const clock = new SimulatedClock();
+  // the machine's only edge is the named action `run`: record what it would have done
+  const machine = createDowningMachine({ system: {} as ActorSystem, config }).provide({
+    actions: { run: (_: unknown, effect: DowningEffect) => void effects.push({ at: clock.now(), effect }) },
+  });
+  const actor = createActor(machine, { clock });
+  actor.start();
+  return {
+    actor,
+    effects,
+    send: (e: DowningEvent) => actor.send(e),
+    advance: (ms: number) => clock.increment(ms),
+    state: () => JSON.stringify(actor.getSnapshot().value),
+    kinds: () => effects.map((e) => e.effect.kind),
+  };
+}
+
+describe('the downing machine alone: events in, effects as data out', () => {
+  it('keep-majority, the decider of the majority: after stable-after it downs the unreachable two', () => {
+    const m = start('keep-majority');
+    const all = range(1, 5).map((i) => member(i));
+    m.send(view(1, all));
+    m.send(reach([2, 3, 4, 5]));
+    expect(m.state()).toBe('"stable"');
+    m.send(reach([2, 3]));
+    m.send(view(1, all, reports(1, [4, 5]), 2));
+    expect(m.state()).toContain('unstable');
+    m.advance(1499);
+    expect(m.effects).toEqual([]);
+    m.advance(1);
+    expect(m.kinds()).toEqual(['log-decision', 'execute']);
+    const [log, execute] = m.effects.map((e) => e.effect);
+    expect(log).toMatchObject({ kind: 'log-decision', by: 'decider' });
+    expect((log as { resolution: { decision: string } }).resolution.decision).toBe('down-unreachable');
+    expect(execute).toEqual({ kind: 'execute', down: [key(4), key(5)], unreachable: [key(4), key(5)] });
+  });
+
+  it('a member of the losing side that is not its decider downs itself on the same decision', () => {
+    const m = start('keep-majority');
+    const all = range(1, 5).map((i) => member(i));
+    m.send(view(5, all));
+    m.send(reach([4]));
+    m.send(view(5, all, { ...reports(5, [1, 2, 3]), ...reports(4, [1, 2, 3]) }, 2));
+    m.advance(1500);
+    expect(m.kinds()).toEqual(['log-decision', 'down-self']);
+    expect(m.effects[0]!.effect).toMatchObject({ by: 'self' });
+  });
+
+  it('a member of the surviving side that is not its decider leaves the decision to the decider', () => {
+    const m = start('keep-majority');
+    const all = range(1, 5).map((i) => member(i));
+    m.send(view(3, all));
+    m.send(reach([1, 2]));
+    m.send(view(3, all, reports(1, [4, 5]), 2));
+    m.advance(10_000);
+    expect(m.effects).toEqual([]);
+  });
+
+  it('joins (thirty, one after another) with nobody unreachable never make it unstable', () => {
+    const m = start('keep-majority', { stableAfterMs: 1000, downAllWhenUnstableMs: 500 });
+    const members = [member(1)];
+    m.send(view(1, members));
+    for (let i = 2; i <= 30; i++) {
+      members.push(member(i, 'joining'));
+      m.send(view(1, [...members], {}, 2 * i));
+      m.advance(100);
+      members[i - 1] = member(i);
+      m.send(view(1, [...members], {}, 2 * i + 1));
+      m.send(reach(range(2, i)));
+      m.advance(100);
+      expect(m.state()).toBe('"stable"');
+    }
+    m.advance(10_000);
+    expect(m.effects).toEqual([]);
+  });
+
+  it('a crash during a wave of joins: joins do not postpone the decision, an up restarts the wait', () => {
+    const m = start('keep-majority', { stableAfterMs: 1000, downAllWhenUnstableMs: 500 });
+    const members = range(1, 5).map((i) => member(i));
+    m.send(view(1, members));
+    m.send(reach([2, 3, 4, 5]));
+    m.send(reach([2, 3, 4]));
+    m.send(view(1, members, reports(1, [5]), 2));
+    // joiners keep arriving every 300 ms: a join is no instability, the decision comes on time
+    for (let i = 6; i <= 8; i++) {
+      m.advance(300);
+      members.push(member(i, 'joining'));
+      m.send(view(1, [...members], reports(1, [5]), i));
+    }
+    m.advance(100);
+    expect(m.kinds()).toEqual(['log-decision', 'execute']);
+  });
+
+  it('down-all-when-unstable: reachability that keeps changing while someone is unreachable downs all', () => {
+    const m = start('keep-majority', { stableAfterMs: 1000, downAllWhenUnstableMs: 500 });
+    const all = range(1, 5).map((i) => member(i));
+    m.send(view(1, all));
+    m.send(reach([2, 3, 4, 5]));
+    // the observer's report moves between 4 and 5 every 400 ms: never stable for 1000 ms
+    for (let i = 0; i < 4; i++) {
+      m.send(view(1, all, reports(2, [i % 2 === 0 ? 4 : 5]), 2 + i));
+      m.advance(i < 3 ? 400 : 299);
+    }
+    expect(m.effects).toEqual([]);
+    m.advance(1);
+    const decision = m.effects.find((e) => e.effect.kind === 'log-decision')!;
+    expect(decision.effect).toMatchObject({ resolution: { decision: 'down-all' } });
+    expect(decision.at).toBe(1500);
+  });
+
+  it('a moment of full reachability between two failures does not end the instability; a lasting one does', () => {
+    const m = start('keep-majority', { stableAfterMs: 1000, downAllWhenUnstableMs: 500 });
+    const all = range(1, 5).map((i) => member(i));
+    m.send(view(1, all));
+    m.send(reach([2, 3, 4, 5]));
+    m.send(view(1, all, reports(2, [4]), 2));
+    m.advance(600);
+    m.send(view(1, all, {}, 3));
+    m.advance(5);
+    m.send(view(1, all, reports(2, [5]), 4));
+    m.advance(600);
+    m.send(view(1, all, reports(2, [4]), 5));
+    m.advance(300);
+    // 1505 ms after the first change: down-all although the cluster was briefly fully reachable
+    expect(m.effects.map((e) => e.effect.kind)).toContain('log-decision');
+
+    const n = start('keep-majority', { stableAfterMs: 1000, downAllWhenUnstableMs: 500 });
+    n.send(view(1, all));
+    n.send(reach([2, 3, 4, 5]));
+    n.send(view(1, all, reports(2, [4]), 2));
+    n.advance(600);
+    n.send(view(1, all, {}, 3));
+    n.advance(600);
+    expect(n.state()).toBe('"stable"');
+  });
+
+  it('replays: the same events give the same effects at the same times', () => {
+    const run = () => {
+      const m = start('keep-oldest');
+      const all = range(1, 10).map((i) => member(i));
+      m.send(view(3, all));
+      m.send(reach(range(1, 10).filter((i) => i !== 3)));
+      m.send(reach(range(4, 10)));
+      m.advance(300);
+      m.send(view(3, all, reports(3, [1, 2]), 2));
+      m.advance(2500);
+      return m.effects;
+    };
+    const first = run();
+    expect(first.map((e) => e.effect.kind)).toEqual(['log-decision', 'execute']);
+    expect(run()).toEqual(first);
+  });
+});

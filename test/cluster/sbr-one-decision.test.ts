@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import type { ClusterConfig } from '../../packages/cluster/src/index.js';
+import { SimCluster } from '../support/sim-cluster.js';
+
+/**
+ * One decision, one side: when a side loses, every node of it is down within one second of the
+ * decision, whatever the side's size, even though the decider downs itself too and (like a real
+ * process that exits on being downed) may stop before its news leaves: here a node that goes
+ * down loses every message still on the wire at once.
+ */
+
+const names = (n: number) => Array.from({ length: n }, (_, i) => `n${String(i + 1).padStart(2, '0')}`);
+
+async function cluster(n: number, seed: number, config: Partial<ClusterConfig>) {
+  const c = new SimCluster({ seed, captureLogs: true }, config);
+  const all = names(n);
+  for (const name of all) {
+    c.start(name, ['n01']);
+    await c.sim.runFor(150);
+  }
+  await c.sim.runUntil(() => c.converged(all), { timeoutMs: 60_000, description: 'initial convergence' });
+  return { c, all };
+}
+
+/** A node that goes down at once loses whatever it still had on the wire (it exits). */
+function exitOnDown(c: SimCluster, all: readonly string[]) {
+  const lost = { updates: 0 };
+  const downAt = new Map<string, number>();
+  const exited = new Set<string>();
+  c.sim.network.observe((e) => {
+    if (e.kind === 'drop' && e.messageType === 'membership.update' && exited.has(e.from)) lost.updates++;
+  });
+  for (const name of all) {
+    const node = c.get(name);
+    node.cluster.subscribe((e) => {
+      // the event comes before the status: this is the node learning that it is down
+      if (e.type !== 'member.downed' || e.member.uid !== node.system.node.uid || downAt.has(name)) return;
+      downAt.set(name, c.sim.now);
+      exited.add(`${node.address.host}:${node.address.port}`);
+      for (const other of all) if (other !== name) c.sim.blockOneWay(node.system, c.get(other).system);
+    });
+  }
+  return { downAt, lost };
+}
+
+async function cut(
+  n: number,
+  seed: number,
+  config: Partial<ClusterConfig>,
+  losers: (all: string[]) => string[],
+) {
+  const { c, all } = await cluster(n, seed, config);
+  const losing = losers(all);
+  const winning = all.filter((x) => !losing.includes(x));
+  const { downAt, lost } = exitOnDown(c, all);
+  const logsBefore = c.sim.logs.length;
+  c.sim.partition(
+    winning.map((x) => c.get(x).system),
+    losing.map((x) => c.get(x).system),
+  );
+  await c.sim.runUntil(() => losing.every((x) => downAt.has(x)), {
+    timeoutMs: 30_000,
+    description: 'the losing side is down',
+  });
+  await c.sim.runUntil(() => c.converged(winning), {
+    timeoutMs: 30_000,
+    description: 'the winners converge',
+  });
+  const losingAddresses = new Set(losing.map((x) => `${c.get(x).address.host}:${c.get(x).address.port}`));
+  const decisions = c.sim.logs
+    .slice(logsBefore)
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((e) => e.event === 'sbr.decision' && losingAddresses.has(e.node as string));
+  const decidedAt = Math.min(...decisions.map((d) => d.time as number));
+  const lastDown = Math.max(...losing.map((x) => downAt.get(x)!));
+  return { c, decisions, decidedAt, lastDown, lost, downAt };
+}
+
+describe('one decision, one side: the losing side is down within a second of its decision', () => {
+  for (const n of [10, 25]) {
+    it(`keep-oldest, ${n} nodes cut 2 | ${n - 2}: the ${n - 2} without the oldest are all down within decision + 1 s`, async () => {
+      const r = await cut(n, 100 + n, { downing: 'keep-oldest' }, (all) => all.slice(2));
+      expect(r.decisions.length).toBeGreaterThan(0);
+      expect(r.decisions.every((d) => d.decision === 'down-reachable')).toBe(true);
+      expect(r.lastDown - r.decidedAt).toBeLessThanOrEqual(1000);
+      // positive control: the nodes that went down really lost what they still had on the wire
+      expect(r.lost.updates).toBeGreaterThan(0);
+      console.log(
+        `keep-oldest N=${n}: decision -> all ${n - 2} down in ${Math.round(r.lastDown - r.decidedAt)} ms (simulated)`,
+      );
+    }, 180_000);
+
+    const q = Math.floor(n / 2) + 1;
+    const losers = n - Math.ceil(n * 0.6);
+    it(`static-quorum ${q} of ${n}, cut ${n - losers} | ${losers}: the ${losers} are all down within decision + 1 s`, async () => {
+      const r = await cut(
+        n,
+        200 + n,
+        {
+          downing: 'static-quorum',
+          sbr: { quorumSize: q, downIfAlone: true, acquireLeaseDelayForMinorityMs: 0 },
+        },
+        (all) => all.slice(n - losers),
+      );
+      expect(r.decisions.every((d) => d.decision === 'down-reachable')).toBe(true);
+      expect(r.lastDown - r.decidedAt).toBeLessThanOrEqual(1000);
+      console.log(
+        `static-quorum N=${n}: decision -> all ${losers} down in ${Math.round(r.lastDown - r.decidedAt)} ms (simulated)`,
+      );
+    }, 180_000);
+  }
+});
