@@ -1,17 +1,16 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { assign, fromCallback, fromPromise, fromTransition, SimulatedClock, setup } from 'xstate';
+import { assign, fromCallback, fromPromise, fromTransition, setup } from 'xstate';
 import {
   ActorNameTakenError,
   type ActorRef,
-  ActorSystem,
+  type ActorSystem,
   AskTimeoutError,
-  type DeadLetter,
   InvalidActorNameError,
   MailboxFullError,
   type Message,
   type Terminated,
 } from '../../packages/core/src/index.js';
-import { ManualScheduler } from '../support/manual-scheduler.js';
+import { makeCoreSystem } from '../support/core-system.js';
 
 type Inc = { type: 'inc'; by: number };
 type Get = { type: 'get'; replyTo: ActorRef<{ type: 'value'; value: number }> };
@@ -26,23 +25,7 @@ const counter = setup({
   },
 });
 
-function makeSystem(extra: Partial<ConstructorParameters<typeof ActorSystem>[0]> = {}) {
-  const clock = new SimulatedClock();
-  const scheduler = new ManualScheduler();
-  const system = new ActorSystem({
-    cluster: 'test',
-    host: '127.0.0.1',
-    port: 1,
-    uid: 'u1',
-    clock,
-    scheduler,
-    random: () => 0,
-    ...extra,
-  });
-  const letters: DeadLetter[] = [];
-  system.deadLetters.subscribe((l) => letters.push(l));
-  return { system, clock, scheduler, letters };
-}
+const makeSystem = makeCoreSystem;
 
 let current: ActorSystem | undefined;
 afterEach(() => current?.terminate());

@@ -1,7 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fromTransition, SimulatedClock } from 'xstate';
-import { type ActorRef, ActorSystem, AskTimeoutError, type Message } from '../../packages/core/src/index.js';
-import { ManualScheduler } from '../support/manual-scheduler.js';
+import {
+  type ActorRef,
+  type ActorSystem,
+  AskTimeoutError,
+  type Message,
+} from '../../packages/core/src/index.js';
+import { makeCoreSystem } from '../support/core-system.js';
 
 let current: ActorSystem | undefined;
 afterEach(() => current?.terminate());
@@ -17,15 +22,7 @@ function makeSystem() {
     clearTimeout: (id: unknown) => clock.clearTimeout(id as never),
     now: () => clock.now(),
   };
-  const scheduler = new ManualScheduler();
-  const system = new ActorSystem({
-    cluster: 't',
-    host: '127.0.0.1',
-    port: 1,
-    uid: 'u1',
-    clock: counting,
-    scheduler,
-  });
+  const { system, scheduler } = makeCoreSystem({ clock: counting });
   current = system;
   return { system, clock, scheduler, timers: () => timers };
 }

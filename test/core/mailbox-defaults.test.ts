@@ -1,17 +1,16 @@
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fromTransition, SimulatedClock } from 'xstate';
+import { fromTransition } from 'xstate';
 import {
   ActorSystem,
   type ActorSystemConfig,
   ChunkedQueue,
   createLogger,
-  type DeadLetter,
   defaultMailboxConfig,
   Mailbox,
   RingBuffer,
 } from '../../packages/core/src/index.js';
-import { ManualScheduler } from '../support/manual-scheduler.js';
+import { makeCoreSystem } from '../support/core-system.js';
 
 type LogLine = Record<string, unknown> & { event?: string; path?: string; msg?: string };
 
@@ -23,21 +22,11 @@ function makeSystem(extra: Partial<ActorSystemConfig> = {}) {
       done();
     },
   });
-  const scheduler = new ManualScheduler();
-  const system = new ActorSystem({
-    cluster: 'test',
-    host: '127.0.0.1',
-    port: 1,
-    uid: 'u1',
-    clock: new SimulatedClock(),
-    scheduler,
-    random: () => 0,
+  const { system, scheduler, letters } = makeCoreSystem({
     logger: createLogger({ level: 'warn', destination }),
     dispatcher: { maxTurnMs: 1e9 },
     ...extra,
   });
-  const letters: DeadLetter[] = [];
-  system.deadLetters.subscribe((l) => letters.push(l));
   return { system, scheduler, lines, letters };
 }
 

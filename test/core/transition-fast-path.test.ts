@@ -1,35 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { createActor, type InspectionEvent, fromTransition as xstateFromTransition } from 'xstate';
 import {
-  createActor,
-  type InspectionEvent,
-  SimulatedClock,
-  fromTransition as xstateFromTransition,
-} from 'xstate';
-import {
-  ActorSystem,
-  type ActorSystemConfig,
+  type ActorSystem,
   fromTransition,
   type Message,
   reducerOf,
   type Terminated,
 } from '../../packages/core/src/index.js';
-import { ManualScheduler } from '../support/manual-scheduler.js';
+import { makeCoreSystem } from '../support/core-system.js';
 
-function makeSystem(extra: Partial<ActorSystemConfig> = {}) {
-  const clock = new SimulatedClock();
-  const scheduler = new ManualScheduler();
-  const system = new ActorSystem({
-    cluster: 'test',
-    host: '127.0.0.1',
-    port: 1,
-    uid: 'u1',
-    clock,
-    scheduler,
-    random: () => 0,
-    ...extra,
-  });
-  return { system, clock, scheduler };
-}
+const makeSystem = makeCoreSystem;
 
 type Add = Message & { by?: number };
 const adder = (s: { total: number }, e: Add) => ({ total: s.total + (e.by ?? 1) });
