@@ -47,6 +47,42 @@ interface ClusterView {
   members: MemberView[];
 }
 
+/**
+ * `doyen node` in a namespace: its own address, the seeds, management at the namespace's
+ * address (it listens on 127.0.0.1 by default), the secret and token through the environment.
+ */
+function spawnCliNode(
+  topo: Topology,
+  name: string,
+  cluster: string,
+  seeds: string,
+  extra: string[],
+): NetnsNode {
+  const ip = topo.host(name).ip;
+  return topo.spawnNode(
+    name,
+    [
+      'node',
+      '--cluster',
+      cluster,
+      '--host',
+      ip,
+      '--port',
+      String(PORT),
+      '--seeds',
+      seeds,
+      '--http-port',
+      String(HTTP_PORT),
+      '--http-host',
+      ip,
+      '--name',
+      name,
+      ...extra,
+    ],
+    secretEnv(),
+  );
+}
+
 describe.skipIf(!ok)('real partitions between network namespaces (five CLI nodes)', () => {
   let topo: Topology;
   let nodes = new Map<Name, NetnsNode>();
@@ -79,29 +115,7 @@ describe.skipIf(!ok)('real partitions between network namespaces (five CLI nodes
       .filter((e) => e.event === event);
 
   function start(name: Name, cluster: string, extra: string[]): NetnsNode {
-    const node = topo.spawnNode(
-      name,
-      [
-        'node',
-        '--cluster',
-        cluster,
-        '--host',
-        topo.host(name).ip,
-        '--port',
-        String(PORT),
-        '--seeds',
-        `${addr('athens')},${addr('byzantium')}`,
-        '--http-port',
-        String(HTTP_PORT),
-        // management listens on 127.0.0.1 by default; the test reads it at the namespace's address
-        '--http-host',
-        topo.host(name).ip,
-        '--name',
-        name,
-        ...extra,
-      ],
-      secretEnv(),
-    );
+    const node = spawnCliNode(topo, name, cluster, `${addr('athens')},${addr('byzantium')}`, extra);
     nodes.set(name, node);
     return node;
   }
@@ -367,33 +381,14 @@ describe.skipIf(!ok)('real partitions: keep-oldest, ten CLI nodes cut 2 | 8 (the
    * instead of leaving the cluster short. The measure reads the logs, which span incarnations.
    */
   function start(name: Ten): void {
-    const node = topo.spawnNode(
-      name,
-      [
-        'node',
-        '--cluster',
-        'netns-keep-oldest-10',
-        '--host',
-        topo.host(name).ip,
-        '--port',
-        String(PORT),
-        '--seeds',
-        `${addr('n01')},${addr('n02')}`,
-        '--http-port',
-        String(HTTP_PORT),
-        '--http-host',
-        topo.host(name).ip,
-        '--name',
-        name,
-        '--downing',
-        'keep-oldest',
-        '--partitions',
-        '0',
-        '--on-downed',
-        'restart',
-      ],
-      secretEnv(),
-    );
+    const node = spawnCliNode(topo, name, 'netns-keep-oldest-10', `${addr('n01')},${addr('n02')}`, [
+      '--downing',
+      'keep-oldest',
+      '--partitions',
+      '0',
+      '--on-downed',
+      'restart',
+    ]);
     nodes.set(name, node);
   }
 
