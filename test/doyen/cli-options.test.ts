@@ -171,7 +171,7 @@ describe('doyen CLI (child processes): help, version, environment, config', { ti
 
   it('the same node with DOYEN_PARTITIONS unset serves /partitions (positive control)', async () => {
     const [p, h] = await freePorts(2);
-    cli(
+    const n = cli(
       [
         'node',
         '--cluster',
