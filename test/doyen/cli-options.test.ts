@@ -2,7 +2,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { envNameOf, NODE_OPTIONS, parseNodeArgs } from '../../packages/doyen/src/cli-options.js';
+import {
+  envNameOf,
+  NODE_OPTIONS,
+  nodeOptionsUsage,
+  parseNodeArgs,
+} from '../../packages/doyen/src/cli-options.js';
 import { parseConfigFile } from '../../packages/doyen/src/config-file.js';
 import { SECRET_ENV } from '../../packages/doyen/src/secret-sources.js';
 import { type CliNode, getJson, killAll, runCli, secretEnv } from '../support/cli-process.js';
@@ -27,6 +32,7 @@ describe('doyen node options: one table, a DOYEN_* variable for every flag', () 
       const variable = envNameOf(name);
       expect(variable).toBe(`DOYEN_${name.toUpperCase().replaceAll('-', '_')}`);
       // the usage text lists both
+      expect(nodeOptionsUsage()).toMatch(new RegExp(`--${name}\\b.* ${variable} `));
       if (variable === SECRET_ENV) continue; // read by resolveSecrets, so that only the flag warns
       const value = option.type === 'boolean' ? 'true' : 'v';
       const fromEnv = parseNodeArgs([], { [variable]: value });
