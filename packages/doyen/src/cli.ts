@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { defaultClusterConfig, JoinFailedError } from '@doyen/cluster';
-import { DoyenError, parseNodeAddress } from '@doyen/core';
+import { DoyenError } from '@doyen/core';
 import { EtcdLease } from '@doyen/lease';
+import { type NodeOptionName, nodeOptionsUsage, parseNodeArgs } from './cli-options.js';
+import { type FileLease, readConfigFile } from './config-file.js';
 import { INSPECTOR_USAGE, runInspectorServerCommand } from './inspector/server-cli.js';
 import type { NodeConfig } from './node-config.js';
 import { parseSeeds } from './node-config.js';
@@ -16,17 +17,9 @@ export const ExitCode = { ok: 0, failure: 1, usage: 2, joinFailed: 3, downed: 4 
 
 const USAGE = `usage: doyen node --cluster NAME --host H --port P --seeds H1:P1,H2:P2
                   (DOYEN_SECRET=S in the environment | --secret-file F
-                   | --tls-ca F --tls-cert F --tls-key F | --insecure)
-                  [--name N] [--roles a,b] [--http-port Q] [--http-host 127.0.0.1]
-                  [--http-token-file F] (or DOYEN_HTTP_TOKEN) [--http-allowed-origins https://a,https://b]
-                  [--http-tls-cert F --http-tls-key F]
-                  [--downing keep-majority|static-quorum|keep-oldest|down-all|lease-majority|auto|manual]
-                  [--quorum-size N] [--on-downed restart|exit] [--bind-host B] [--config file.json]
-                  [--partitions 271] (0: no partition allocator)
-                  [--coordinator emergent|quorum|etcd] [--vote-file F] [--etcd http://127.0.0.1:2379,...]
-                  [--enable-fault-injection] (tests and demos: POST /fault/blackhole, /fault/heal)
-                  [--log-level info] [--inspect] [--inspect-url ws://127.0.0.1:8080]
+                   | --tls-ca F --tls-cert F --tls-key F | --insecure) [options]
        doyen inspector [--port 8080] [--host 127.0.0.1] [--allowed-origins https://a,...] [--open]
+       doyen --help | --version
 
 Starts a cluster node. The node whose own address is the first seed may form the cluster.
 Peers prove the cluster secret (DOYEN_SECRET, or the trimmed content of --secret-file) or a
@@ -42,44 +35,33 @@ a node downed by the split-brain resolver restarts as a new incarnation, or with
 --coordinator quorum runs singletons on the generation-clock leader while it holds a majority
 (votes kept in --vote-file); --coordinator etcd on the holder of an etcd key (--etcd URLs).
 --inspect sends every machine to Stately's inspector through the server \`doyen inspector\` runs;
-with --http-port, GET /inspector serves a local live state chart page.`;
+with --http-port, GET /inspector serves a local live state chart page.
+
+Options of doyen node, each also an environment variable (boolean ones take true|false|1|0);
+a flag wins over its variable, a variable over the --config file, which is checked: unknown
+settings and wrong types are refused. Secrets are never read from the config file.
+${nodeOptionsUsage()}`;
 
 function fail(message: string, code: number = ExitCode.usage): never {
   process.stderr.write(`doyen: ${message}\n`);
   process.exit(code);
 }
 
-function readConfigFile(path: string): Partial<NodeConfig> {
-  try {
-    const raw = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
-      fail(`${path}: expected a JSON object`);
-    const seeds = raw.seeds;
-    return {
-      ...(raw as Partial<NodeConfig>),
-      ...(typeof seeds === 'string' ? { seeds: parseSeeds(seeds) } : {}),
-      ...(Array.isArray(seeds)
-        ? { seeds: seeds.map((s) => (typeof s === 'string' ? parseNodeAddress(s) : s)) }
-        : {}),
-    };
-  } catch (error) {
-    fail(`cannot read config ${path}: ${(error as Error).message}`);
-  }
+/** Help and version go to stdout and exit 0: asked for, not an error. */
+function say(text: string): never {
+  process.stdout.write(`${text}\n`);
+  process.exit(ExitCode.ok);
 }
 
-function onDowned(v: string): 'restart' | 'exit' {
-  if (v !== 'restart' && v !== 'exit') fail(`--on-downed must be restart or exit, got ${v}`);
-  return v;
+function version(): string {
+  // src/cli.ts and dist/cli.js both sit one level below the package root
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return `doyen ${pkg.version}`;
 }
 
-/** `"lease": { "endpoints": ["http://127.0.0.1:2379"], "ttlMs": 5000 }` in the config file. */
-interface LeaseFileConfig {
-  readonly endpoints: string[];
-  readonly ttlMs?: number;
-  readonly timeoutMs?: number;
-}
-
-async function withLease(config: NodeConfig, lease: LeaseFileConfig | undefined): Promise<NodeConfig> {
+async function withLease(config: NodeConfig, lease: FileLease | undefined): Promise<NodeConfig> {
   if (config.clusterOptions?.downing !== 'lease-majority') return config;
   if (!lease || !Array.isArray(lease.endpoints)) {
     fail('--downing lease-majority needs "lease": { "endpoints": [...] } in the --config file');
@@ -97,8 +79,11 @@ async function withLease(config: NodeConfig, lease: LeaseFileConfig | undefined)
 
 export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  if (command === '--help' || command === '-h') say(USAGE);
+  if (command === '--version') say(version());
   if (command === 'inspector') {
-    if (rest.includes('--help')) fail(INSPECTOR_USAGE, ExitCode.ok);
+    if (rest.includes('--help') || rest.includes('-h')) say(INSPECTOR_USAGE);
+    if (rest.includes('--version')) say(version());
     const server = await runInspectorServerCommand(rest, undefined, createNodeLogger());
     if ('error' in server) fail(server.error);
     for (const signal of ['SIGINT', 'SIGTERM'] as const)
@@ -108,59 +93,32 @@ export async function main(argv: string[]): Promise<void> {
       });
     return;
   }
-  if (command !== 'node')
-    fail(command === undefined || command === '--help' ? USAGE : `unknown command ${command}\n${USAGE}`);
-  let values: Record<string, string | undefined>;
-  let inspectFlag = false;
+  if (command !== 'node') fail(command === undefined ? USAGE : `unknown command ${command}\n${USAGE}`);
+  let parsed: ReturnType<typeof parseNodeArgs>;
   try {
-    ({ values } = parseArgs({
-      args: rest,
-      options: {
-        cluster: { type: 'string' },
-        host: { type: 'string' },
-        port: { type: 'string' },
-        seeds: { type: 'string' },
-        name: { type: 'string' },
-        roles: { type: 'string' },
-        'http-port': { type: 'string' },
-        'http-host': { type: 'string' },
-        'http-token-file': { type: 'string' },
-        'http-allowed-origins': { type: 'string' },
-        'http-tls-cert': { type: 'string' },
-        'http-tls-key': { type: 'string' },
-        secret: { type: 'string' },
-        'secret-file': { type: 'string' },
-        insecure: { type: 'boolean' },
-        'tls-ca': { type: 'string' },
-        'tls-cert': { type: 'string' },
-        'tls-key': { type: 'string' },
-        downing: { type: 'string' },
-        'quorum-size': { type: 'string' },
-        'on-downed': { type: 'string' },
-        'enable-fault-injection': { type: 'boolean' },
-        partitions: { type: 'string' },
-        'bind-host': { type: 'string' },
-        config: { type: 'string' },
-        'log-level': { type: 'string' },
-        inspect: { type: 'boolean' },
-        'inspect-url': { type: 'string' },
-        coordinator: { type: 'string' },
-        'vote-file': { type: 'string' },
-        etcd: { type: 'string' },
-      },
-      strict: true,
-    }) as unknown as { values: Record<string, string | undefined> });
-    inspectFlag = (values as Record<string, unknown>).inspect === true;
+    parsed = parseNodeArgs(rest, process.env);
   } catch (error) {
     fail(`${(error as Error).message}\n${USAGE}`);
   }
-  const file = values.config ? readConfigFile(values.config) : {};
-  const int = (name: string, v: string | undefined) => {
+  if (parsed.help) say(USAGE);
+  if (parsed.version) say(version());
+  const { values, sourceOf } = parsed;
+  const int = (name: NodeOptionName, v: string | undefined) => {
     if (v === undefined) return undefined;
     const n = Number(v);
-    if (!Number.isInteger(n)) fail(`--${name} must be an integer, got ${v}`);
+    if (v.trim() === '' || !Number.isInteger(n)) fail(`${sourceOf(name)} must be an integer, got ${v}`);
     return n;
   };
+  const onDowned = (v: string): 'restart' | 'exit' => {
+    if (v !== 'restart' && v !== 'exit') fail(`${sourceOf('on-downed')} must be restart or exit, got ${v}`);
+    return v;
+  };
+  let file: ReturnType<typeof readConfigFile>;
+  try {
+    file = values.config ? readConfigFile(values.config) : {};
+  } catch (error) {
+    fail((error as Error).message);
+  }
   let config: NodeConfig;
   let secretWarnings: readonly SecretWarning[] = [];
   try {
@@ -192,7 +150,7 @@ export async function main(argv: string[]): Promise<void> {
       ...(values['http-port'] ? { httpPort: int('http-port', values['http-port'])! } : {}),
       ...(secrets.secret !== undefined ? { secret: secrets.secret } : {}),
       ...(secrets.httpToken !== undefined ? { httpToken: secrets.httpToken } : {}),
-      ...((values as Record<string, unknown>).insecure === true ? { insecure: true } : {}),
+      ...(values.insecure !== undefined ? { insecure: values.insecure } : {}),
       ...(values['tls-ca']
         ? {
             wire: {
@@ -237,8 +195,8 @@ export async function main(argv: string[]): Promise<void> {
       ...(values.partitions !== undefined
         ? { partitions: { ...file.partitions, count: int('partitions', values.partitions)! } }
         : {}),
-      ...((values as Record<string, unknown>)['enable-fault-injection'] === true
-        ? { faultInjection: true }
+      ...(values['enable-fault-injection'] !== undefined
+        ? { faultInjection: values['enable-fault-injection'] }
         : {}),
       ...(values.coordinator ? { coordinator: values.coordinator as 'quorum' } : {}),
       ...(values['vote-file'] || values.etcd
@@ -254,11 +212,11 @@ export async function main(argv: string[]): Promise<void> {
         : {}),
       ...(values['inspect-url']
         ? { inspect: { url: values['inspect-url'] } }
-        : inspectFlag
-          ? { inspect: true }
+        : values.inspect !== undefined
+          ? { inspect: values.inspect }
           : {}),
     };
-    config = await withLease(config, (file as { lease?: LeaseFileConfig }).lease);
+    config = await withLease(config, file.lease);
   } catch (error) {
     fail((error as Error).message);
   }

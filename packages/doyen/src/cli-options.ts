@@ -1,0 +1,144 @@
+import { parseArgs } from 'node:util';
+import { DoyenError } from '@doyen/core';
+import { SECRET_ENV } from './secret-sources.js';
+
+/** A bad flag or environment variable: the CLI exits 2 with this message. */
+export class CliUsageError extends DoyenError {
+  constructor(message: string) {
+    super(message, 'cli-usage');
+  }
+}
+
+export interface NodeOption {
+  readonly type: 'string' | 'boolean';
+  /** The value's placeholder in the usage text (string options). */
+  readonly arg?: string;
+  readonly help: string;
+}
+
+/**
+ * Every `doyen node` flag, once: parseArgs, the environment (`DOYEN_` + the flag upper-cased,
+ * `-` → `_`) and the usage text are all derived from this table, so no flag misses its variable.
+ */
+export const NODE_OPTIONS = {
+  cluster: { type: 'string', arg: 'NAME', help: 'cluster name (required)' },
+  host: { type: 'string', arg: 'H', help: 'address peers reach this node at (required)' },
+  port: { type: 'string', arg: 'P', help: 'cluster port (required; 0: any free port)' },
+  seeds: {
+    type: 'string',
+    arg: 'H1:P1,H2:P2',
+    help: 'seed nodes; the first may form the cluster (required)',
+  },
+  name: { type: 'string', arg: 'N', help: 'name shown in /cluster' },
+  roles: { type: 'string', arg: 'a,b', help: 'roles of this node' },
+  'bind-host': { type: 'string', arg: 'B', help: 'interface to bind (default: --host)' },
+  config: { type: 'string', arg: 'file.json', help: 'settings file (startNode fields; checked)' },
+  secret: { type: 'string', arg: 'S', help: 'cluster secret (on argv `ps` shows it: prefer the variable)' },
+  'secret-file': { type: 'string', arg: 'F', help: 'file holding the cluster secret' },
+  'tls-ca': { type: 'string', arg: 'F', help: 'mutual TLS between nodes: the cluster CA (PEM)' },
+  'tls-cert': { type: 'string', arg: 'F', help: "this node's certificate (PEM)" },
+  'tls-key': { type: 'string', arg: 'F', help: 'its private key (PEM)' },
+  insecure: { type: 'boolean', help: 'run without secret or TLS: anyone reaching the port may join' },
+  'http-port': { type: 'string', arg: 'Q', help: 'HTTP management port (off when absent)' },
+  'http-host': { type: 'string', arg: 'H', help: 'interface the management port binds (127.0.0.1)' },
+  'http-token-file': { type: 'string', arg: 'F', help: 'management token file (or DOYEN_HTTP_TOKEN)' },
+  'http-allowed-origins': { type: 'string', arg: 'URL,URL', help: 'browser origins allowed besides its own' },
+  'http-tls-cert': { type: 'string', arg: 'F', help: 'serve management over HTTPS: certificate' },
+  'http-tls-key': { type: 'string', arg: 'F', help: 'and its key' },
+  downing: {
+    type: 'string',
+    arg: 'STRATEGY',
+    help: 'keep-majority|static-quorum|keep-oldest|down-all|lease-majority|auto|manual',
+  },
+  'quorum-size': { type: 'string', arg: 'N', help: 'static-quorum: smallest side that keeps running' },
+  'on-downed': { type: 'string', arg: 'restart|exit', help: 'what a downed node does (restart)' },
+  partitions: { type: 'string', arg: 'N', help: 'partition count (271; 0: no partition allocator)' },
+  coordinator: { type: 'string', arg: 'emergent|quorum|etcd', help: 'who runs the singletons' },
+  'vote-file': { type: 'string', arg: 'F', help: 'quorum: where generation and vote are kept' },
+  etcd: { type: 'string', arg: 'URL,URL', help: 'etcd: client URLs' },
+  'enable-fault-injection': { type: 'boolean', help: 'POST /fault/blackhole, /fault/heal (tests, demos)' },
+  'log-level': { type: 'string', arg: 'LEVEL', help: 'fatal|error|warn|info|debug|trace|silent (info)' },
+  inspect: { type: 'boolean', help: "send machines to Stately's inspector (doyen inspector)" },
+  'inspect-url': { type: 'string', arg: 'URL', help: 'inspector server (ws://127.0.0.1:8080)' },
+} as const satisfies Record<string, NodeOption>;
+
+export type NodeOptionName = keyof typeof NODE_OPTIONS;
+
+/** `--http-port` → `DOYEN_HTTP_PORT`. */
+export function envNameOf(flag: string): string {
+  return `DOYEN_${flag.toUpperCase().replaceAll('-', '_')}`;
+}
+
+export type OptionValues = {
+  -readonly [K in NodeOptionName]?: (typeof NODE_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string;
+};
+
+export interface ParsedNodeArgs {
+  readonly values: OptionValues;
+  /** Where a value came from, for messages: `--port` or `DOYEN_PORT`. */
+  readonly sourceOf: (name: NodeOptionName) => string;
+  readonly help: boolean;
+  readonly version: boolean;
+}
+
+/**
+ * `doyen node` arguments, then the environment for each flag not on argv (flag > environment;
+ * the config file comes after both). An empty variable counts as unset. `--secret`'s twin
+ * DOYEN_SECRET is left to resolveSecrets: it must not look like the flag (which warns).
+ */
+export function parseNodeArgs(
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): ParsedNodeArgs {
+  let parsed: Record<string, string | boolean | undefined>;
+  try {
+    parsed = parseArgs({
+      args: [...args],
+      options: { ...NODE_OPTIONS, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } },
+      strict: true,
+      allowPositionals: false,
+    }).values;
+  } catch (error) {
+    throw new CliUsageError((error as Error).message);
+  }
+  const values: Record<string, string | boolean> = {};
+  const fromEnv = new Set<string>();
+  for (const [name, option] of Object.entries(NODE_OPTIONS) as [NodeOptionName, NodeOption][]) {
+    const given = parsed[name];
+    if (given !== undefined) {
+      values[name] = given;
+      continue;
+    }
+    const variable = envNameOf(name);
+    if (variable === SECRET_ENV) continue;
+    const text = env[variable];
+    if (text === undefined || text === '') continue;
+    fromEnv.add(name);
+    values[name] = option.type === 'boolean' ? parseBoolean(variable, text) : text;
+  }
+  return {
+    values: values as OptionValues,
+    sourceOf: (name) => (fromEnv.has(name) ? envNameOf(name) : `--${name}`),
+    help: parsed.help === true,
+    version: parsed.version === true,
+  };
+}
+
+function parseBoolean(variable: string, text: string): boolean {
+  const t = text.trim().toLowerCase();
+  if (t === 'true' || t === '1') return true;
+  if (t === 'false' || t === '0') return false;
+  throw new CliUsageError(`${variable} must be true, false, 1 or 0, got ${JSON.stringify(text)}`);
+}
+
+/** The option list of the usage text: flag, its variable, what it does. */
+export function nodeOptionsUsage(): string {
+  const rows = Object.entries(NODE_OPTIONS).map(([name, o]: [string, NodeOption]) => [
+    `--${name}${o.arg ? ` ${o.arg}` : ''}`,
+    envNameOf(name),
+    o.help,
+  ]);
+  const w0 = Math.max(...rows.map((r) => r[0]!.length));
+  const w1 = Math.max(...rows.map((r) => r[1]!.length));
+  return rows.map(([f, e, h]) => `  ${f!.padEnd(w0)}  ${e!.padEnd(w1)}  ${h}`).join('\n');
+}
