@@ -136,7 +136,7 @@ export function clusterSecretOf(c: NodeConfig): string | undefined {
 
 /** Said whenever a node has no way to authenticate its peers. */
 export const NO_CLUSTER_AUTH_MESSAGE =
-  'no cluster secret and no TLS: a node needs a cluster secret (DOYEN_SECRET in the environment, --secret-file F, or `secret` in the config), ' +
+  'no cluster secret and no TLS: a node needs a cluster secret (DOYEN_SECRET in the environment, --secret-file F; `secret` with startNode), ' +
   'or mutual TLS (--tls-ca F --tls-cert F --tls-key F, or `wire.tls`), ' +
   'or an explicit --insecure (`insecure: true`) to let any process that reaches the port join';
 
