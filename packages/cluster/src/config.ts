@@ -10,6 +10,17 @@ import { DEFAULT_HEARTBEAT_RING_CONFIG, type HeartbeatRingConfig } from './heart
  */
 export type DowningMode = DowningStrategyName;
 
+/** Every downing mode, for validation at the edges (config files, flags). */
+export const DOWNING_MODES: readonly DowningMode[] = [
+  'auto',
+  'manual',
+  'keep-majority',
+  'static-quorum',
+  'keep-oldest',
+  'down-all',
+  'lease-majority',
+];
+
 /** Anything that can arbitrate between sides (etcd, Kubernetes): see @doyen/lease. */
 export interface SbrLease {
   acquire(owner: string): Promise<boolean>;
@@ -119,15 +130,7 @@ export function resolveClusterConfig(
     throw new InvalidConfigError('cluster.minimumClusterSize must be an integer >= 1');
   }
   if (!(c.maxJoinAttempts >= 1)) throw new InvalidConfigError('cluster.maxJoinAttempts must be >= 1');
-  const modes: readonly DowningMode[] = [
-    'auto',
-    'manual',
-    'keep-majority',
-    'static-quorum',
-    'keep-oldest',
-    'down-all',
-    'lease-majority',
-  ];
+  const modes = DOWNING_MODES;
   if (!modes.includes(c.downing)) {
     throw new InvalidConfigError(
       `cluster.downing must be one of ${modes.join(', ')}; got ${String(c.downing)}`,

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { DOWNING_MODES } from '@doyen/cluster';
 import { InvalidConfigError, parseNodeAddress } from '@doyen/core';
 import { COORDINATOR_MODES } from '@doyen/election';
 import type { NodeConfig } from './node-config.js';
@@ -36,15 +37,7 @@ const sbr = object({
 });
 
 const clusterOptions = object({
-  downing: oneOf(
-    'auto',
-    'manual',
-    'keep-majority',
-    'static-quorum',
-    'keep-oldest',
-    'down-all',
-    'lease-majority',
-  ),
+  downing: oneOf(...DOWNING_MODES),
   sbr,
   mayFormCluster: bool,
   joinTimeoutMs: num,
