@@ -149,6 +149,11 @@ export class Cluster {
     };
   }
 
+  /** Member key -> keys of the members reporting it unreachable, as this node knows them. */
+  unreachableObservers(): Readonly<Record<string, readonly string[]>> {
+    return this.lastObservations ?? {};
+  }
+
   /** Resolves once this node is a member; rejects with JoinFailedError when the join gives up. */
   whenUp(): Promise<void> {
     if (this.status === 'join-failed') return Promise.reject(new JoinFailedError(this.failure ?? 'unknown'));

@@ -7,6 +7,7 @@ import { type ActorSystem, RateLimitedLog } from '@doyen/core';
 import type { ElectedCoordinator } from '@doyen/election';
 import type { PartitionService } from '@doyen/partitions';
 import type { ClusterSingletons } from '@doyen/singleton';
+import { sendJson as json } from './http-json.js';
 import {
   changesState,
   hostRefusalOf,
@@ -17,6 +18,7 @@ import {
   type RefusalReason,
   refusalOf,
 } from './management-guard.js';
+import { membersRoute } from './members-routes.js';
 
 /** Where management listens unless told otherwise: only local clients reach it. */
 export const DEFAULT_HTTP_HOST = '127.0.0.1';
@@ -88,21 +90,6 @@ function pick(x: Member) {
   return { address: x.address, uid: x.uid, name: x.name, age: x.age, status: x.status, roles: x.roles };
 }
 
-function json(
-  response: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  const text = `${JSON.stringify(body, null, 2)}\n`;
-  response.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'cache-control': 'no-store',
-    ...headers,
-  });
-  response.end(text);
-}
-
 /** The node as the management endpoint reads it, on every request: it changes when the node restarts. */
 export interface ManagedNode {
   readonly system: ActorSystem;
@@ -163,6 +150,7 @@ export class ManagementServer {
 
   static async start(options: ManagementServerOptions): Promise<ManagementServer> {
     let self: ManagementServer | undefined;
+    const members = membersRoute(options.node, options.onLeave);
     const listener = (request: IncomingMessage, response: ServerResponse) => {
       void handle(request, response).catch((error: unknown) => {
         options.node.system.logger.error({ event: 'http.error', err: error }, 'management request failed');
@@ -194,6 +182,7 @@ export class ManagementServer {
         }
       }
       for (const route of self?.routes ?? []) if (await route(request, response, url)) return;
+      if (await members(request, response, url)) return;
       if (path === '/cluster' && method === 'GET')
         return json(response, 200, clusterView(cluster, options.node.coordinator));
       if (path === '/health/alive' && method === 'GET') return json(response, 200, { alive: true });
