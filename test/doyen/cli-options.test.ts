@@ -8,7 +8,7 @@ import {
   nodeOptionsUsage,
   parseNodeArgs,
 } from '../../packages/doyen/src/cli-options.js';
-import { parseConfigFile } from '../../packages/doyen/src/config-file.js';
+import { configFileJsonSchema, parseConfigFile } from '../../packages/doyen/src/config-file.js';
 import { SECRET_ENV } from '../../packages/doyen/src/secret-sources.js';
 import { type CliNode, getJson, killAll, runCli, secretEnv } from '../support/cli-process.js';
 import { freePorts } from '../support/cluster-nodes.js';
@@ -122,6 +122,7 @@ describe('doyen CLI (child processes): help, version, environment, config', { ti
       cli(['inspector', '--help']),
       cli(['--version']),
       cli(['node', '--version']),
+      cli(['config-schema']),
     ];
     const stdout = runs.map((n) => {
       let out = '';
@@ -134,6 +135,7 @@ describe('doyen CLI (child processes): help, version, environment, config', { ti
     expect(stdout[2]!()).toMatch(/usage: doyen inspector/);
     expect(stdout[3]!().trim()).toBe(`doyen ${VERSION}`);
     expect(stdout[4]!().trim()).toBe(`doyen ${VERSION}`);
+    expect(JSON.parse(stdout[5]!())).toEqual(configFileJsonSchema());
     const unknown = cli(['node', '--bogus']);
     let err = '';
     unknown.process.stderr!.on('data', (c: Buffer) => (err += c.toString()));

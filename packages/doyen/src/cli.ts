@@ -4,7 +4,7 @@ import { defaultClusterConfig, JoinFailedError } from '@doyen/cluster';
 import { DoyenError } from '@doyen/core';
 import { EtcdLease } from '@doyen/lease';
 import { type NodeOptionName, nodeOptionsUsage, parseNodeArgs } from './cli-options.js';
-import { type FileLease, readConfigFile } from './config-file.js';
+import { configFileJsonSchema, type FileLease, readConfigFile } from './config-file.js';
 import { INSPECTOR_USAGE, runInspectorServerCommand } from './inspector/server-cli.js';
 import type { NodeConfig } from './node-config.js';
 import { parseSeeds } from './node-config.js';
@@ -19,6 +19,7 @@ const USAGE = `usage: doyen node --cluster NAME --host H --port P --seeds H1:P1,
                   (DOYEN_SECRET=S in the environment | --secret-file F
                    | --tls-ca F --tls-cert F --tls-key F | --insecure) [options]
        doyen inspector [--port 8080] [--host 127.0.0.1] [--allowed-origins https://a,...] [--open]
+       doyen config-schema        (prints the JSON Schema of --config files)
        doyen --help | --version
 
 Starts a cluster node. The node whose own address is the first seed may form the cluster.
@@ -38,7 +39,8 @@ a node downed by the split-brain resolver restarts as a new incarnation, or with
 with --http-port, GET /inspector serves a local live state chart page.
 
 Options of doyen node, each also an environment variable (boolean ones take true|false|1|0);
-a flag wins over its variable, a variable over the --config file, which is checked: unknown
+a flag wins over its variable, a variable over the --config file (JSON, or YAML when it ends
+in .yaml/.yml), which is checked against the schema \`doyen config-schema\` prints: unknown
 settings and wrong types are refused. Secrets are never read from the config file.
 ${nodeOptionsUsage()}`;
 
@@ -81,6 +83,7 @@ export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (command === '--help' || command === '-h') say(USAGE);
   if (command === '--version') say(version());
+  if (command === 'config-schema') say(JSON.stringify(configFileJsonSchema(), null, 2));
   if (command === 'inspector') {
     if (rest.includes('--help') || rest.includes('-h')) say(INSPECTOR_USAGE);
     if (rest.includes('--version')) say(version());

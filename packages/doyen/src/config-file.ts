@@ -2,130 +2,150 @@ import { readFileSync } from 'node:fs';
 import { DOWNING_MODES } from '@doyen/cluster';
 import { InvalidConfigError, parseNodeAddress } from '@doyen/core';
 import { COORDINATOR_MODES } from '@doyen/election';
+import { type TProperties, type TSchema, Type } from '@sinclair/typebox';
+import { Value, ValueErrorType } from '@sinclair/typebox/value';
+import { parse as parseYaml } from 'yaml';
 import type { NodeConfig } from './node-config.js';
 import { parseSeeds } from './node-config.js';
 
-/**
- * The shape of a `--config` file, declared once: a typo (`httpport`, `clusterOptions.downnig`)
- * or a wrong type is refused with its path instead of being silently ignored.
+/*
+ * The shape of a `--config` file, declared once with TypeBox: the declaration is a JSON Schema
+ * (published as `doyen/config.schema.json`, printed by `doyen config-schema`) and the validator.
+ * TypeBox rather than zod or valibot because its schemas are JSON Schema as they stand: one
+ * declaration is both what editors and CI check a file against and what the node enforces.
+ * A typo (`httpport`, `clusterOptions.downnig`) or a wrong type is refused with its path.
  */
-export type Shape =
-  | { readonly kind: 'string' | 'number' | 'integer' | 'boolean' }
-  | { readonly kind: 'enum'; readonly values: readonly string[] }
-  | { readonly kind: 'array'; readonly of: Shape }
-  | { readonly kind: 'object'; readonly fields: Readonly<Record<string, Shape>> }
-  | { readonly kind: 'either'; readonly options: readonly Shape[] };
 
-const str: Shape = { kind: 'string' };
-const num: Shape = { kind: 'number' };
-const int: Shape = { kind: 'integer' };
-const bool: Shape = { kind: 'boolean' };
-const oneOf = (...values: string[]): Shape => ({ kind: 'enum', values });
-const arrayOf = (of: Shape): Shape => ({ kind: 'array', of });
-const object = (fields: Record<string, Shape>): Shape => ({ kind: 'object', fields });
-const either = (...options: Shape[]): Shape => ({ kind: 'either', options });
+const str = () => Type.String();
+const num = () => Type.Number();
+const int = () => Type.Integer();
+const bool = () => Type.Boolean();
+const oneOf = (...values: readonly string[]) => Type.Union(values.map((v) => Type.Literal(v)));
+const arrayOf = (of: TSchema) => Type.Array(of);
+const either = (...options: TSchema[]) => Type.Union(options);
+/** An object whose every field is optional and that refuses keys it does not declare. */
+const object = <T extends TProperties>(fields: T) =>
+  Type.Partial(Type.Object(fields, { additionalProperties: false }), { additionalProperties: false });
 
 const sbr = object({
-  role: str,
-  quorumSize: int,
-  downIfAlone: bool,
-  stableAfterMs: num,
-  downAllWhenUnstableMs: either(num, oneOf('off')),
-  acquireLeaseDelayForMinorityMs: num,
-  downRemovalMarginMs: num,
+  role: str(),
+  quorumSize: int(),
+  downIfAlone: bool(),
+  stableAfterMs: num(),
+  downAllWhenUnstableMs: either(num(), oneOf('off')),
+  acquireLeaseDelayForMinorityMs: num(),
+  downRemovalMarginMs: num(),
   // `lease` is an object with methods: the file's top-level `lease` builds it
 });
 
 const clusterOptions = object({
   downing: oneOf(...DOWNING_MODES),
   sbr,
-  mayFormCluster: bool,
-  joinTimeoutMs: num,
-  maxJoinAttempts: num,
-  joinBackoffMinMs: num,
-  joinBackoffMaxMs: num,
-  ackTimeoutMs: num,
-  pullIntervalMs: num,
-  leaderActionsIntervalMs: num,
-  leaveTimeoutMs: num,
-  minimumClusterSize: int,
-  splitBrainProbeIntervalMs: num,
-  heartbeatIntervalMs: num,
+  mayFormCluster: bool(),
+  joinTimeoutMs: num(),
+  maxJoinAttempts: num(),
+  joinBackoffMinMs: num(),
+  joinBackoffMaxMs: num(),
+  ackTimeoutMs: num(),
+  pullIntervalMs: num(),
+  leaderActionsIntervalMs: num(),
+  leaveTimeoutMs: num(),
+  minimumClusterSize: int(),
+  splitBrainProbeIntervalMs: num(),
+  heartbeatIntervalMs: num(),
   failureDetector: object({
     kind: oneOf('phi-accrual', 'deadline'),
-    threshold: num,
-    maxSampleSize: int,
-    minStdDeviationMs: num,
-    acceptableHeartbeatPauseMs: num,
-    firstHeartbeatEstimateMs: num,
-    heartbeatIntervalMs: num,
+    threshold: num(),
+    maxSampleSize: int(),
+    minStdDeviationMs: num(),
+    acceptableHeartbeatPauseMs: num(),
+    firstHeartbeatEstimateMs: num(),
+    heartbeatIntervalMs: num(),
   }),
-  heartbeatRing: object({ allToAllMax: int, monitoredByNrOfMembers: int }),
+  heartbeatRing: object({ allToAllMax: int(), monitoredByNrOfMembers: int() }),
 });
 
 const wire = object({
   // no `secret`: secrets never sit in a config file (DOYEN_SECRET or --secret-file)
-  maxFrameBytes: int,
-  batchBytes: int,
-  systemQueueCapacity: int,
-  userQueueCapacity: int,
-  highWaterBytes: int,
-  handshakeTimeoutMs: num,
-  upgradeTimeoutMs: num,
-  maxPendingUpgrades: int,
-  maxPendingHandshakes: int,
-  maxPendingHandshakesPerIp: int,
-  maxHandshakeFrameBytes: int,
-  maxNestingDepth: int,
-  aliases: arrayOf(str),
-  verifyPeerAddress: bool,
-  reconnectMinMs: num,
-  reconnectMaxMs: num,
-  reconnectJitter: num,
-  tls: object({ caFile: str, certFile: str, keyFile: str, verifyHostname: bool, reloadIntervalMs: num }),
+  maxFrameBytes: int(),
+  batchBytes: int(),
+  systemQueueCapacity: int(),
+  userQueueCapacity: int(),
+  highWaterBytes: int(),
+  handshakeTimeoutMs: num(),
+  upgradeTimeoutMs: num(),
+  maxPendingUpgrades: int(),
+  maxPendingHandshakes: int(),
+  maxPendingHandshakesPerIp: int(),
+  maxHandshakeFrameBytes: int(),
+  maxNestingDepth: int(),
+  aliases: arrayOf(str()),
+  verifyPeerAddress: bool(),
+  reconnectMinMs: num(),
+  reconnectMaxMs: num(),
+  reconnectJitter: num(),
+  tls: object({
+    caFile: str(),
+    certFile: str(),
+    keyFile: str(),
+    verifyHostname: bool(),
+    reloadIntervalMs: num(),
+  }),
 });
 
-const endpoints = { endpoints: arrayOf(str), ttlMs: num, timeoutMs: num };
+const endpoints = () => object({ endpoints: arrayOf(str()), ttlMs: num(), timeoutMs: num() });
 
 /** Settable in a file: NodeConfig minus the secrets (`secret`, `httpToken`), plus `lease`. */
 const fileFields = {
-  cluster: str,
-  host: str,
-  port: int,
-  bindHost: str,
-  seeds: either(str, arrayOf(either(str, object({ host: str, port: int })))),
-  name: str,
-  roles: arrayOf(str),
-  httpPort: int,
-  httpHost: str,
-  httpAllowedOrigins: arrayOf(str),
-  httpTls: object({ certFile: str, keyFile: str }),
+  cluster: str(),
+  host: str(),
+  port: int(),
+  bindHost: str(),
+  seeds: either(str(), arrayOf(either(str(), object({ host: str(), port: int() })))),
+  name: str(),
+  roles: arrayOf(str()),
+  httpPort: int(),
+  httpHost: str(),
+  httpAllowedOrigins: arrayOf(str()),
+  httpTls: object({ certFile: str(), keyFile: str() }),
   logLevel: oneOf('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'),
   clusterOptions,
   wire,
   onDowned: oneOf('restart', 'exit'),
-  partitions: object({ count: int, backupCount: int, role: str }),
+  partitions: object({ count: int(), backupCount: int(), role: str() }),
   coordinator: oneOf(...COORDINATOR_MODES),
   election: object({
-    voteFile: str,
-    etcd: object(endpoints),
+    voteFile: str(),
+    etcd: endpoints(),
     timing: object({
-      heartbeatIntervalMs: num,
-      leaderTimeoutMs: num,
-      replyTimeoutMs: num,
-      electionTimeoutMinMs: num,
-      electionTimeoutMaxMs: num,
-      tieBreakStepMs: num,
-      inviteIntervalMs: num,
+      heartbeatIntervalMs: num(),
+      leaderTimeoutMs: num(),
+      replyTimeoutMs: num(),
+      electionTimeoutMinMs: num(),
+      electionTimeoutMaxMs: num(),
+      tieBreakStepMs: num(),
+      inviteIntervalMs: num(),
     }),
   }),
-  lease: object(endpoints),
-  insecure: bool,
-  faultInjection: bool,
-  inspect: either(bool, object({ url: str })),
-} satisfies Partial<Record<Exclude<keyof NodeConfig, 'secret' | 'httpToken'> | 'lease', Shape>>;
+  lease: endpoints(),
+  insecure: bool(),
+  faultInjection: bool(),
+  inspect: either(bool(), object({ url: str() })),
+} satisfies Partial<Record<Exclude<keyof NodeConfig, 'secret' | 'httpToken'> | 'lease', TSchema>>;
 
-export const CONFIG_FILE_SHAPE: Shape = object(fileFields);
+/** The `--config` file's schema (a TypeBox schema, which is a JSON Schema). */
+export const CONFIG_FILE_SCHEMA = object(fileFields);
+
+/** The published JSON Schema of a `--config` file (draft-07), as `doyen config-schema` prints it. */
+export function configFileJsonSchema(): Record<string, unknown> {
+  return {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    title: 'doyen node --config file',
+    description:
+      'Settings of `doyen node` in a JSON or YAML file. Secrets are refused here: use DOYEN_SECRET / --secret-file and DOYEN_HTTP_TOKEN / --http-token-file.',
+    ...(JSON.parse(JSON.stringify(CONFIG_FILE_SCHEMA)) as Record<string, unknown>),
+  };
+}
 
 /** Keys that look like settings but are secrets: said explicitly rather than "unknown". */
 const SECRET_KEYS: Readonly<Record<string, string>> = {
@@ -134,99 +154,97 @@ const SECRET_KEYS: Readonly<Record<string, string>> = {
   'wire.secret': 'use DOYEN_SECRET in the environment or --secret-file F',
 };
 
-function describe(shape: Shape): string {
-  switch (shape.kind) {
-    case 'enum':
-      return `one of ${shape.values.map((v) => JSON.stringify(v)).join(', ')}`;
+/** What a schema accepts, in words. */
+function describe(schema: TSchema): string {
+  if (schema.const !== undefined) return JSON.stringify(schema.const);
+  if (Array.isArray(schema.anyOf)) {
+    const options = schema.anyOf as TSchema[];
+    if (options.every((o) => o.const !== undefined))
+      return `one of ${options.map((o) => JSON.stringify(o.const)).join(', ')}`;
+    return options.map(describe).join(' or ');
+  }
+  switch (schema.type) {
     case 'array':
-      return `an array of ${describe(shape.of)}`;
+      return `an array of ${describe(schema.items as TSchema)}`;
     case 'object':
       return 'an object';
-    case 'either':
-      return shape.options.map(describe).join(' or ');
     case 'integer':
       return 'an integer';
     default:
-      return `a ${shape.kind}`;
+      return `a ${String(schema.type)}`;
   }
 }
 
-function matches(value: unknown, shape: Shape): boolean {
-  try {
-    check(value, shape, '');
-    return true;
-  } catch {
-    return false;
+/** `/seeds/0/port` → `seeds[0].port`. */
+function dotted(pointer: string): string {
+  let out = '';
+  for (const raw of pointer.split('/').slice(1)) {
+    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    out += /^\d+$/.test(key) ? `[${key}]` : out ? `.${key}` : key;
   }
-}
-
-/** Throws InvalidConfigError naming the first path that does not fit `shape`. */
-export function check(value: unknown, shape: Shape, path: string): void {
-  const wrong = () =>
-    new InvalidConfigError(
-      `${path || 'the config'}: expected ${describe(shape)}, got ${JSON.stringify(value)}`,
-    );
-  switch (shape.kind) {
-    case 'string':
-    case 'boolean':
-      if (typeof value !== shape.kind) throw wrong();
-      return;
-    case 'number':
-      if (typeof value !== 'number' || !Number.isFinite(value)) throw wrong();
-      return;
-    case 'integer':
-      if (!Number.isInteger(value)) throw wrong();
-      return;
-    case 'enum':
-      if (typeof value !== 'string' || !shape.values.includes(value)) throw wrong();
-      return;
-    case 'array':
-      if (!Array.isArray(value)) throw wrong();
-      for (const [i, item] of value.entries()) check(item, shape.of, `${path}[${i}]`);
-      return;
-    case 'either':
-      if (!shape.options.some((option) => matches(value, option))) {
-        // one option of the right container kind: its own, more precise message
-        const near = shape.options.filter(
-          (o) => (o.kind === 'array') === Array.isArray(value) && (o.kind === 'object') === isRecord(value),
-        );
-        if (near.length === 1 && (near[0]!.kind === 'array' || near[0]!.kind === 'object'))
-          check(value, near[0]!, path);
-        throw wrong();
-      }
-      return;
-    case 'object': {
-      if (!isRecord(value)) throw wrong();
-      for (const [key, item] of Object.entries(value)) {
-        const at = path ? `${path}.${key}` : key;
-        const secret = SECRET_KEYS[at];
-        if (secret) throw new InvalidConfigError(`${at}: secrets are not read from a config file: ${secret}`);
-        const field = shape.fields[key];
-        if (!field)
-          throw new InvalidConfigError(
-            `${at}: unknown setting (known${path ? ` in ${path}` : ''}: ${Object.keys(shape.fields).join(', ')})`,
-          );
-        check(item, field, at);
-      }
-      return;
-    }
-  }
+  return out;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** The settings a `--config` file holds, checked against CONFIG_FILE_SHAPE; seeds parsed. */
+function refuseSecrets(value: unknown): void {
+  if (!isRecord(value)) return;
+  const keys = [
+    ...Object.keys(value),
+    ...(isRecord(value.wire) ? Object.keys(value.wire).map((k) => `wire.${k}`) : []),
+  ];
+  for (const at of keys) {
+    const secret = SECRET_KEYS[at];
+    if (secret) throw new InvalidConfigError(`${at}: secrets are not read from a config file: ${secret}`);
+  }
+}
+
+/** The first way `value` (at `pointer`) misses `schema`, in words naming its path; undefined when it fits. */
+function firstProblem(schema: TSchema, value: unknown, pointer: string): string | undefined {
+  const first = Value.Errors(schema, value).First();
+  if (!first) return undefined;
+  const at = pointer + first.path;
+  const where = dotted(at) || 'the config';
+  if (first.type === ValueErrorType.ObjectAdditionalProperties) {
+    const parent = dotted(at.slice(0, at.lastIndexOf('/')));
+    const known = Object.keys((first.schema.properties as TProperties | undefined) ?? {});
+    return `${where}: unknown setting (known${parent ? ` in ${parent}` : ''}: ${known.join(', ')})`;
+  }
+  if (first.type === ValueErrorType.Union) {
+    // one option of the value's own container kind: its own, more precise problem
+    const near = (first.schema.anyOf as TSchema[]).filter(
+      (o) =>
+        (o.type === 'array') === Array.isArray(first.value) &&
+        (o.type === 'object') === isRecord(first.value),
+    );
+    if (near.length === 1 && (near[0]!.type === 'array' || near[0]!.type === 'object')) {
+      const deeper = firstProblem(near[0]!, first.value, at);
+      if (deeper) return deeper;
+    }
+  }
+  return `${where}: expected ${describe(first.schema)}, got ${JSON.stringify(first.value)}`;
+}
+
+/** Throws InvalidConfigError naming the first path of `value` that does not fit the file's schema. */
+export function checkConfigFile(value: unknown): void {
+  refuseSecrets(value);
+  const problem = firstProblem(CONFIG_FILE_SCHEMA, value, '');
+  if (problem) throw new InvalidConfigError(problem);
+}
+
+/** The settings a `--config` file holds, checked against CONFIG_FILE_SCHEMA (JSON, or YAML for .yaml/.yml); seeds parsed. */
 export function parseConfigFile(text: string, path: string): Partial<NodeConfig> & { lease?: FileLease } {
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    // YAML 1.2's core schema: plain data only (no custom tags), aliases bounded by the parser
+    raw = /\.ya?ml$/i.test(path) ? parseYaml(text) : JSON.parse(text);
   } catch (error) {
     throw new InvalidConfigError(`config ${path}: ${(error as Error).message}`);
   }
   try {
-    check(raw, CONFIG_FILE_SHAPE, '');
+    checkConfigFile(raw);
   } catch (error) {
     throw new InvalidConfigError(`config ${path}: ${(error as Error).message}`);
   }
