@@ -1,9 +1,20 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = 'packages/doyen/src/cli.ts';
+
+/** The compiled CLI, as a user runs it: JavaScript with no TypeScript loader (`pnpm test` builds it first). */
+export const COMPILED_CLI = join(ROOT, 'packages/doyen/dist/cli.js');
+
+/** The compiled CLI's path; a clear error when nothing built it. */
+export function compiledCli(): string {
+  if (!existsSync(COMPILED_CLI))
+    throw new Error(`${COMPILED_CLI} is missing: run \`pnpm build\` (tsc -b tsconfig.build.json) first`);
+  return COMPILED_CLI;
+}
 
 export interface CliNode {
   readonly process: ChildProcess;
@@ -24,7 +35,7 @@ export function secretEnv(): Record<string, string> {
 }
 
 /**
- * Runs `doyen <args>` as a child process (TypeScript sources through tsx). `env` adds to (or,
+ * Runs `doyen <args>` as a child process (the compiled CLI). `env` adds to (or,
  * with `undefined` values, removes from) the inherited environment.
  */
 export function runCli(
@@ -32,7 +43,7 @@ export function runCli(
   httpPort?: number,
   env: Record<string, string | undefined> = {},
 ): CliNode {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=@doyen/source', CLI, ...args], {
+  const child = spawn(process.execPath, [compiledCli(), ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, DOYEN_LOG_LEVEL: 'info', ...env },

@@ -11,9 +11,9 @@
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { compiledCli } from './cli-process.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = 'packages/doyen/src/cli.ts';
 const TABLE = 'dyn_partition';
 
 function sh(cmd: string, args: string[], input?: string): string {
@@ -145,18 +145,12 @@ export function netnsSkipMessage(): string {
 }
 
 /**
- * Loads the CLI once (it prints its usage and exits) so that tsx has compiled every module
- * before the nodes start: on a loaded machine, several nodes compiling a cold cache at once
- * can take longer than a test's join timeout.
+ * Runs the compiled CLI once (it prints its usage and exits) so its files are in the page cache
+ * before several nodes start at once on a loaded machine.
  */
 export function warmUpCli(): Promise<void> {
   return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', '--conditions=@doyen/source', CLI, '--help'],
-      { cwd: ROOT, timeout: 120_000 },
-      () => resolve(),
-    );
+    execFile(process.execPath, [compiledCli(), '--help'], { cwd: ROOT, timeout: 120_000 }, () => resolve());
   });
 }
 
@@ -389,25 +383,11 @@ export function createTopology(names: readonly string[]): Topology {
     },
     spawnNode(name, args, env = {}) {
       const h = host(name);
-      const child = spawn(
-        'ip',
-        [
-          'netns',
-          'exec',
-          h.ns,
-          process.execPath,
-          '--import',
-          'tsx',
-          '--conditions=@doyen/source',
-          CLI,
-          ...args,
-        ],
-        {
-          cwd: ROOT,
-          stdio: ['ignore', 'pipe', 'pipe'],
-          env: { ...process.env, DOYEN_LOG_LEVEL: 'info', ...env },
-        },
-      );
+      const child = spawn('ip', ['netns', 'exec', h.ns, process.execPath, compiledCli(), ...args], {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, DOYEN_LOG_LEVEL: 'info', ...env },
+      });
       const logs: string[] = [];
       const collect = (stream: NodeJS.ReadableStream) => {
         let rest = '';

@@ -1,5 +1,5 @@
 /**
- * The demo's node processes: spawns `doyen node` children (TypeScript sources through tsx),
+ * The demo's node processes: spawns `doyen node` children (the compiled CLI),
  * kills, restarts, pauses, resumes, adds and removes them, and hands every log line on.
  * Children run in their own process group (a Ctrl-C in the terminal reaches only the demo, which
  * then stops them in order) and carry an orphan guard that ends them if the demo dies.
@@ -40,8 +40,9 @@ export function nodeName(index: number): string {
 
 /** The repository root (this file is apps/partition-demo/src/cluster-processes.ts). */
 export const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-const CLI = 'packages/doyen/src/cli.ts';
-const GUARD = fileURLToPath(new URL('./orphan-guard.ts', import.meta.url));
+/** The compiled CLI (`pnpm build`): nodes run JavaScript, no TypeScript loader, as in production. */
+const CLI = 'packages/doyen/dist/cli.js';
+const GUARD = fileURLToPath(new URL('./orphan-guard.mjs', import.meta.url));
 
 export type ProcState = 'starting' | 'running' | 'paused' | 'leaving' | 'exited';
 
@@ -316,10 +317,7 @@ export class ClusterProcesses {
     const internals = this.internals.get(node)!;
     const args = [
       '--import',
-      'tsx',
-      '--import',
       pathToFileURL(GUARD).href,
-      '--conditions=@doyen/source',
       CLI,
       'node',
       '--cluster',

@@ -4,7 +4,8 @@ import { defaultClusterConfig, JoinFailedError } from '@doyen/cluster';
 import { DoyenError } from '@doyen/core';
 import { EtcdLease } from '@doyen/lease';
 import { type NodeOptionName, nodeOptionsUsage, parseNodeArgs } from './cli-options.js';
-import { configFileJsonSchema, type FileLease, readConfigFile } from './config-file.js';
+// config-file.js (TypeBox, yaml: ~150 ms to load) is imported only when a file is given
+import type { FileLease, readConfigFile } from './config-file.js';
 import { INSPECTOR_USAGE, runInspectorServerCommand } from './inspector/server-cli.js';
 import type { NodeConfig } from './node-config.js';
 import { parseSeeds } from './node-config.js';
@@ -83,7 +84,8 @@ export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (command === '--help' || command === '-h') say(USAGE);
   if (command === '--version') say(version());
-  if (command === 'config-schema') say(JSON.stringify(configFileJsonSchema(), null, 2));
+  if (command === 'config-schema')
+    say(JSON.stringify((await import('./config-file.js')).configFileJsonSchema(), null, 2));
   if (command === 'inspector') {
     if (rest.includes('--help') || rest.includes('-h')) say(INSPECTOR_USAGE);
     if (rest.includes('--version')) say(version());
@@ -118,7 +120,7 @@ export async function main(argv: string[]): Promise<void> {
   };
   let file: ReturnType<typeof readConfigFile>;
   try {
-    file = values.config ? readConfigFile(values.config) : {};
+    file = values.config ? (await import('./config-file.js')).readConfigFile(values.config) : {};
   } catch (error) {
     fail((error as Error).message);
   }

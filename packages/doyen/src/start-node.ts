@@ -15,7 +15,7 @@ import { ClusterSingletons } from '@doyen/singleton';
 import { WsTransport } from '@doyen/wire';
 import { faultInjectionRoute } from './fault-injection.js';
 import { attachLocalInspector, type LocalInspector } from './inspector/local-inspector.js';
-import { inspectorUrlOf, StatelyBridge } from './inspector/stately.js';
+import { inspectorUrlOf, loadStatelyInspect, StatelyBridge } from './inspector/stately.js';
 import { DEFAULT_HTTP_HOST, ManagementServer } from './management-http.js';
 import { createNodeLogger } from './node-logger.js';
 
@@ -327,6 +327,7 @@ export async function startNode(
       'INSECURE: no cluster secret and no TLS (--insecure): any process that can reach this port can join the cluster, read its traffic and send as a member',
     );
   }
+  if (inspectorUrlOf(config.inspect)) await loadStatelyInspect();
   const node = new NodeRunner(config, logger);
   try {
     await node.startIncarnation(config.seeds, true);

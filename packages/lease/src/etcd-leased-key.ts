@@ -1,5 +1,13 @@
 import { type Logger, RateLimitedLog, silentLogger, toError, withDeadline } from '@doyen/core';
-import { Etcd3, type Lease as Etcd3Lease, EtcdLeaseInvalidError, type IRequestOp, type Watcher } from 'etcd3';
+import type { Etcd3, Lease as Etcd3Lease, IRequestOp, Watcher } from 'etcd3';
+
+/**
+ * etcd3 (and its gRPC stack) costs ~200 ms to load: it is loaded on first use, so a node that
+ * never talks to etcd starts without it.
+ */
+let etcd3: Promise<typeof import('etcd3')> | undefined;
+const loadEtcd3 = () => (etcd3 ??= import('etcd3'));
+
 import {
   LeaseConfigError,
   type LeaseLossReason,
@@ -77,7 +85,8 @@ export class EtcdLeasedKey implements LeasedKey {
   readonly timeoutMs: number;
   private readonly ttlSeconds: number;
   private readonly keepAlive: boolean;
-  private readonly client: Etcd3;
+  private readonly clientOptions: ConstructorParameters<typeof Etcd3>[0];
+  private connecting: Promise<Etcd3> | undefined;
   private readonly logger: Logger;
   private readonly unavailableLog: RateLimitedLog;
   private readonly listeners: LostListeners;
@@ -107,12 +116,18 @@ export class EtcdLeasedKey implements LeasedKey {
         'onLost listener threw',
       ),
     );
-    this.client = new Etcd3({
+    this.clientOptions = {
       hosts: [...options.endpoints],
       dialTimeout: timeoutMs,
       // Unary calls get a deadline; watch streams live on (keep-alives pass their own).
       defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + timeoutMs }),
-    });
+    };
+  }
+
+  /** The etcd client, created on first use. */
+  private client(): Promise<Etcd3> {
+    this.connecting ??= loadEtcd3().then(({ Etcd3 }) => new Etcd3(this.clientOptions));
+    return this.connecting;
   }
 
   now(): number {
@@ -176,7 +191,8 @@ export class EtcdLeasedKey implements LeasedKey {
     if (held) this.stopKeeping(held);
     this.listeners.clear();
     for (const sub of [...this.subscriptions]) this.unwatch(sub);
-    this.client.close();
+    // a client still being created is closed as soon as it exists
+    void this.connecting?.then((client) => client.close());
   }
 
   // ---- operations (serialized: a renewal never races a claim) -------------------------------------
@@ -193,14 +209,14 @@ export class EtcdLeasedKey implements LeasedKey {
     const previous = this.held;
     this.held = undefined;
     try {
-      const current = (await this.client.get(this.key).exec()).kvs[0];
+      const current = (await (await this.client()).get(this.key).exec()).kvs[0];
       const other = current?.value.toString();
       if (current && other !== owner) {
         return { won: false, holder: other, revision: Number(current.mod_revision) };
       }
       // A fresh lease every time, so the TTL counts from now, not from some older grant.
       const sentAt = Date.now();
-      const lease = this.client.lease(this.ttlSeconds, { autoKeepAlive: false });
+      const lease = (await this.client()).lease(this.ttlSeconds, { autoKeepAlive: false });
       lease.on('lost', () => {}); // a failed grant or keep-alive is reported by the call itself
       try {
         const leaseId = await lease.grant();
@@ -237,7 +253,8 @@ export class EtcdLeasedKey implements LeasedKey {
   private async put(owner: string, leaseId: string): Promise<Claim> {
     const key = Buffer.from(this.key);
     const put: IRequestOp = { request_put: { key, value: Buffer.from(owner), lease: leaseId } };
-    const first = await this.client
+    const client = await this.client();
+    const first = await client
       .if(this.key, 'Create', '==', 0)
       .then(put)
       .else({ request_range: { key } })
@@ -247,7 +264,7 @@ export class EtcdLeasedKey implements LeasedKey {
     if (!kv) return NO_CLAIM;
     const holder = kv.value.toString();
     if (holder !== owner) return { won: false, holder, revision: Number(kv.mod_revision) };
-    const second = await this.client.if(this.key, 'Mod', '==', kv.mod_revision).then(put).commit();
+    const second = await client.if(this.key, 'Mod', '==', kv.mod_revision).then(put).commit();
     return second.succeeded
       ? { won: true, holder: owner, revision: Number(second.header.revision) }
       : NO_CLAIM;
@@ -256,6 +273,8 @@ export class EtcdLeasedKey implements LeasedKey {
   private async doRenew(owner: string, late: () => boolean): Promise<boolean> {
     const held = this.held;
     if (!held || held.owner !== owner) return false;
+    const client = await this.client();
+    const { EtcdLeaseInvalidError } = await loadEtcd3();
     const sentAt = Date.now();
     const [renewed, current] = await Promise.all([
       held.lease.keepaliveOnce({ deadline: sentAt + this.timeoutMs }).then(
@@ -266,7 +285,7 @@ export class EtcdLeasedKey implements LeasedKey {
           throw error;
         },
       ),
-      this.client.get(this.key).exec(),
+      client.get(this.key).exec(),
     ]);
     if (this.held !== held) return false;
     const kv = current.kvs[0];
@@ -294,7 +313,7 @@ export class EtcdLeasedKey implements LeasedKey {
       this.held = undefined;
       this.stopKeeping(held);
     }
-    await this.client
+    await (await this.client())
       .if(this.key, 'Value', '==', owner)
       .then({ request_delete_range: { key: Buffer.from(this.key) } })
       .commit();
@@ -387,14 +406,15 @@ export class EtcdLeasedKey implements LeasedKey {
     if (!sub.active) return;
     try {
       // Read, then watch from the next revision: no change between the two goes unseen.
-      const current = await this.bounded('watch', this.client.get(this.key).exec());
+      const client = await this.client();
+      const current = await this.bounded('watch', client.get(this.key).exec());
       if (!sub.active) return;
       const kv = current.kvs[0];
       const revision = Number(current.header.revision);
       report(kv?.value.toString(), kv ? Number(kv.mod_revision) : revision);
       const watcher = await this.bounded(
         'watch',
-        this.client
+        client
           .watch()
           .key(this.key)
           .startRevision(String(revision + 1))

@@ -1,5 +1,5 @@
 import type { Logger } from '@doyen/core';
-import { createInspector, type StatelyActorEvent, type StatelyInspectionEvent } from '@statelyai/inspect';
+import type { StatelyActorEvent, StatelyInspectionEvent } from '@statelyai/inspect';
 import WebSocket from 'ws';
 import type { AnyActorRef, InspectionEvent, Observer } from 'xstate';
 import { toPlain } from './safe-json.js';
@@ -9,6 +9,14 @@ export type InspectOption = boolean | { readonly url?: string };
 
 /** Where the inspector relay (`doyen inspector`) listens by default: loopback only. */
 export const DEFAULT_INSPECTOR_URL = 'ws://127.0.0.1:8080';
+
+/** @statelyai/inspect, loaded only by nodes that send to the inspector (see loadStatelyInspect). */
+let statelyInspect: typeof import('@statelyai/inspect') | undefined;
+
+/** Loads @statelyai/inspect; a StatelyBridge needs it loaded first (startNode does this). */
+export async function loadStatelyInspect(): Promise<void> {
+  statelyInspect ??= await import('@statelyai/inspect');
+}
 
 export function inspectorUrlOf(option: InspectOption | undefined): string | undefined {
   if (!option) return undefined;
@@ -215,7 +223,9 @@ export class StatelyBridge {
    */
   observerFor(label: () => string): Observer<InspectionEvent> {
     const connection = this.connection;
-    const inspector = createInspector(
+    if (!statelyInspect)
+      throw new Error('@statelyai/inspect is not loaded: await loadStatelyInspect() first');
+    const inspector = statelyInspect.createInspector(
       { send: (event) => connection.send(event) },
       {
         autoStart: false,
