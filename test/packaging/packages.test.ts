@@ -1,0 +1,158 @@
+import { execFile } from 'node:child_process';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePorts } from '../support/cluster-nodes.js';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const PNPM = ['-y', 'pnpm@10.34.9'];
+const PACKAGES = readdirSync(join(ROOT, 'packages')).sort();
+
+interface PackedPackage {
+  readonly dir: string;
+  readonly tarball: string;
+  readonly files: readonly string[];
+  readonly manifest: Record<string, any>;
+}
+
+let work: string;
+const packed = new Map<string, PackedPackage>();
+
+/** `pnpm pack` of every package (as `pnpm release` publishes them), read back from the tarballs. */
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), 'doyen-pack-'));
+  await Promise.all(
+    PACKAGES.map(async (dir) => {
+      const out = join(work, dir);
+      await run('npx', [...PNPM, 'pack', '--pack-destination', out], { cwd: join(ROOT, 'packages', dir) });
+      const tarball = join(out, readdirSync(out).find((f) => f.endsWith('.tgz'))!);
+      const list = (await run('tar', ['-tzf', tarball])).stdout;
+      const manifest = JSON.parse((await run('tar', ['-xzOf', tarball, 'package/package.json'])).stdout);
+      const files = list
+        .split('\n')
+        .filter(Boolean)
+        .map((f) => f.replace(/^package\//, ''));
+      packed.set(dir, { dir, tarball, files, manifest });
+    }),
+  );
+}, 120_000);
+
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+describe('npm pack contents', () => {
+  it.each(PACKAGES)(
+    '%s: compiled JavaScript, declarations, source maps, LICENSE; no tests, no build state',
+    (dir) => {
+      const { files, manifest } = packed.get(dir)!;
+      const source = JSON.parse(readFileSync(join(ROOT, 'packages', dir, 'package.json'), 'utf8'));
+      expect(manifest.name).toBe(source.name);
+      for (const f of ['package.json', 'LICENSE', 'dist/index.js', 'dist/index.d.ts', 'dist/index.js.map'])
+        expect(files, f).toContain(f);
+      // every export target is in the tarball
+      for (const target of Object.values(manifest.exports as Record<string, unknown>)) {
+        const paths = typeof target === 'string' ? [target] : Object.values(target as Record<string, string>);
+        for (const p of paths)
+          expect(files, `${manifest.name} export ${p}`).toContain(p.replace(/^\.\//, ''));
+      }
+      for (const f of files) {
+        expect(f, `${manifest.name}: unexpected file`).toMatch(
+          /^(dist\/|src\/|LICENSE$|package\.json$|config\.schema\.json$)/,
+        );
+        expect(f).not.toMatch(/tsbuildinfo|\.test\.|__tests__/);
+      }
+      expect(manifest.license).toBe('Apache-2.0');
+      expect(manifest.repository?.url).toBeTruthy();
+      expect(manifest.publishConfig).toEqual({ access: 'public' });
+      expect(manifest.engines).toEqual({ node: '>=20' });
+    },
+  );
+
+  it.each(PACKAGES)('%s: workspace ranges replaced by versions, xstate a peer dependency', (dir) => {
+    const { manifest } = packed.get(dir)!;
+    for (const field of ['dependencies', 'peerDependencies', 'optionalDependencies']) {
+      for (const [name, range] of Object.entries((manifest[field] ?? {}) as Record<string, string>)) {
+        expect(range, `${manifest.name} ${field}.${name}`).not.toMatch(/^workspace:/);
+        if (name.startsWith('@doyen/')) expect(range).toBe(manifest.version);
+      }
+    }
+    expect(manifest.dependencies?.xstate, `${manifest.name} pins xstate`).toBeUndefined();
+    const usesXstate = readdirSync(join(ROOT, 'packages', dir, 'src'), { recursive: true })
+      .filter((f) => String(f).endsWith('.ts'))
+      .some((f) => /from 'xstate/.test(readFileSync(join(ROOT, 'packages', dir, 'src', String(f)), 'utf8')));
+    if (usesXstate) expect(manifest.peerDependencies?.xstate, manifest.name).toMatch(/^\^5\./);
+  });
+
+  it('doyen: the bin is the compiled CLI with a node shebang', async () => {
+    const { manifest, files, tarball } = packed.get('doyen')!;
+    expect(manifest.bin).toEqual({ doyen: './dist/cli.js' });
+    expect(files).toContain('dist/cli.js');
+    const cli = (await run('tar', ['-xzOf', tarball, 'package/dist/cli.js'])).stdout;
+    expect(cli.startsWith('#!/usr/bin/env node\n')).toBe(true);
+    expect(files).toContain('config.schema.json');
+  });
+});
+
+describe('a consumer project installs the tarballs with plain npm', () => {
+  let project: string;
+
+  beforeAll(async () => {
+    project = join(work, 'consumer');
+    mkdirSync(project);
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'consumer', private: true, type: 'module' }, null, 2),
+    );
+    const tarballs = [...packed.values()].map((p) => p.tarball);
+    // no workspace, no pnpm: what a user's `npm install doyen xstate` does, from the tarballs
+    await run(
+      'npm',
+      ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs, 'xstate@5.33.3'],
+      {
+        cwd: project,
+        env: { ...process.env, npm_config_workspaces: 'false' },
+      },
+    );
+    copyFileSync(join(ROOT, 'test/packaging/fixtures/consumer-app.mjs'), join(project, 'app.mjs'));
+  }, 180_000);
+
+  it('runs a two-node cluster whose app imports doyen and asks a singleton through its proxy', async () => {
+    const [a, b] = await freePorts(2);
+    const { stdout } = await run(process.execPath, ['app.mjs', String(a), String(b)], {
+      cwd: project,
+      timeout: 60_000,
+      env: { ...process.env, DOYEN_SECRET: 'consumer-test-secret-0123456789' },
+    });
+    const lines = stdout.trim().split('\n');
+    expect(lines[0]).toBe('up: 2 members');
+    expect(JSON.parse(lines.at(-1)!)).toEqual({ total: 3, runsOn: `127.0.0.1:${a}` });
+    // the installed doyen is the tarball's, not the workspace's
+    expect(readFileSync(join(project, 'node_modules/doyen/package.json'), 'utf8')).not.toContain(
+      'workspace:',
+    );
+  });
+
+  it('the installed bin runs: npx doyen --version, doyen config-schema', async () => {
+    const version = (
+      await run('npx', ['--no-install', 'doyen', '--version'], { cwd: project })
+    ).stdout.trim();
+    expect(version).toBe(`doyen ${packed.get('doyen')!.manifest.version}`);
+    const schema = JSON.parse(
+      (await run('npx', ['--no-install', 'doyen', 'config-schema'], { cwd: project })).stdout,
+    );
+    expect(schema.properties.clusterOptions).toBeDefined();
+  });
+});
