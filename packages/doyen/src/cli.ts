@@ -242,7 +242,7 @@ export async function main(argv: string[]): Promise<void> {
   logger.info({ event: 'node.started', node: node.transport.system.nodeName }, `node up${http}`);
   const onSignal = (signal: string) => {
     logger.info({ event: 'node.signal', signal }, `${signal}: leaving gracefully`);
-    void node.shutdown();
+    void node.shutdown(signal);
   };
   process.once('SIGTERM', () => onSignal('SIGTERM'));
   process.once('SIGINT', () => onSignal('SIGINT'));

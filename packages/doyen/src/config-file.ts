@@ -5,6 +5,7 @@ import { COORDINATOR_MODES } from '@doyen/election';
 import { type TProperties, type TSchema, Type } from '@sinclair/typebox';
 import { Value, ValueErrorType } from '@sinclair/typebox/value';
 import { parse as parseYaml } from 'yaml';
+import { SHUTDOWN_PHASES } from './coordinated-shutdown.js';
 import type { NodeConfig } from './node-config.js';
 import { parseSeeds } from './node-config.js';
 
@@ -131,6 +132,9 @@ const fileFields = {
   insecure: bool(),
   faultInjection: bool(),
   inspect: either(bool(), object({ url: str() })),
+  shutdown: object({
+    phaseTimeoutsMs: object(Object.fromEntries(SHUTDOWN_PHASES.map((phase) => [phase, num()]))),
+  }),
 } satisfies Partial<Record<Exclude<keyof NodeConfig, 'secret' | 'httpToken'> | 'lease', TSchema>>;
 
 /** The `--config` file's schema (a TypeBox schema, which is a JSON Schema). */

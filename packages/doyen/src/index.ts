@@ -3,6 +3,7 @@ export { type ClusterEvent, JoinFailedError, NotEnoughMembersError } from '@doye
 export * from '@doyen/core';
 export { PartitionService, partitionOf } from '@doyen/partitions';
 export { ClusterSingletons, type SingletonOptions } from '@doyen/singleton';
+export * from './coordinated-shutdown.js';
 export * from './fault-injection.js';
 export * from './http-json.js';
 export * from './inspector/index.js';

@@ -2,6 +2,8 @@ import type { ClusterConfig } from '@doyen/cluster';
 import { InvalidConfigError, type NodeAddress, parseNodeAddress } from '@doyen/core';
 import { COORDINATOR_MODES, type CoordinatorMode, type ElectionTiming } from '@doyen/election';
 import type { WireConfig } from '@doyen/wire';
+import { SHUTDOWN_PHASES, type ShutdownPhase } from './coordinated-shutdown.js';
+import type { DoyenNode } from './start-node.js';
 
 /** Everything `startNode` and `doyen node` take. */
 export interface NodeConfig {
@@ -72,6 +74,21 @@ export interface NodeConfig {
   };
   /** Mount POST /fault/blackhole and /fault/heal (tests and demos only; never in production). */
   readonly faultInjection?: boolean;
+  /**
+   * Runs for every incarnation of the node, once its actor system, cluster and singletons exist
+   * (at the start, and again after a downing or a merge made it a new incarnation): spawn the
+   * app's actors, register its singletons and cluster subscriptions here so they come back. A
+   * setup that throws fails `startNode`, or stops a re-incarnated node (`node.setup-failed`).
+   */
+  readonly setup?: (node: DoyenNode, incarnation: IncarnationInfo) => void | Promise<void>;
+  /** Coordinated shutdown: how long each phase may take (ms; see SHUTDOWN_PHASES). */
+  readonly shutdown?: { readonly phaseTimeoutsMs?: Partial<Record<ShutdownPhase, number>> };
+}
+
+/** Which incarnation a `setup` call is for: 1 at the start, then one more per restart. */
+export interface IncarnationInfo {
+  readonly number: number;
+  readonly reason: 'start' | 'downed' | 'merge';
 }
 
 export function parseSeeds(text: string): NodeAddress[] {
@@ -91,6 +108,16 @@ export function validateNodeConfig(c: NodeConfig): NodeConfig {
     );
   }
   if (!c.host) throw new InvalidConfigError('host is required');
+  if (c.setup !== undefined && typeof c.setup !== 'function')
+    throw new InvalidConfigError('setup must be a function (node, incarnation) => void');
+  for (const [phase, ms] of Object.entries(c.shutdown?.phaseTimeoutsMs ?? {})) {
+    if (!SHUTDOWN_PHASES.includes(phase as ShutdownPhase))
+      throw new InvalidConfigError(
+        `shutdown.phaseTimeoutsMs: unknown phase ${phase} (${SHUTDOWN_PHASES.join(', ')})`,
+      );
+    if (typeof ms !== 'number' || !(ms >= 0))
+      throw new InvalidConfigError(`shutdown.phaseTimeoutsMs.${phase}: expected a number of ms`);
+  }
   if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535)
     throw new InvalidConfigError(`bad port ${c.port}`);
   if (c.httpPort !== undefined && (!Number.isInteger(c.httpPort) || c.httpPort < 0 || c.httpPort > 65535)) {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Cluster } from '@doyen/cluster';
+import { Cluster, defaultClusterConfig } from '@doyen/cluster';
 import { type ActorSystem, InvalidConfigError, type Logger, type NodeAddress } from '@doyen/core';
 import {
   ElectedCoordinator,
@@ -13,6 +13,7 @@ import {
 import { ALLOCATOR_SINGLETON, allocatorLogic, PartitionService } from '@doyen/partitions';
 import { ClusterSingletons } from '@doyen/singleton';
 import { WsTransport } from '@doyen/wire';
+import { CoordinatedShutdown } from './coordinated-shutdown.js';
 import { faultInjectionRoute } from './fault-injection.js';
 import { attachLocalInspector, type LocalInspector } from './inspector/local-inspector.js';
 import { inspectorUrlOf, loadStatelyInspect, StatelyBridge } from './inspector/stately.js';
@@ -22,7 +23,13 @@ import { createNodeLogger } from './node-logger.js';
 /** Hazelcast's default partition count. */
 export const DEFAULT_PARTITION_COUNT = 271;
 
-import { clusterSecretOf, type NodeConfig, normalizeOrigin, validateNodeConfig } from './node-config.js';
+import {
+  clusterSecretOf,
+  type IncarnationInfo,
+  type NodeConfig,
+  normalizeOrigin,
+  validateNodeConfig,
+} from './node-config.js';
 
 /** Why a node stopped: asked to (signal, API, HTTP), downed with `onDowned: 'exit'`, or closed. */
 export type StopReason = 'shutdown' | 'downed' | 'closed';
@@ -42,8 +49,17 @@ export interface DoyenNode {
   readonly logger: Logger;
   /** How many incarnations this node has run (1 until it restarts after a downing or a merge). */
   readonly incarnations: number;
-  /** Leaves the cluster gracefully (bounded by the leave timeout), then closes everything. */
-  shutdown(): Promise<void>;
+  /**
+   * The coordinated shutdown: add tasks to its phases (`before-leave`, `leave`, `hand-over`,
+   * `drain`, `stop-actors`, `close`); `shutdown()` runs them.
+   */
+  readonly coordinatedShutdown: CoordinatedShutdown;
+  /**
+   * Stops gracefully through the coordinated shutdown's phases: leaves the cluster (its
+   * singletons handed over), drains and stops the app's actors, then closes everything. Each
+   * phase is bounded by its timeout.
+   */
+  shutdown(reason?: string): Promise<void>;
   /** Closes at once, without leaving: what a crash looks like to the others. */
   close(): Promise<void>;
   /** Resolves once the node has stopped for good, with the reason. */
@@ -77,6 +93,7 @@ class NodeRunner implements DoyenNode {
   incarnations = 0;
   /** quorum: one vote store for every incarnation, so a restart never votes twice. */
   private readonly voteStore: VoteStore | undefined;
+  readonly coordinatedShutdown: CoordinatedShutdown;
 
   constructor(
     private readonly config: NodeConfig,
@@ -84,6 +101,11 @@ class NodeRunner implements DoyenNode {
   ) {
     const url = inspectorUrlOf(config.inspect);
     if (url) this.stately = new StatelyBridge({ url, logger });
+    this.coordinatedShutdown = new CoordinatedShutdown(logger, {
+      leave: (config.clusterOptions?.leaveTimeoutMs ?? defaultClusterConfig.leaveTimeoutMs) + 1000,
+      ...config.shutdown?.phaseTimeoutsMs,
+    });
+    this.addShutdownTasks();
     if (config.coordinator === 'quorum') {
       const path =
         config.election?.voteFile ??
@@ -121,7 +143,29 @@ class NodeRunner implements DoyenNode {
     return this.current.coordinator;
   }
 
-  async startIncarnation(seeds: readonly NodeAddress[], mayFormCluster: boolean): Promise<void> {
+  /** doyen's own tasks of the coordinated shutdown; the app adds its own beside them. */
+  private addShutdownTasks(): void {
+    const tasks = this.coordinatedShutdown;
+    tasks.addTask('leave', 'doyen.leave-cluster', () => this.current.cluster.leave());
+    tasks.addTask('hand-over', 'doyen.singletons-handed-over', () =>
+      until(() => !this.current.singletons.list().some((s) => s.runsHere)),
+    );
+    tasks.addTask('drain', 'doyen.drain-user-mailboxes', () => until(() => userBacklog(this.system) === 0));
+    tasks.addTask('stop-actors', 'doyen.stop-user-actors', () => {
+      const system = this.system;
+      for (const path of topLevelUserActors(system)) {
+        const ref = system.lookup(path);
+        if (ref) system.stop(ref);
+      }
+    });
+    tasks.addTask('close', 'doyen.close', () => this.stop('shutdown'));
+  }
+
+  async startIncarnation(
+    seeds: readonly NodeAddress[],
+    mayFormCluster: boolean,
+    reason: IncarnationInfo['reason'] = 'start',
+  ): Promise<void> {
     const config = this.config;
     let label = `${config.host}:${config.port}#`;
     const transport = await WsTransport.start({
@@ -175,6 +219,14 @@ class NodeRunner implements DoyenNode {
     }
     this.current = { transport, cluster, singletons, partitions, coordinator, leaderStore };
     this.incarnations++;
+    if (config.setup) {
+      const incarnation = { number: this.incarnations, reason };
+      this.logger.info(
+        { event: 'node.setup', incarnation: incarnation.number, reason },
+        `running the app's setup for incarnation ${incarnation.number} (${reason})`,
+      );
+      await config.setup(this, incarnation);
+    }
   }
 
   private electedCoordinator(
@@ -243,9 +295,14 @@ class NodeRunner implements DoyenNode {
       await this.stopCoordinator(old);
       await old.transport.close();
       this.stately?.forget(incarnationLabel(old.transport.system));
-      await this.startIncarnation(seeds, false);
+      await this.startIncarnation(seeds, false, reason);
     } catch (error) {
-      this.logger.error({ event: 'node.restart-failed', err: error }, 'restart failed: stopping');
+      this.logger.error(
+        { event: this.current === old ? 'node.restart-failed' : 'node.setup-failed', err: error },
+        this.current === old
+          ? 'restart failed: stopping'
+          : "the app's setup failed in the new incarnation: stopping",
+      );
       await this.stop('closed');
     } finally {
       this.restarting = false;
@@ -273,14 +330,35 @@ class NodeRunner implements DoyenNode {
 
   private leaving: Promise<void> | undefined;
 
-  shutdown(): Promise<void> {
+  shutdown(reason = 'shutdown'): Promise<void> {
     this.leaving ??= (async () => {
-      this.logger.info({ event: 'node.shutdown', node: this.system.nodeName }, 'leaving the cluster');
-      await this.current.cluster.leave();
+      this.logger.info({ event: 'node.shutdown', node: this.system.nodeName, reason }, 'leaving the cluster');
+      await this.coordinatedShutdown.run(reason);
+      // the close phase may have timed out: the node still stops
       await this.stop('shutdown');
     })();
     return this.leaving;
   }
+}
+
+/** Polls `done` until it holds; the phase's timeout bounds it. */
+async function until(done: () => boolean, intervalMs = 20): Promise<void> {
+  while (!done()) await new Promise((resolve) => setTimeout(resolve, intervalMs));
+}
+
+/** The app's actors directly under `/user` (stopping them stops their children). */
+function topLevelUserActors(system: ActorSystem): string[] {
+  return system.actorPaths('/user/').filter((path) => path.split('/').length === 3);
+}
+
+/** Messages waiting in the mailboxes of the app's actors. */
+function userBacklog(system: ActorSystem): number {
+  let total = 0;
+  for (const path of system.actorPaths('/user/')) {
+    const ref = system.lookup(path);
+    if (ref) total += system.mailboxSize(ref);
+  }
+  return total;
 }
 
 /** The host a person opens the management pages at: the bound address, or the node's when bound to all. */
@@ -332,6 +410,8 @@ export async function startNode(
   try {
     await node.startIncarnation(config.seeds, true);
   } catch (error) {
+    // the app's setup threw after the incarnation started: close it; else nothing was bound
+    if (node.incarnations > 0) await node.close();
     node.stately?.stop();
     throw error;
   }
