@@ -49,7 +49,7 @@ describe('mailbox defaults', () => {
     expect(system.metrics.total('doyen_mailbox_dropped_total')).toBe(0);
   });
 
-  it('show the depth as a gauge and warn, with the actor path, when a backlog passes the high-water mark', () => {
+  it('show the depth as a gauge and warn, with the actor path, when a backlog passes the high-water mark', async () => {
     const { system, scheduler, lines } = makeSystem();
     current = system;
     const ref = system.spawn(counter(), { name: 'slow' });
@@ -64,7 +64,7 @@ describe('mailbox defaults', () => {
     expect(warnings[0]).toMatchObject({ path: '/user/slow', highWaterMark: mark, depth: mark });
     expect(system.metrics.value('doyen_mailbox_high_water_total')).toBe(1);
     expect(system.metrics.value('doyen_mailbox_depth', { path: '/user/slow' })).toBe(2 * mark);
-    expect(system.metrics.render()).toContain(`doyen_mailbox_depth{path="/user/slow"} ${2 * mark}`);
+    expect(await system.metrics.render()).toContain(`doyen_mailbox_depth{path="/user/slow"} ${2 * mark}`);
     scheduler.runAll();
     expect(system.metrics.value('doyen_mailbox_depth', { path: '/user/slow' })).toBe(0);
     expect(system.snapshotOf(ref)).toMatchObject({ context: 2 * mark });

@@ -5,9 +5,7 @@ export type { Logger } from 'pino';
 /** A JSON-lines logger; every cluster fact carries an `event` field (see DESIGN.md). */
 export function createLogger(options: { level?: string; destination?: NodeJS.WritableStream } = {}): Logger {
   const level = options.level ?? process.env.DOYEN_LOG_LEVEL ?? 'info';
-  return options.destination
-    ? pino({ level, base: undefined }, options.destination as never)
-    : pino({ level, base: undefined });
+  return options.destination ? pino({ level }, options.destination as never) : pino({ level });
 }
 
 /** A logger that discards everything: the default for library use and tests. */

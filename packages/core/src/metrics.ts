@@ -1,4 +1,12 @@
-/** Counters and gauges with labels, rendered as Prometheus text. Deliberately tiny: no dependency. */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * A node's metrics, exposed in Prometheus' text format by prom-client: its registry renders,
+ * escapes label values and carries the default process and Node.js metrics and the histograms.
+ * Counters and gauges are kept here first — an increment on a hot path (a frame, a dead letter)
+ * is one map update — and handed to prom-client when the metrics are scraped. Every Metrics has
+ * its own registry, so several nodes in one process never share a series.
+ */
 export type Labels = Readonly<Record<string, string>>;
 
 interface Series {
@@ -8,15 +16,22 @@ interface Series {
   readonly values: Map<string, { labels: Labels; value: number }>;
 }
 
+/**
+ * The identity of a label set. Label names never contain `=` or `,` (Prometheus names are
+ * `[a-zA-Z_][a-zA-Z0-9_]*`), values may hold anything: each value is length-prefixed, so two
+ * different label sets never share a key (`{a:"x",b:"y"}` is not `{a:"x,b=y"}`).
+ */
 function labelKey(labels: Labels): string {
   const keys = Object.keys(labels);
-  // no labels or one (the common case on hot paths: per frame, per dead letter): nothing to sort
+  // no labels or one (the common case on hot paths): nothing to sort
   if (keys.length === 0) return '';
   if (keys.length === 1) return `${keys[0]}=${labels[keys[0]!]}`;
-  return keys
-    .sort()
-    .map((k) => `${k}=${labels[k]}`)
-    .join(',');
+  let key = '';
+  for (const k of keys.sort()) {
+    const v = String(labels[k]);
+    key += `${k}=${v.length}:${v},`;
+  }
+  return key;
 }
 
 /** A gauge read when the metrics are read (e.g. mailbox depths), so the hot path never writes it. */
@@ -26,9 +41,20 @@ interface Collected {
   readonly read: () => Iterable<{ labels: Labels; value: number }>;
 }
 
+/** Default buckets for latencies in seconds (Prometheus' own, finer below 10 ms). */
+export const LATENCY_BUCKETS_SECONDS: readonly number[] = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];
+
 export class Metrics {
+  /** prom-client's registry of this node: scrape it with `render()` (or add it to your own). */
+  readonly registry = new Registry();
   private readonly series = new Map<string, Series>();
   private readonly collected = new Map<string, Collected>();
+  private readonly histograms = new Map<string, Histogram>();
+  /** The prom-client metric mirroring each series, and the label names it was made with. */
+  private readonly mirrors = new Map<string, { metric: Counter | Gauge; labelNames: string }>();
+  private defaultsCollected = false;
 
   private get(name: string, help: string, kind: Series['kind']): Series {
     let s = this.series.get(name);
@@ -56,6 +82,31 @@ export class Metrics {
     this.collected.set(name, { name, help, read });
   }
 
+  /**
+   * Observes a value into the histogram `name` (created on first use with these label names
+   * and `buckets`). Latencies go in seconds, as Prometheus names them (`…_seconds`).
+   */
+  observe(
+    name: string,
+    help: string,
+    value: number,
+    labels: Labels = {},
+    buckets: readonly number[] = LATENCY_BUCKETS_SECONDS,
+  ): void {
+    let h = this.histograms.get(name);
+    if (!h) {
+      h = new Histogram({
+        name,
+        help,
+        labelNames: Object.keys(labels),
+        buckets: [...buckets],
+        registers: [this.registry],
+      });
+      this.histograms.set(name, h);
+    }
+    h.observe(labels as Record<string, string>, value);
+  }
+
   /** Current value of one series (0 when never touched). */
   value(name: string, labels: Labels = {}): number {
     const c = this.collected.get(name);
@@ -75,22 +126,48 @@ export class Metrics {
     return sum;
   }
 
-  render(): string {
-    const lines: string[] = [];
-    const all = [
-      ...[...this.series.values()].map((s) => ({ ...s, values: s.values.values() })),
-      ...[...this.collected.values()].map((c) => ({ ...c, kind: 'gauge' as const, values: c.read() })),
-    ];
-    for (const s of all) {
-      lines.push(`# HELP ${s.name} ${s.help}`, `# TYPE ${s.name} ${s.kind}`);
-      for (const { labels, value } of s.values) {
-        const keys = Object.keys(labels);
-        const rendered = keys.length
-          ? `{${keys.map((k) => `${k}="${String(labels[k]).replace(/["\\\n]/g, '_')}"`).join(',')}}`
-          : '';
-        lines.push(`${s.name}${rendered} ${value}`);
-      }
+  /** The content type of `render()`'s text (Prometheus text format 0.0.4, UTF-8). */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Everything in Prometheus' text format: doyen's series, histograms, process and Node.js metrics. */
+  async render(): Promise<string> {
+    if (!this.defaultsCollected) {
+      this.defaultsCollected = true;
+      collectDefaultMetrics({ register: this.registry });
     }
-    return `${lines.join('\n')}\n`;
+    for (const s of this.series.values()) this.mirror(s.name, s.help, s.kind, () => s.values.values());
+    for (const c of this.collected.values()) this.mirror(c.name, c.help, 'gauge', c.read);
+    return this.registry.metrics();
+  }
+
+  /**
+   * Makes (or remakes, when new label names appeared) the prom-client metric that reads a
+   * series at scrape time. Rebuilt from the series each scrape, so remaking it loses nothing.
+   */
+  private mirror(
+    name: string,
+    help: string,
+    kind: 'counter' | 'gauge',
+    read: () => Iterable<{ labels: Labels; value: number }>,
+  ): void {
+    const names = new Set<string>();
+    const values = [...read()];
+    for (const v of values) for (const k of Object.keys(v.labels)) names.add(k);
+    const labelNames = [...names].sort();
+    const existing = this.mirrors.get(name);
+    if (existing && existing.labelNames === labelNames.join(',')) return;
+    if (existing) this.registry.removeSingleMetric(name);
+    const collect = function (this: Counter | Gauge) {
+      this.reset();
+      for (const { labels, value } of read()) {
+        if (kind === 'counter') (this as Counter).inc(labels as Record<string, string>, value);
+        else (this as Gauge).set(labels as Record<string, string>, value);
+      }
+    };
+    const options = { name, help, labelNames, registers: [this.registry], collect };
+    const metric = kind === 'counter' ? new Counter(options) : new Gauge(options);
+    this.mirrors.set(name, { metric, labelNames: labelNames.join(',') });
   }
 }

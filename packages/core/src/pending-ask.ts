@@ -24,6 +24,8 @@ export class PendingAsk implements Expiring {
     readonly timeout: number,
     private readonly resolve: (reply: Message) => void,
     private readonly reject: (error: unknown) => void,
+    /** When the ask was made (the system's clock), for `doyen_ask_duration_seconds`. */
+    readonly startedAt: number,
   ) {}
 
   /** The reply (or a rejection from a full mailbox) arrived at the temporary ref. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { defaultClusterConfig, JoinFailedError } from '@doyen/cluster';
-import { DoyenError } from '@doyen/core';
+import { DoyenError, formatNodeAddress } from '@doyen/core';
 import { EtcdLease } from '@doyen/lease';
 import { type NodeOptionName, nodeOptionsUsage, parseNodeArgs } from './cli-options.js';
 // config-file.js (TypeBox, yaml: ~150 ms to load) is imported only when a file is given
@@ -225,7 +225,10 @@ export async function main(argv: string[]): Promise<void> {
   } catch (error) {
     fail((error as Error).message);
   }
-  const logger = createNodeLogger({ level: config.logLevel ?? 'info' });
+  const logger = createNodeLogger({
+    level: config.logLevel ?? 'info',
+    ...(config.port !== 0 ? { node: formatNodeAddress({ host: config.host, port: config.port }) } : {}),
+  });
   for (const w of secretWarnings) logger.warn({ event: w.event }, w.message);
   let node: Awaited<ReturnType<typeof startNode>>;
   try {
@@ -239,7 +242,7 @@ export async function main(argv: string[]): Promise<void> {
     fail(`could not start: ${(error as Error).message}`, ExitCode.failure);
   }
   const http = node.http ? ` (http on ${node.http.port})` : '';
-  logger.info({ event: 'node.started', node: node.transport.system.nodeName }, `node up${http}`);
+  logger.info({ event: 'node.started' }, `node up${http}`);
   const onSignal = (signal: string) => {
     logger.info({ event: 'node.signal', signal }, `${signal}: leaving gracefully`);
     void node.shutdown(signal);

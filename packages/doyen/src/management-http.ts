@@ -234,8 +234,9 @@ export class ManagementServer {
         const elected = options.node.coordinator;
         const coordinating = elected ? elected.view().acting : s.isCoordinator;
         system.metrics.set('doyen_cluster_is_coordinator', '1 on the coordinator', coordinating ? 1 : 0);
-        response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-        response.end(system.metrics.render());
+        const text = await system.metrics.render();
+        response.writeHead(200, { 'content-type': system.metrics.contentType, 'cache-control': 'no-store' });
+        response.end(text);
         return;
       }
       if (path === '/cluster/leave' && method === 'POST') {

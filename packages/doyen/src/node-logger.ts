@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import type { Logger } from '@doyen/core';
 import { pino } from 'pino';
 
@@ -23,11 +24,20 @@ export const REDACTED_LOG_PATHS: readonly string[] = [
   '*.headers.cookie',
 ];
 
-/** The logger a node gets when none is given: structured JSON, secrets redacted. */
+/**
+ * The logger a node gets when none is given: structured JSON with `pid`, `hostname` and, once
+ * known, the `node` (`host:port`) on every line; secrets redacted.
+ */
 export function createNodeLogger(
-  options: { level?: string; destination?: NodeJS.WritableStream } = {},
+  options: { level?: string; destination?: NodeJS.WritableStream; node?: string } = {},
 ): Logger {
   const level = options.level ?? process.env.DOYEN_LOG_LEVEL ?? 'info';
-  const settings = { level, base: undefined, redact: { paths: [...REDACTED_LOG_PATHS] } };
+  const base = { pid: process.pid, hostname: hostname(), ...(options.node ? { node: options.node } : {}) };
+  const settings = { level, base, redact: { paths: [...REDACTED_LOG_PATHS] } };
   return options.destination ? pino(settings, options.destination as never) : pino(settings);
+}
+
+/** `logger`, bound to `node` unless it already names one (a second `node` key would repeat in the JSON). */
+export function withNodeField(logger: Logger, node: string): Logger {
+  return logger.bindings().node === undefined ? logger.child({ node }) : logger;
 }

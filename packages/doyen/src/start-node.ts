@@ -2,7 +2,13 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, defaultClusterConfig } from '@doyen/cluster';
-import { type ActorSystem, InvalidConfigError, type Logger, type NodeAddress } from '@doyen/core';
+import {
+  type ActorSystem,
+  formatNodeAddress,
+  InvalidConfigError,
+  type Logger,
+  type NodeAddress,
+} from '@doyen/core';
 import {
   ElectedCoordinator,
   EtcdLeaderStore,
@@ -18,7 +24,7 @@ import { faultInjectionRoute } from './fault-injection.js';
 import { attachLocalInspector, type LocalInspector } from './inspector/local-inspector.js';
 import { inspectorUrlOf, loadStatelyInspect, StatelyBridge } from './inspector/stately.js';
 import { DEFAULT_HTTP_HOST, ManagementServer } from './management-http.js';
-import { createNodeLogger } from './node-logger.js';
+import { createNodeLogger, withNodeField } from './node-logger.js';
 
 /** Hazelcast's default partition count. */
 export const DEFAULT_PARTITION_COUNT = 271;
@@ -286,7 +292,7 @@ class NodeRunner implements DoyenNode {
         event: 'node.restart',
         reason,
         seeds: seeds.map((s) => `${s.host}:${s.port}`),
-        node: old.transport.system.nodeName,
+        uid: old.transport.system.node.uid,
       },
       `restarting as a new incarnation (${reason})`,
     );
@@ -332,7 +338,7 @@ class NodeRunner implements DoyenNode {
 
   shutdown(reason = 'shutdown'): Promise<void> {
     this.leaving ??= (async () => {
-      this.logger.info({ event: 'node.shutdown', node: this.system.nodeName, reason }, 'leaving the cluster');
+      this.logger.info({ event: 'node.shutdown', reason }, 'leaving the cluster');
       await this.coordinatedShutdown.run(reason);
       // the close phase may have timed out: the node still stops
       await this.stop('shutdown');
@@ -397,7 +403,11 @@ export async function startNode(
   options: { logger?: Logger; waitUntilUp?: boolean } = {},
 ): Promise<DoyenNode> {
   const config = validateNodeConfig(input);
-  const logger = options.logger ?? createNodeLogger({ level: config.logLevel ?? 'info' });
+  // every line names the node, also those written before its actor system exists (port 0: the system names it)
+  const nodeName =
+    config.port === 0 ? undefined : formatNodeAddress({ host: config.host, port: config.port });
+  const given = options.logger ?? createNodeLogger({ level: config.logLevel ?? 'info' });
+  const logger = nodeName ? withNodeField(given, nodeName) : given;
   const httpTls = config.httpTls ? readHttpTls(config.httpTls) : undefined;
   if (clusterSecretOf(config) === undefined && config.wire?.tls === undefined) {
     logger.warn(

@@ -46,7 +46,7 @@ export function createBullyMachine(deps: ElectionDeps) {
   const { self, options, system } = deps;
   const { timing } = options;
   const log = (event: string, fields: Record<string, unknown>, msg: string) =>
-    system.logger.info({ event, algorithm: 'bully', node: self.address, ...fields }, msg);
+    system.logger.info({ event, algorithm: 'bully', ...fields }, msg);
   const send = (to: ElectionPeer, message: BullyMessage) => deps.send(to, message as unknown as Message);
   const rankOf = (c: BullyContext, address: string | null) =>
     address === null ? -1 : (peerAt(c.peers, address)?.rank ?? -1);

@@ -41,7 +41,7 @@ export function createCandidateMachine(deps: ElectionDeps) {
   const { self, options, system } = deps;
   const { timing } = options;
   const log = (event: string, fields: Record<string, unknown>, msg: string) =>
-    system.logger.info({ event, algorithm: 'candidate', node: self.address, ...fields }, msg);
+    system.logger.info({ event, algorithm: 'candidate', ...fields }, msg);
   const send = (to: ElectionPeer, message: CandidateMessage) => deps.send(to, message as unknown as Message);
   const rankOf = (c: CandidateContext, address: string | null) =>
     address === null ? -1 : (peerAt(c.peers, address)?.rank ?? -1);

@@ -117,7 +117,6 @@ export function createEtcdMachine(deps: ElectionDeps) {
         logger.info(
           {
             event: 'election.etcd.campaign',
-            node: self,
             holder: context.holder ?? null,
             revision: context.revision,
           },
@@ -125,12 +124,12 @@ export function createEtcdMachine(deps: ElectionDeps) {
         ),
       logWon: ({ context }) =>
         logger.info(
-          { event: 'election.etcd.won', node: self, term: context.revision },
+          { event: 'election.etcd.won', term: context.revision },
           `etcd election: won the leader key (revision ${context.revision})`,
         ),
       logLost: (_, params: { reason: string }) =>
         logger.warn(
-          { event: 'election.etcd.lost', node: self, reason: params.reason },
+          { event: 'election.etcd.lost', reason: params.reason },
           `etcd election: stopped acting as leader (${params.reason})`,
         ),
     },

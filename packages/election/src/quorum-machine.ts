@@ -61,7 +61,7 @@ export function createQuorumMachine(deps: ElectionDeps) {
   const lease = timing.electionTimeoutMinMs * LEASE_SHARE;
   const now = () => system.clock.now();
   const log = (event: string, fields: Record<string, unknown>, msg: string) =>
-    system.logger.info({ event, node: self.address, ...fields }, msg);
+    system.logger.info({ event, ...fields }, msg);
   // Loaded once per incarnation: a corrupt store fails `Election.start`, not some later turn.
   const stored = store.load();
 

@@ -90,7 +90,7 @@ export function createRingMachine(deps: ElectionDeps, variant: RingVariant) {
   const types = ringTypes(variant);
   const collectsSet = variant === 'ring';
   const log = (event: string, fields: Record<string, unknown>, msg: string) =>
-    system.logger.info({ event, algorithm: variant, node: self.address, ...fields }, msg);
+    system.logger.info({ event, algorithm: variant, ...fields }, msg);
   const randomId = () => Math.floor(system.random() * 2 ** 31);
   const rankOf = (c: RingContext, address: string | null) =>
     address === null ? -1 : (peerAt(c.peers, address)?.rank ?? -1);

@@ -138,7 +138,7 @@ export class ClusterSingletons {
         instance = undefined;
         (registered as Registered).instance = undefined;
         system.logger.info(
-          { event: 'singleton.stopped', singleton: name, node: system.nodeName, reason },
+          { event: 'singleton.stopped', singleton: name, reason },
           `singleton ${name} stopped (${reason})`,
         );
         return snapshot;

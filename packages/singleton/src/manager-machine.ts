@@ -290,7 +290,7 @@ export function createManagerMachine(
         entry: assign(({ context }) => {
           const started = effects.startInstance(context.snapshot);
           const inbox = started as ActorRef;
-          log('singleton.started', { node: system.nodeName }, `singleton ${settings.name} started`);
+          log('singleton.started', {}, `singleton ${settings.name} started`);
           const identity: Identity = { type: 'singleton.identity', name: settings.name, inbox };
           for (const p of context.waitingProxies) p.send(identity);
           return { inbox, waitingProxies: [], snapshot: null, formerOldest: undefined };

@@ -164,6 +164,7 @@ export class Association {
     this.socket = socket;
     this.encoder = new BatchEncoder();
     this.inflightBytes = 0;
+    const dialledAt = performance.now();
     const deadline = setTimeout(
       () => this.fail(socket, 'timeout', 'handshake timed out'),
       this.config.handshakeTimeoutMs,
@@ -220,6 +221,12 @@ export class Association {
         );
       }
       clearTimeout(deadline);
+      this.system.metrics.observe(
+        'doyen_wire_handshake_duration_seconds',
+        'Outbound connections: from the dial to the verified welcome',
+        (performance.now() - dialledAt) / 1000,
+        { lane: this.lane },
+      );
       this.peer = { host: welcome.host, port: welcome.port, uid: welcome.uid };
       this.state = 'ready';
       this.attempts = 0;

@@ -47,6 +47,8 @@ export class Heartbeater {
   /** The previous tick skipped its judgement (it came late): the next one judges whatever happens. */
   private skipped = false;
   private stopped = false;
+  /** When each peer last answered (for the inter-arrival histogram). */
+  private readonly lastHeard = new Map<string, number>();
 
   constructor(deps: HeartbeaterDeps) {
     this.system = deps.system;
@@ -92,7 +94,11 @@ export class Heartbeater {
       peers[key] = this.peers[key] ?? 'reachable';
       refs.set(key, this.targets.get(key) ?? this.system.remoteRef(nodeOf(t), HEARTBEAT_PULSE_PATH));
     }
-    for (const key of Object.keys(this.peers)) if (!(key in peers)) this.registry.remove(key);
+    for (const key of Object.keys(this.peers))
+      if (!(key in peers)) {
+        this.registry.remove(key);
+        this.lastHeard.delete(key);
+      }
     const changed = !sameKeys(this.peers, peers);
     this.version = membership.version;
     this.memberKeys = new Set(members.map((m) => m.key));
@@ -190,7 +196,20 @@ export class Heartbeater {
 
   private heard(pong: HeartbeatPong): void {
     const key = keyOfNode(pong.from);
-    if (key in this.peers) this.registry.heartbeat(key, this.system.clock.now());
+    if (key in this.peers) {
+      const now = this.system.clock.now();
+      const last = this.lastHeard.get(key);
+      if (last !== undefined)
+        this.system.metrics.observe(
+          'doyen_heartbeat_interarrival_seconds',
+          'Time between two heartbeat answers from the same member',
+          (now - last) / 1000,
+          {},
+          HEARTBEAT_BUCKETS_SECONDS,
+        );
+      this.lastHeard.set(key, now);
+      this.registry.heartbeat(key, now);
+    }
     if (pong.version > this.version && this.version > 0) this.versionSeen(pong);
   }
 
@@ -201,6 +220,9 @@ export class Heartbeater {
       ?.send({ type: 'fd.version-seen', peer: message.from, version: message.version } as Message);
   }
 }
+
+/** Around the heartbeat interval (100 ms by default), and the pauses a failure detector judges. */
+const HEARTBEAT_BUCKETS_SECONDS = [0.05, 0.075, 0.1, 0.125, 0.15, 0.2, 0.3, 0.5, 1, 2, 5];
 
 function sameKeys(a: Readonly<Record<string, unknown>>, b: Readonly<Record<string, unknown>>): boolean {
   const ka = Object.keys(a);
