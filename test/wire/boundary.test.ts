@@ -108,6 +108,27 @@ describe('wire boundary: every bad input gets a reason and a drop or a close', (
     expect(rejected(n, 'bad-batch')).toBe(1);
   });
 
+  it('a malformed traceparent costs the trace, not the message; a good one is kept', async () => {
+    const n = await node();
+    const uid = n.system.node.uid;
+    const raw = await connectRaw(n.transport.port);
+    await handshake(raw, { cluster: 'test', secret: 'sesame' });
+    const good = `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01`;
+    raw.sendRaw(
+      batchPackr().pack([
+        ['/user/inbox', uid, null, { type: 'test.ping', n: 1 }, good],
+        ['/user/inbox', uid, null, { type: 'test.ping', n: 2 }, 'not-a-traceparent'],
+        ['/user/inbox', uid, null, { type: 'test.ping', n: 3 }, `00-${'0'.repeat(32)}-${'b'.repeat(16)}-01`],
+        ['/user/inbox', uid, null, { type: 'test.ping', n: 4 }, { nested: 'object' }],
+        ['/user/inbox', uid, null, { type: 'test.ping', n: 5 }, good, 'sixth'],
+      ]),
+    );
+    await eventually(() => n.inbox.length === 4, { what: 'four messages delivered' });
+    expect(n.inbox.map((m) => (m as unknown as { n: number }).n)).toEqual([1, 2, 3, 4]);
+    expect(rejected(n, 'bad-trace-context')).toBe(3);
+    expect(rejected(n, 'bad-envelope')).toBe(1);
+  });
+
   it('bad envelopes, unknown types and invalid messages are dropped one by one; good ones pass', async () => {
     const n = await node();
     const uid = n.system.node.uid;

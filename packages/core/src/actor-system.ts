@@ -18,7 +18,12 @@ import { AskDeadlines } from './ask-deadlines.js';
 import { type Clock, immediateScheduler, realClock, type TurnScheduler } from './clock.js';
 import { type DeadLetterReason, DeadLetters } from './dead-letters.js';
 import { Dispatcher, type DispatcherConfig, defaultDispatcherConfig } from './dispatcher.js';
-import { ActorNameTakenError, ActorSystemTerminatedError, InvalidActorNameError } from './errors.js';
+import {
+  ActorNameTakenError,
+  ActorSystemTerminatedError,
+  AskTimeoutError,
+  InvalidActorNameError,
+} from './errors.js';
 import { RateLimitedLog, silentLogger } from './logger.js';
 import { type Delivery, defaultMailboxConfig, type MailboxConfig, type OverflowPolicy } from './mailbox.js';
 import type { Message, Rejected, Terminated, TerminationReason } from './message.js';
@@ -27,6 +32,7 @@ import { Metrics } from './metrics.js';
 import { PendingAsk } from './pending-ask.js';
 import { defaultSupervision, type SupervisionStrategy, validateSupervision } from './supervision.js';
 import { registerSystemMessages, type Unwatch, type Watch } from './system-messages.js';
+import { activeTraceparent, inSpan } from './tracing.js';
 import { type Envelope, laneOf, type RemoteTransport } from './transport.js';
 
 /** The uid that addresses whichever incarnation runs at an address. */
@@ -324,7 +330,12 @@ export class ActorSystem implements RefHost, CellHost {
       this.deadLetter(ref.id, message, sender?.id, 'no-transport');
       return;
     }
-    this.transport.send(node, { to: ref.path, toUid: node.uid, from: sender?.id, message }, laneOf(ref.path));
+    const trace = activeTraceparent();
+    this.transport.send(
+      node,
+      { to: ref.path, toUid: node.uid, from: sender?.id, message, ...(trace ? { trace } : {}) },
+      laneOf(ref.path),
+    );
   }
 
   /**
@@ -343,7 +354,19 @@ export class ActorSystem implements RefHost, CellHost {
       return;
     }
     if (envelope.message.type === 'doyen.terminated') this.forgetRemoteWatch(envelope.message as Terminated);
-    this.deliverLocal(envelope.to, envelope.message, envelope.from);
+    if (envelope.trace === undefined) {
+      this.deliverLocal(envelope.to, envelope.message, envelope.from);
+      return;
+    }
+    // the sender's span continues here: a server span around the delivery
+    const attributes = { 'doyen.recipient': envelope.to, 'doyen.message.type': envelope.message.type };
+    inSpan(
+      'doyen.receive',
+      'server',
+      attributes,
+      () => this.deliverLocal(envelope.to, envelope.message, envelope.from),
+      envelope.trace,
+    ).span.end();
   }
 
   private deliverLocal(path: string, message: Message, sender: string | undefined): void {
@@ -464,11 +487,15 @@ export class ActorSystem implements RefHost, CellHost {
       this.functions.set(path, pending);
       this.askDeadlines.add(timeout, pending);
       const replyTo = this.makeLocalRef(path) as unknown as ActorRef<R>;
-      try {
-        target.send(build(replyTo), replyTo);
-      } catch (error) {
-        pending.fail(error);
-      }
+      // a client span when OpenTelemetry is there: the request carries its context to the target
+      const { span } = inSpan('doyen.ask', 'client', { 'doyen.target': target.id }, () => {
+        try {
+          target.send(build(replyTo), replyTo);
+        } catch (error) {
+          pending.fail(error);
+        }
+      });
+      pending.span = span;
     });
   }
 
@@ -476,6 +503,7 @@ export class ActorSystem implements RefHost, CellHost {
   settleAsk(ask: PendingAsk, expired: boolean): void {
     this.functions.delete(ask.path);
     if (!expired) this.askDeadlines.settled(ask.timeout);
+    ask.span?.end(expired ? new AskTimeoutError(ask.path, ask.timeout) : undefined);
     this.metrics.observe(
       'doyen_ask_duration_seconds',
       'From an ask to its reply (outcome settled) or its timeout',

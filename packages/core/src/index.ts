@@ -17,5 +17,6 @@ export * from './metrics.js';
 export * from './ring-buffer.js';
 export * from './supervision.js';
 export * from './system-messages.js';
+export * from './tracing.js';
 export * from './transition-logic.js';
 export * from './transport.js';

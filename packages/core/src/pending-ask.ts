@@ -2,6 +2,7 @@ import type { ActorRef } from './actor-ref.js';
 import type { Expiring } from './ask-deadlines.js';
 import { ActorSystemTerminatedError, AskTimeoutError, MailboxFullError } from './errors.js';
 import type { Message } from './message.js';
+import type { DoyenSpan } from './tracing.js';
 
 /** What a pending ask needs from its system. */
 export interface AskHost {
@@ -16,6 +17,8 @@ export interface AskHost {
  */
 export class PendingAsk implements Expiring {
   settled = false;
+  /** The ask's client span, when OpenTelemetry traces. */
+  span: DoyenSpan | undefined;
 
   constructor(
     private readonly host: AskHost,

@@ -16,6 +16,8 @@ export interface Envelope {
   /** Address of the sending actor, if any. */
   readonly from: string | undefined;
   readonly message: Message;
+  /** W3C traceparent of the span the message was sent in (OpenTelemetry), when there was one. */
+  readonly trace?: string;
 }
 
 /** The network as the actor system sees it: the wire implements it with WebSockets, the testkit in memory. */

@@ -1,5 +1,5 @@
 import { keyOf, keyOfNode, type Membership, nodeOf } from '@doyen/cluster';
-import type { ActorRef, ActorSystem, Message } from '@doyen/core';
+import { type ActorRef, type ActorSystem, inSpan, type Message } from '@doyen/core';
 import { assign, setup } from 'xstate';
 import { managerPath, proxyPath } from './manager-machine.js';
 import type { Drained, HandOverStarted, Identify, Identity } from './messages.js';
@@ -71,7 +71,7 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
         return { buffer, dropped };
       }),
       forward: ({ context, event }) => {
-        if (!isControl(event.type)) context.target!.send(event as Message);
+        if (!isControl(event.type)) forwardTraced(settings.name, context.target!, event as Message);
       },
       drainOld: ({ context, event }) => {
         // behind everything forwarded so far, on the same lane: "nothing more from me"
@@ -131,7 +131,7 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
               assign({ target: ({ event }) => (event as Identity).inbox }),
               ({ context, event }) => {
                 const inbox = (event as Identity).inbox;
-                for (const m of context.buffer) inbox.send(m);
+                for (const m of context.buffer) forwardTraced(settings.name, inbox, m);
               },
               assign({ buffer: [] }),
             ],
@@ -171,4 +171,11 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
       },
     },
   });
+}
+
+/** One hop of the proxy: a producer span when OpenTelemetry traces, its context sent along. */
+function forwardTraced(singleton: string, target: ActorRef, message: Message): void {
+  inSpan('doyen.singleton.forward', 'producer', { 'doyen.singleton': singleton }, () =>
+    target.send(message),
+  ).span.end();
 }

@@ -296,7 +296,11 @@ export class SimNetwork {
     }
     let bytes: Buffer;
     try {
-      bytes = encodePlain([envelope.to, envelope.toUid, envelope.from ?? null, envelope.message]);
+      bytes = encodePlain(
+        envelope.trace === undefined
+          ? [envelope.to, envelope.toUid, envelope.from ?? null, envelope.message]
+          : [envelope.to, envelope.toUid, envelope.from ?? null, envelope.message, envelope.trace],
+      );
     } catch (error) {
       sender.logger.warn(
         { event: 'wire.encode-failed', to: envelope.to, messageType, err: error },
@@ -396,6 +400,7 @@ export class SimNetwork {
       this.reject(target, packet, checked.reason, checked.detail);
       return;
     }
+    if (checked.dropped) this.reject(target, packet, checked.dropped.reason, checked.dropped.detail);
     this.counts.delivered++;
     this.emit('deliver', packet);
     system.receiveRemote(checked.envelope, origin);

@@ -424,5 +424,7 @@ export class Association {
 }
 
 function toTuple(e: Envelope): unknown[] {
-  return [e.to, e.toUid, e.from ?? null, e.message];
+  return e.trace === undefined
+    ? [e.to, e.toUid, e.from ?? null, e.message]
+    : [e.to, e.toUid, e.from ?? null, e.message, e.trace];
 }

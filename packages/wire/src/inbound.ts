@@ -257,6 +257,7 @@ export class InboundConnection {
         this.hooks.reject(checked.reason, checked.detail, this.peerName);
         continue;
       }
+      if (checked.dropped) this.hooks.reject(checked.dropped.reason, checked.dropped.detail, this.peerName);
       accepted++;
       this.system.receiveRemote(checked.envelope, this.origin!);
     }

@@ -76,7 +76,9 @@ export type RejectReason =
   | 'unknown-type'
   | 'invalid-message'
   /** A message claiming to speak for a node other than the one its connection authenticated as. */
-  | 'forged';
+  | 'forged'
+  /** An envelope's traceparent that is not W3C's: the trace is dropped, the message delivered. */
+  | 'bad-trace-context';
 
 /**
  * A close reason that fits the frame: RFC 6455 allows 123 bytes of UTF-8 and `ws` throws beyond

@@ -2,6 +2,7 @@ import {
   type ActorSystem,
   type Envelope,
   isMessage,
+  isTraceparent,
   isValidPath,
   parseActorAddress,
   sameNode,
@@ -10,7 +11,12 @@ import {
 import type { RejectReason } from './protocol.js';
 
 export type EnvelopeCheck =
-  | { readonly ok: true; readonly envelope: Envelope }
+  | {
+      readonly ok: true;
+      readonly envelope: Envelope;
+      /** A part dropped on the way in (a malformed trace context): report it, deliver the rest. */
+      readonly dropped?: { readonly reason: RejectReason; readonly detail: string };
+    }
   | { readonly ok: false; readonly reason: RejectReason; readonly detail: string };
 
 const MAX_UID = 64;
@@ -34,14 +40,14 @@ function isKnownGoodPath(path: string): boolean {
  * identity claims must be `origin` too (a forged message is refused as `forged`).
  */
 export function checkEnvelope(system: ActorSystem, raw: unknown, origin: UniqueNodeAddress): EnvelopeCheck {
-  if (!Array.isArray(raw) || raw.length !== 4) {
+  if (!Array.isArray(raw) || raw.length < 4 || raw.length > 5) {
     return {
       ok: false,
       reason: 'bad-envelope',
-      detail: 'envelope must be a 4-tuple [to, toUid, from, message]',
+      detail: 'envelope must be a tuple [to, toUid, from, message, traceparent?]',
     };
   }
-  const [to, toUid, from, message] = raw as [unknown, unknown, unknown, unknown];
+  const [to, toUid, from, message, trace] = raw as [unknown, unknown, unknown, unknown, unknown];
   if (typeof to !== 'string' || !isKnownGoodPath(to)) {
     return { ok: false, reason: 'bad-envelope', detail: 'recipient must be an actor path' };
   }
@@ -63,7 +69,16 @@ export function checkEnvelope(system: ActorSystem, raw: unknown, origin: UniqueN
   }
   const parsed = system.messageTypes.parse(message, origin);
   if (!parsed.ok) return { ok: false, reason: parsed.reason, detail: parsed.detail };
-  return { ok: true, envelope: { to, toUid, from: from ?? undefined, message: parsed.message } };
+  const envelope = { to, toUid, from: from ?? undefined, message: parsed.message };
+  if (trace === undefined || trace === null) return { ok: true, envelope };
+  // a bad trace context costs the trace, never the message (W3C: ignore it, start afresh)
+  if (!isTraceparent(trace))
+    return {
+      ok: true,
+      envelope,
+      dropped: { reason: 'bad-trace-context', detail: 'traceparent is not W3C version 00' },
+    };
+  return { ok: true, envelope: { ...envelope, trace } };
 }
 
 /** A sender address must name an actor on the node the connection authenticated as. */
