@@ -2,18 +2,15 @@
 // milliseconds with sub-ms resolution, `performance.timeOrigin + performance.now()`, so figures taken in
 // different processes on one machine can be subtracted.
 
+import type { MemberView as HttpMemberView } from '../../packages/doyen/src/management-http.js';
 export const MEMBERSHIP_CLUSTER = 'bench-membership';
 export const MEMBERSHIP_SECRET = 'bench-membership-secret';
 
 /** Wall-clock ms with sub-ms resolution, comparable across processes on this machine. */
 export const wallMs = (): number => performance.timeOrigin + performance.now();
 
-export interface MemberView {
-  readonly address: string;
-  readonly uid: string;
-  readonly status: string;
-  readonly age: number;
-}
+/** A member as the node reports it: the management endpoint's view, the fields a bench reads. */
+export type MemberView = Pick<HttpMemberView, 'address' | 'uid' | 'status' | 'age'>;
 
 /** The node is a member (startNode resolved). */
 export interface NodeUp {

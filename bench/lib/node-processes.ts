@@ -1,7 +1,7 @@
 // Node processes of the benches that run one doyen node per child process (membership, singleton): the
 // spawn, the IPC conversation, and the guarantee that none outlives the bench (SIGKILL on exit, whatever the
 // exit path). Each bench's NodeProcess adds what its own reports carry.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { waitFor, withTimeout } from './timeout.js';
 
@@ -26,6 +26,18 @@ export function installSignalCleanup(): void {
       process.exit(130);
     });
   }
+}
+
+/**
+ * Spawns a process that must not outlive the bench (the compiled CLI, say): tracked like the node
+ * processes above, killed on any exit.
+ */
+export function spawnTracked(command: string, args: readonly string[], options: SpawnOptions): ChildProcess {
+  installExitHook();
+  const child = spawn(command, args, options);
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  return child;
 }
 
 /** Node processes still running (for the report: 0 after cleanup). */

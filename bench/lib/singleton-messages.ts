@@ -2,6 +2,7 @@
 // milliseconds with sub-ms resolution, `performance.timeOrigin + performance.now()`, so a kill time taken in
 // the bench and a log line written in a node process on the same machine can be subtracted.
 
+import type { MemberView as HttpMemberView } from '../../packages/doyen/src/management-http.js';
 export const SINGLETON_CLUSTER = 'bench-singleton';
 export const SINGLETON_SECRET = 'bench-singleton-secret';
 
@@ -28,12 +29,8 @@ export const FORWARDED_CLUSTER_EVENTS: ReadonlySet<string> = new Set([
   'coordinator.changed',
 ]);
 
-export interface MemberView {
-  readonly address: string;
-  readonly uid: string;
-  readonly status: string;
-  readonly age: number;
-}
+/** A member as the node reports it: the management endpoint's view, the fields a bench reads. */
+export type MemberView = Pick<HttpMemberView, 'address' | 'uid' | 'status' | 'age'>;
 
 /** The node is a member (cluster.whenUp() resolved). */
 export interface NodeUp {

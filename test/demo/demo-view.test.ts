@@ -172,6 +172,7 @@ describe('demo observation', () => {
         age: m + 1,
         status: 'up',
         reachable: !unreachable.includes(m),
+        roles: [],
       })),
     };
   }
@@ -184,8 +185,10 @@ describe('demo observation', () => {
     const snapshot: NodeSnapshot = {
       at: NOW - 100,
       cluster,
-      singletons: [{ name: 'partition-allocator', node: cluster.coordinator, runsHere: allocator }],
-      partitions: { version: 3, partitionCount: 271, owners: Array(271).fill('x'), counts },
+      singletons: [
+        { name: 'partition-allocator', node: cluster.coordinator, runsHere: allocator, state: 'running' },
+      ],
+      partitions: { version: 3, partitionCount: 271, owners: Array(271).fill('x'), counts, backups: [] },
       error: undefined,
       errorAt: 0,
     };

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import type { ClusterView } from '../../packages/doyen/src/management-http.js';
 import { secretEnv, TEST_HTTP_TOKEN } from '../support/cli-process.js';
 import {
   canUseNetns,
@@ -29,23 +30,6 @@ const MINORITY: Name[] = ['delphi', 'ephesus'];
 const KNOWN_BUGS = process.env.DOYEN_NETNS_STRICT !== '0';
 const PORT = 2552;
 const HTTP_PORT = 8558;
-
-interface MemberView {
-  address: string;
-  uid: string;
-  name: string;
-  age: number;
-  status: string;
-  reachable: boolean;
-}
-interface ClusterView {
-  self: string;
-  uid: string;
-  status: string;
-  version: number;
-  coordinator: string | null;
-  members: MemberView[];
-}
 
 /**
  * `doyen node` in a namespace: its own address, the seeds, management at the namespace's

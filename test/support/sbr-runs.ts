@@ -5,8 +5,8 @@ import { GREEK, SimCluster } from './sim-cluster.js';
 
 const FIVE = GREEK.slice(0, 5) as unknown as string[];
 
-/** Seeded runs per strategy (55 × 3 = 165); DOYEN_SBR_RUNS overrides. */
-export const SBR_RUNS = Number(process.env.DOYEN_SBR_RUNS ?? 55);
+/** Seeded runs per strategy (40 × 3 = 120); DOYEN_SBR_RUNS overrides (the CI budget: raise it in soaks). */
+export const SBR_RUNS = Number(process.env.DOYEN_SBR_RUNS ?? 40);
 
 const status = (c: SimCluster, n: string) => c.get(n).cluster.state().status;
 const split = (c: SimCluster, a: string[], b: string[]) =>

@@ -5,43 +5,15 @@
  * its time, and an error. `/singletons` and `/partitions` may be missing (404) on older nodes.
  */
 
-/** One row of `GET /cluster`. */
-export interface MemberView {
-  readonly address: string;
-  readonly uid: string;
-  readonly name: string;
-  readonly age: number;
-  readonly status: string;
-  readonly reachable: boolean;
-  readonly roles?: readonly string[];
-}
+// The management endpoint's own view types: one declaration for the server and its readers.
+import type {
+  ClusterView,
+  MemberView,
+  PartitionsView,
+  SingletonView,
+} from '../../../packages/doyen/src/management-http.js';
 
-/** `GET /cluster`. */
-export interface ClusterView {
-  readonly self: string;
-  readonly uid: string;
-  readonly status: string;
-  readonly coordinator: string | null;
-  readonly version: number;
-  readonly members: readonly MemberView[];
-}
-
-/** One entry of `GET /singletons`. */
-export interface SingletonView {
-  readonly name: string;
-  /** `host:port` of the member it runs on, as this node sees it. */
-  readonly node: string | null;
-  readonly runsHere: boolean;
-}
-
-/** `GET /partitions`. */
-export interface PartitionsView {
-  readonly version: number;
-  readonly partitionCount: number;
-  /** `host:port` per partition, `''` when unassigned. */
-  readonly owners: readonly string[];
-  readonly counts: Readonly<Record<string, number>>;
-}
+export type { ClusterView, MemberView, PartitionsView, SingletonView };
 
 export interface NodeSnapshot {
   /** When `cluster` was last read successfully (0: never). */

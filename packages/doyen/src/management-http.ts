@@ -51,6 +51,26 @@ export interface ClusterView {
   readonly members: readonly MemberView[];
 }
 
+/** One entry of `GET /singletons`. */
+export interface SingletonView {
+  readonly name: string;
+  /** `host:port` of the member it runs on, as this node sees it. */
+  readonly node: string | null;
+  readonly runsHere: boolean;
+  /** The singleton manager's state on this node (its xstate state value). */
+  readonly state: unknown;
+}
+
+/** `GET /partitions`. */
+export interface PartitionsView {
+  readonly version: number;
+  readonly partitionCount: number;
+  /** `host:port` per partition, `''` when unassigned. */
+  readonly owners: readonly string[];
+  readonly counts: Readonly<Record<string, number>>;
+  readonly backups: readonly (readonly string[])[];
+}
+
 /** Extra routes other packages add (singletons, partitions, the inspector page). */
 export type Route = (
   request: IncomingMessage,
@@ -188,16 +208,13 @@ export class ManagementServer {
       if (path === '/health/alive' && method === 'GET') return json(response, 200, { alive: true });
       if (path === '/singletons' && method === 'GET') {
         const singletons = options.node.singletons?.list() ?? [];
-        return json(
-          response,
-          200,
-          singletons.map((x) => ({
-            name: x.name,
-            node: x.oldest,
-            runsHere: x.runsHere,
-            state: x.managerState,
-          })),
-        );
+        const views: SingletonView[] = singletons.map((x) => ({
+          name: x.name,
+          node: x.oldest ?? null,
+          runsHere: x.runsHere,
+          state: x.managerState,
+        }));
+        return json(response, 200, views);
       }
       if (path === '/partitions' && method === 'GET') {
         const table = options.node.partitions?.table();
@@ -206,13 +223,14 @@ export class ManagementServer {
         const owners = (table?.owners ?? []).map((k) => (k ? k.slice(0, k.lastIndexOf('#')) : ''));
         const counts: Record<string, number> = {};
         for (const o of owners) if (o) counts[o] = (counts[o] ?? 0) + 1;
-        return json(response, 200, {
+        const view: PartitionsView = {
           version: table?.version ?? 0,
           partitionCount: options.node.partitions.partitionCount,
           owners,
           counts,
           backups: (table?.backups ?? []).map((b) => b.map((k) => k.slice(0, k.lastIndexOf('#')))),
-        });
+        };
+        return json(response, 200, view);
       }
       if (path === '/health/ready' && method === 'GET') {
         const status = cluster.state().status;
