@@ -10,6 +10,7 @@
  * test process so that parallel runs do not collide.
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { chmodSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { compiledCli } from './cli-process.js';
 
@@ -134,6 +135,11 @@ export function netnsMissing(): readonly string[] {
   return missing;
 }
 
+/** What the DNS tests lack besides netnsMissing(): Debian's dnsmasq (package dnsmasq-base). */
+export function dnsmasqMissing(): readonly string[] {
+  return works('dnsmasq', ['--version']) ? [] : ['dnsmasq (Debian package dnsmasq-base)'];
+}
+
 /** True when root, `ip netns` and a firewall tool are all here. */
 export function canUseNetns(): boolean {
   return netnsMissing().length === 0;
@@ -200,6 +206,12 @@ export interface Topology {
     url: string,
     options?: { method?: string; timeoutMs?: number; headers?: Readonly<Record<string, string>> },
   ): Promise<any>;
+  /**
+   * Starts Debian's dnsmasq in the bridge namespace, at `<subnet>.254` port 53, answering for
+   * `*.test` from the hosts files in `hostsDir` (read again whenever one changes; unknown names
+   * get NXDOMAIN). Resolves with its address once it answers. Needs `dnsmasqMissing()` empty.
+   */
+  startDnsServer(hostsDir: string): Promise<string>;
   /** SIGKILLs every node process started through this topology and waits for them. */
   killNodes(): Promise<void>;
   /** Kills every process and deletes every namespace; safe to call twice. */
@@ -239,6 +251,7 @@ export function createTopology(names: readonly string[]): Topology {
     for (const n of nodes) {
       if (n.exitStatus() === undefined) n.process.kill('SIGKILL');
     }
+    dnsServer?.kill('SIGKILL');
     for (const ns of namespaces) deleteNamespace(ns);
   };
   process.once('exit', teardownSync);
@@ -365,11 +378,62 @@ export function createTopology(names: readonly string[]): Topology {
     clearTimeout(timer);
   };
 
+  let dnsServer: ChildProcess | undefined;
+
   return {
     subnet,
     bridgeNs,
     hosts,
     host,
+    async startDnsServer(hostsDir) {
+      const ip = `10.201.${k}.254`;
+      ipIn(bridgeNs, 'addr', 'add', `${ip}/24`, 'dev', 'br0');
+      // dnsmasq drops to nobody: it must be able to read the directory and its files
+      chmodSync(hostsDir, 0o755);
+      dnsServer = spawn(
+        'ip',
+        [
+          'netns',
+          'exec',
+          bridgeNs,
+          'dnsmasq',
+          '--keep-in-foreground',
+          '--conf-file=/dev/null',
+          '--no-resolv',
+          '--no-hosts',
+          '--bind-interfaces',
+          `--listen-address=${ip}`,
+          '--port=53',
+          `--hostsdir=${hostsDir}`,
+          '--local=/test/',
+          '--local-ttl=0',
+          '--pid-file=',
+          '--log-facility=-',
+        ],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      pending.add(dnsServer);
+      let errors = '';
+      dnsServer.stderr!.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+      // answering: a query for a name no file holds gets NXDOMAIN (exit 1 from the resolver below)
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const answer = await run('ip', [
+          'netns',
+          'exec',
+          hosts[0]!.ns,
+          process.execPath,
+          '-e',
+          `const r=new (require('node:dns').promises.Resolver)();r.setServers([process.argv[1]]);` +
+            `r.resolve4('probe.test').then(()=>console.log('ok'),e=>console.log(e.code))`,
+          ip,
+        ]).catch((e: Error) => e.message);
+        if (/ENOTFOUND|ok/.test(answer)) return ip;
+        if (Date.now() > deadline || dnsServer.exitCode !== null)
+          throw new Error(`dnsmasq did not answer at ${ip}: ${answer} ${errors}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
     async partition(groupA, groupB) {
       const a = groupA.map(host);
       const b = groupB.map(host);

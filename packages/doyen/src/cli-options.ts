@@ -27,8 +27,31 @@ export const NODE_OPTIONS = {
   seeds: {
     type: 'string',
     arg: 'H1:P1,H2:P2',
-    help: 'seed nodes; the first may form the cluster (required)',
+    help: 'seed nodes; the first may form the cluster (or use --discovery dns)',
   },
+  discovery: { type: 'string', arg: 'static|dns', help: 'how contact points are found (static: --seeds)' },
+  service: {
+    type: 'string',
+    arg: 'NAME',
+    help: 'dns: a headless service name (A/AAAA), or _port._tcp.NAME for SRV',
+  },
+  'required-contact-points': {
+    type: 'string',
+    arg: 'N',
+    help: 'dns: contact points seen before a new cluster forms (2)',
+  },
+  'stable-margin-ms': {
+    type: 'string',
+    arg: 'MS',
+    help: 'dns: how long the contact points stay the same first (5000)',
+  },
+  'discovery-interval-ms': { type: 'string', arg: 'MS', help: 'dns: re-resolve and probe this often (1000)' },
+  'contact-point-port': {
+    type: 'string',
+    arg: 'Q',
+    help: "dns with A records: the others' management port (--http-port)",
+  },
+  'dns-server': { type: 'string', arg: 'H[:P]', help: 'dns: ask this server (default: the system resolver)' },
   name: { type: 'string', arg: 'N', help: 'name shown in /cluster' },
   roles: { type: 'string', arg: 'a,b', help: 'roles of this node' },
   'bind-host': { type: 'string', arg: 'B', help: 'interface to bind (default: --host)' },

@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { defaultClusterConfig, JoinFailedError } from '@doyen/cluster';
 import { DoyenError, formatNodeAddress } from '@doyen/core';
 import { EtcdLease } from '@doyen/lease';
-import { type NodeOptionName, nodeOptionsUsage, parseNodeArgs } from './cli-options.js';
+import { parseDnsServers } from './bootstrap/discovery.js';
+import { type NodeOptionName, nodeOptionsUsage, type OptionValues, parseNodeArgs } from './cli-options.js';
 // config-file.js (TypeBox, yaml: ~150 ms to load) is imported only when a file is given
 import type { FileLease, readConfigFile } from './config-file.js';
 import { INSPECTOR_USAGE, runInspectorServerCommand } from './inspector/server-cli.js';
@@ -16,7 +17,7 @@ import { startNode } from './start-node.js';
 /** Exit codes a supervisor (systemd, Kubernetes) can act on. */
 export const ExitCode = { ok: 0, failure: 1, usage: 2, joinFailed: 3, downed: 4 } as const;
 
-const USAGE = `usage: doyen node --cluster NAME --host H --port P --seeds H1:P1,H2:P2
+const USAGE = `usage: doyen node --cluster NAME --host H --port P (--seeds H1:P1,H2:P2 | --discovery dns --service NAME --http-port Q)
                   (DOYEN_SECRET=S in the environment | --secret-file F
                    | --tls-ca F --tls-cert F --tls-key F | --insecure) [options]
        doyen inspector [--port 8080] [--host 127.0.0.1] [--allowed-origins https://a,...] [--open]
@@ -24,6 +25,10 @@ const USAGE = `usage: doyen node --cluster NAME --host H --port P --seeds H1:P1,
        doyen --help | --version
 
 Starts a cluster node. The node whose own address is the first seed may form the cluster.
+With --discovery dns there is no seed list: the node finds contact points in the DNS records of
+--service, probes their management port (GET /bootstrap/seed-nodes) and joins the cluster one of
+them is in; only the lowest-addressed contact point forms a new cluster, once
+--required-contact-points were found, stable for --stable-margin-ms, and all of them answered.
 Peers prove the cluster secret (DOYEN_SECRET, or the trimmed content of --secret-file) or a
 certificate of the --tls-ca; without either the node refuses to start unless --insecure.
 --secret S still works but shows the secret to every local user in \`ps\`.
@@ -62,6 +67,51 @@ function version(): string {
     version: string;
   };
   return `doyen ${pkg.version}`;
+}
+
+/**
+ * `--seeds` (static discovery), or `--discovery dns --service NAME` and its settings; the config
+ * file's `seeds` or `discovery` when neither flag is given. Exactly one of them is required.
+ */
+function contactPointsOf(
+  values: OptionValues,
+  file: Partial<NodeConfig>,
+  int: (name: NodeOptionName, v: string | undefined) => number | undefined,
+): Pick<NodeConfig, 'seeds' | 'discovery'> {
+  const method = values.discovery ?? (values.seeds ? 'static' : undefined);
+  if (method === undefined) {
+    if (file.seeds) return { seeds: file.seeds };
+    if (file.discovery) return { discovery: file.discovery };
+    fail(`--seeds or --discovery dns --service NAME is required\n${USAGE}`);
+  }
+  if (method === 'static') {
+    if (!values.seeds) fail('--discovery static needs --seeds H1:P1,H2:P2');
+    return { seeds: parseSeeds(values.seeds) };
+  }
+  if (method !== 'dns') fail(`--discovery must be static or dns, got ${method}`);
+  if (values.seeds) fail('--seeds and --discovery dns exclude each other: give one of them');
+  const service = values.service ?? file.discovery?.service ?? fail('--discovery dns needs --service NAME');
+  const positive = (name: NodeOptionName) => {
+    const n = int(name, values[name] as string | undefined);
+    if (n !== undefined && n <= 0) fail(`--${name} must be positive, got ${n}`);
+    return n;
+  };
+  const required = positive('required-contact-points');
+  const stable = positive('stable-margin-ms');
+  const interval = positive('discovery-interval-ms');
+  const port = positive('contact-point-port');
+  return {
+    discovery: {
+      ...file.discovery,
+      method: 'dns',
+      service,
+      ...(required !== undefined ? { requiredContactPoints: required } : {}),
+      ...(stable !== undefined ? { stableMarginMs: stable } : {}),
+      ...(interval !== undefined ? { intervalMs: interval } : {}),
+      ...(port !== undefined ? { contactPointPort: port } : {}),
+      ...(values['dns-server'] ? { dnsServers: parseDnsServers(values['dns-server']) } : {}),
+    },
+  };
 }
 
 async function withLease(config: NodeConfig, lease: FileLease | undefined): Promise<NodeConfig> {
@@ -149,7 +199,7 @@ export async function main(argv: string[]): Promise<void> {
       cluster: values.cluster ?? file.cluster ?? fail(`--cluster is required\n${USAGE}`),
       host: values.host ?? file.host ?? fail(`--host is required\n${USAGE}`),
       port: int('port', values.port) ?? file.port ?? fail(`--port is required\n${USAGE}`),
-      seeds: values.seeds ? parseSeeds(values.seeds) : (file.seeds ?? fail(`--seeds is required\n${USAGE}`)),
+      ...contactPointsOf(values, file, int),
       ...(values.name ? { name: values.name } : {}),
       ...(values.roles ? { roles: values.roles.split(',').filter(Boolean) } : {}),
       ...(values['http-port'] ? { httpPort: int('http-port', values['http-port'])! } : {}),

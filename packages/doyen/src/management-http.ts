@@ -7,6 +7,7 @@ import { type ActorSystem, RateLimitedLog } from '@doyen/core';
 import type { ElectedCoordinator } from '@doyen/election';
 import type { PartitionService } from '@doyen/partitions';
 import type { ClusterSingletons } from '@doyen/singleton';
+import { SEED_NODES_PATH, type SeedNodesView } from './bootstrap/seed-nodes.js';
 import { sendJson as json } from './http-json.js';
 import {
   changesState,
@@ -110,6 +111,14 @@ function pick(x: Member) {
   return { address: x.address, uid: x.uid, name: x.name, age: x.age, status: x.status, roles: x.roles };
 }
 
+/** Before the node is in a cluster: alive, not ready, nothing else yet. */
+function answerWhileBootstrapping(response: ServerResponse, path: string, method: string): void {
+  if (method === 'GET' && path === '/health/alive') json(response, 200, { alive: true });
+  else if (method === 'GET' && path === '/health/ready')
+    json(response, 503, { ready: false, status: 'bootstrapping' });
+  else json(response, 503, { error: 'bootstrapping: not in a cluster yet' });
+}
+
 /** The node as the management endpoint reads it, on every request: it changes when the node restarts. */
 export interface ManagedNode {
   readonly system: ActorSystem;
@@ -117,6 +126,13 @@ export interface ManagedNode {
   readonly singletons?: ClusterSingletons;
   readonly partitions?: PartitionService | undefined;
   readonly coordinator?: ElectedCoordinator | undefined;
+  /**
+   * True while the node is still looking for its cluster (discovery): it has no actor system or
+   * cluster yet, so every route but the bootstrap's and the health checks answers 503.
+   */
+  readonly bootstrapping?: boolean;
+  /** What `GET /bootstrap/seed-nodes` answers (absent: the route is not served). */
+  seedNodes?(): SeedNodesView;
 }
 
 export interface ManagementServerOptions {
@@ -159,7 +175,8 @@ export class ManagementServer {
       socket.once('close', () => this.upgraded.delete(socket));
       socket.on('error', () => socket.destroy());
       try {
-        for (const route of this.upgradeRoutes) if (route(request, socket, head)) return;
+        if (!this.node.bootstrapping)
+          for (const route of this.upgradeRoutes) if (route(request, socket, head)) return;
       } catch {
         socket.destroy();
         return;
@@ -173,7 +190,8 @@ export class ManagementServer {
     const members = membersRoute(options.node, options.onLeave);
     const listener = (request: IncomingMessage, response: ServerResponse) => {
       void handle(request, response).catch((error: unknown) => {
-        options.node.system.logger.error({ event: 'http.error', err: error }, 'management request failed');
+        if (!options.node.bootstrapping)
+          options.node.system.logger.error({ event: 'http.error', err: error }, 'management request failed');
         if (!response.headersSent) json(response, 500, { error: 'internal error' });
         else response.destroy();
       });
@@ -182,7 +200,6 @@ export class ManagementServer {
       ? (createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, listener) as unknown as Server)
       : createServer(listener);
     async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-      const { system, cluster } = options.node;
       const url = new URL(request.url ?? '/', 'http://localhost');
       const path = url.pathname.replace(/\/+$/, '') || '/';
       const method = request.method ?? 'GET';
@@ -192,6 +209,12 @@ export class ManagementServer {
         self.refused(request, wrongHost.reason);
         return json(response, wrongHost.status, { error: wrongHost.error });
       }
+      if (path === SEED_NODES_PATH && options.node.seedNodes) {
+        if (method !== 'GET') return json(response, 405, { error: `${method} not allowed on ${path}` });
+        return json(response, 200, options.node.seedNodes());
+      }
+      if (options.node.bootstrapping) return answerWhileBootstrapping(response, path, method);
+      const { system, cluster } = options.node;
       if (changesState(method)) {
         const refusal = refusalOf(request.headers, self.policy);
         if (refusal) {
@@ -309,6 +332,7 @@ export class ManagementServer {
 
   /** Logs (rate-limited, never a header value but the origin) and counts a refused request. */
   refused(request: IncomingMessage, reason: RefusalReason): void {
+    if (this.node.bootstrapping) return; // no actor system to log and count with yet
     const system = this.node.system;
     if (this.refusalLogOf !== system) {
       this.refusalLog = new RateLimitedLog(system.logger, Date.now);

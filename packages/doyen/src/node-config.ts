@@ -15,7 +15,13 @@ export interface NodeConfig {
   readonly port: number;
   /** Interface to bind (defaults to `host`). */
   readonly bindHost?: string;
-  readonly seeds: readonly NodeAddress[];
+  /** The seed nodes to join (the first may form the cluster); or find them with `discovery`. */
+  readonly seeds?: readonly NodeAddress[];
+  /**
+   * Find the other nodes through DNS instead of a seed list, and join or form the cluster by
+   * Akka Cluster Bootstrap's rule (probe each contact point's management port; needs `httpPort`).
+   */
+  readonly discovery?: DiscoveryConfig;
   readonly name?: string;
   readonly roles?: readonly string[];
   /** HTTP management port; off when absent. */
@@ -85,6 +91,29 @@ export interface NodeConfig {
   readonly shutdown?: { readonly phaseTimeoutsMs?: Partial<Record<ShutdownPhase, number>> };
 }
 
+/** `discovery` of NodeConfig: a headless service's DNS records name the contact points. */
+export interface DiscoveryConfig {
+  readonly method: 'dns';
+  /** The DNS name: A/AAAA records (with `contactPointPort`), or `_port._proto.name` for SRV records. */
+  readonly service: string;
+  /** The others' management port for A/AAAA records (default: this node's `httpPort`). */
+  readonly contactPointPort?: number;
+  /** Contact points that must be discovered before a new cluster forms (2; Akka's default). */
+  readonly requiredContactPoints?: number;
+  /** How long the discovered set must stay the same before a new cluster forms (5000 ms). */
+  readonly stableMarginMs?: number;
+  /** Discovery and probes run again this often (1000 ms). */
+  readonly intervalMs?: number;
+  /** DNS servers (`ip` or `ip:port`); the system's resolver when absent. */
+  readonly dnsServers?: readonly string[];
+}
+
+export const DISCOVERY_DEFAULTS = {
+  requiredContactPoints: 2,
+  stableMarginMs: 5000,
+  intervalMs: 1000,
+} as const;
+
 /** Which incarnation a `setup` call is for: 1 at the start, then one more per restart. */
 export interface IncarnationInfo {
   readonly number: number;
@@ -148,8 +177,7 @@ export function validateNodeConfig(c: NodeConfig): NodeConfig {
       "coordinator 'quorum' needs a split-brain resolver strategy, not downing 'auto': under auto both sides of a partition shrink their membership and could each elect a majority",
     );
   }
-  if (c.seeds.length === 0)
-    throw new InvalidConfigError('at least one seed is required (use your own address to form)');
+  validateContactPoints(c);
   validateManagement(c);
   validateClusterAuth(c);
   return c;
@@ -178,6 +206,40 @@ function validateClusterAuth(c: NodeConfig): void {
   }
   if (clusterSecretOf(c) === undefined && tls === undefined && c.insecure !== true)
     throw new InvalidConfigError(NO_CLUSTER_AUTH_MESSAGE);
+}
+
+/** Either seeds or discovery, never both; discovery needs the management port its probes use. */
+function validateContactPoints(c: NodeConfig): void {
+  const d = c.discovery;
+  if (d === undefined) {
+    if (!c.seeds || c.seeds.length === 0)
+      throw new InvalidConfigError(
+        'at least one seed is required (use your own address to form), or discovery (--discovery dns --service NAME)',
+      );
+    return;
+  }
+  if (c.seeds && c.seeds.length > 0)
+    throw new InvalidConfigError('seeds and discovery exclude each other: give --seeds or --discovery dns');
+  if (d.method !== 'dns')
+    throw new InvalidConfigError(`discovery method ${String(d.method)}: only dns is known`);
+  if (typeof d.service !== 'string' || !/^[A-Za-z0-9_.-]{1,253}$/.test(d.service))
+    throw new InvalidConfigError(
+      `discovery service ${JSON.stringify(d.service)}: a DNS name is expected (--service)`,
+    );
+  if (c.httpPort === undefined || c.httpPort === 0 || c.port === 0)
+    throw new InvalidConfigError(
+      'discovery needs fixed ports: the management port (--http-port), where contact points are probed, and the cluster port (--port)',
+    );
+  const positive = (value: number | undefined, what: string, integer = false) => {
+    if (value !== undefined && !(value > 0 && (!integer || Number.isInteger(value))))
+      throw new InvalidConfigError(
+        `discovery ${what} must be a positive ${integer ? 'integer' : 'number'}, got ${value}`,
+      );
+  };
+  positive(d.requiredContactPoints, 'requiredContactPoints (--required-contact-points)', true);
+  positive(d.stableMarginMs, 'stableMarginMs (--stable-margin-ms)');
+  positive(d.intervalMs, 'intervalMs (--discovery-interval-ms)');
+  positive(d.contactPointPort, 'contactPointPort (--contact-point-port)', true);
 }
 
 function validateManagement(c: NodeConfig): void {

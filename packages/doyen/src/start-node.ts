@@ -19,6 +19,9 @@ import {
 import { ALLOCATOR_SINGLETON, allocatorLogic, PartitionService } from '@doyen/partitions';
 import { ClusterSingletons } from '@doyen/singleton';
 import { WsTransport } from '@doyen/wire';
+import { type ClusterBootstrapOptions, runClusterBootstrap } from './bootstrap/cluster-bootstrap.js';
+import { DnsDiscovery } from './bootstrap/discovery.js';
+import { type SeedNodesView, seedNodesView } from './bootstrap/seed-nodes.js';
 import { CoordinatedShutdown } from './coordinated-shutdown.js';
 import { faultInjectionRoute } from './fault-injection.js';
 import { attachLocalInspector, type LocalInspector } from './inspector/local-inspector.js';
@@ -31,6 +34,7 @@ export const DEFAULT_PARTITION_COUNT = 271;
 
 import {
   clusterSecretOf,
+  DISCOVERY_DEFAULTS,
   type IncarnationInfo,
   type NodeConfig,
   normalizeOrigin,
@@ -87,7 +91,12 @@ interface Incarnation {
  * new uid, joining through the members it knew and never forming a cluster of its own.
  */
 class NodeRunner implements DoyenNode {
+  /** Undefined only while the cluster bootstrap is still deciding (discovery). */
   private current!: Incarnation;
+  /** True until discovery decided whom to join (the management port answers, the rest waits). */
+  bootstrapping = false;
+  /** Aborted when the node stops, so a bootstrap still probing ends. */
+  readonly stopSignal = new AbortController();
   private stopping: Promise<void> | undefined;
   private restarting = false;
   private finish: (reason: StopReason) => void = () => {};
@@ -149,15 +158,28 @@ class NodeRunner implements DoyenNode {
     return this.current.coordinator;
   }
 
+  /** `GET /bootstrap/seed-nodes`: the up members once this node is up, none before. */
+  seedNodes(): SeedNodesView {
+    const self = { host: this.config.host, port: this.config.port };
+    return seedNodesView(this.bootstrapping ? undefined : this.current?.cluster, this.config.cluster, self);
+  }
+
   /** doyen's own tasks of the coordinated shutdown; the app adds its own beside them. */
   private addShutdownTasks(): void {
     const tasks = this.coordinatedShutdown;
-    tasks.addTask('leave', 'doyen.leave-cluster', () => this.current.cluster.leave());
-    tasks.addTask('hand-over', 'doyen.singletons-handed-over', () =>
-      until(() => !this.current.singletons.list().some((s) => s.runsHere)),
+    // before the bootstrap decided there is no cluster to leave and nothing to drain
+    const started = () => this.current !== undefined;
+    tasks.addTask('leave', 'doyen.leave-cluster', () =>
+      started() ? this.current.cluster.leave() : undefined,
     );
-    tasks.addTask('drain', 'doyen.drain-user-mailboxes', () => until(() => userBacklog(this.system) === 0));
+    tasks.addTask('hand-over', 'doyen.singletons-handed-over', () =>
+      until(() => !started() || !this.current.singletons.list().some((s) => s.runsHere)),
+    );
+    tasks.addTask('drain', 'doyen.drain-user-mailboxes', () =>
+      until(() => !started() || userBacklog(this.system) === 0),
+    );
     tasks.addTask('stop-actors', 'doyen.stop-user-actors', () => {
+      if (!started()) return;
       const system = this.system;
       for (const path of topLevelUserActors(system)) {
         const ref = system.lookup(path);
@@ -317,13 +339,15 @@ class NodeRunner implements DoyenNode {
 
   private stop(reason: StopReason): Promise<void> {
     this.stopping ??= (async () => {
-      this.current.cluster.stop();
+      this.stopSignal.abort();
+      const current = this.current as Incarnation | undefined;
+      current?.cluster.stop();
       // a crash (`closed`) does not resign: the lease lapses after its TTL, as a crash would
-      await this.stopCoordinator(this.current, reason !== 'closed');
+      if (current) await this.stopCoordinator(current, reason !== 'closed');
       this.localInspector?.close();
       await this.http?.close();
       // `closed` is what a crash looks like: no grace for queued messages
-      await this.current.transport.close(reason === 'closed' ? 0 : undefined);
+      await current?.transport.close(reason === 'closed' ? 0 : undefined);
       this.stately?.stop();
       this.finish(reason);
     })();
@@ -394,6 +418,83 @@ function incarnationLabel(system: ActorSystem): string {
   return `${system.nodeName}#${system.node.uid}`;
 }
 
+/** Serves HTTP management (when `httpPort` is set), with fault injection and the local inspector. */
+async function startManagement(
+  node: NodeRunner,
+  config: NodeConfig,
+  httpTls: { cert: Buffer; key: Buffer } | undefined,
+  logger: Logger,
+): Promise<void> {
+  if (config.httpPort !== undefined) {
+    node.http = await ManagementServer.start({
+      host: config.httpHost ?? DEFAULT_HTTP_HOST,
+      port: config.httpPort,
+      node,
+      onLeave: () => void node.shutdown(),
+      ...(config.httpToken ? { token: config.httpToken } : {}),
+      allowedOrigins: (config.httpAllowedOrigins ?? []).map(normalizeOrigin),
+      ...(httpTls ? { tls: httpTls } : {}),
+    });
+    logger.info(
+      {
+        event: 'http.listening',
+        host: node.http.address.address,
+        port: node.http.port,
+        scheme: node.http.scheme,
+        readOnly: node.http.policy.token === undefined,
+      },
+      `management on ${node.http.scheme}://${node.http.address.address}:${node.http.port}${node.http.policy.token === undefined ? ' (read-only: no management token)' : ''}`,
+    );
+    if (config.faultInjection) {
+      node.http.addRoute(faultInjectionRoute(() => node.transport));
+      logger.warn(
+        { event: 'fault.enabled' },
+        'fault injection is enabled: POST /fault/blackhole, /fault/heal',
+      );
+    }
+    node.localInspector = attachLocalInspector(node.http, node);
+  }
+  const page = node.http
+    ? `${node.http.scheme}://${pageHost(config)}:${node.http.port}/inspector`
+    : undefined;
+  if (node.stately) {
+    logger.info(
+      { event: 'inspect.enabled', url: node.stately.url, open: node.stately.pageUrl, page },
+      `Stately inspector: machines go to ${node.stately.url}; open ${node.stately.pageUrl} (run \`doyen inspector\` there; it loads stately.ai, online only)${page ? `; local inspector: ${page}` : ''}`,
+    );
+  } else if (page) {
+    logger.debug({ event: 'inspector.page', page }, `local inspector: ${page}`);
+  }
+}
+
+/** The bootstrap of a node with `discovery`: DNS contact points on the management port, Akka's defaults. */
+function bootstrapOptionsOf(config: NodeConfig, node: NodeRunner, logger: Logger): ClusterBootstrapOptions {
+  const d = config.discovery!;
+  const httpPort = node.http!.port;
+  const intervalMs = d.intervalMs ?? DISCOVERY_DEFAULTS.intervalMs;
+  return {
+    discovery: new DnsDiscovery({
+      service: d.service,
+      port: d.contactPointPort ?? httpPort,
+      ...(d.dnsServers ? { servers: d.dnsServers } : {}),
+      timeoutMs: Math.max(500, intervalMs),
+    }),
+    settings: {
+      self: { host: config.host, port: httpPort },
+      requiredContactPoints: d.requiredContactPoints ?? DISCOVERY_DEFAULTS.requiredContactPoints,
+      stableMarginMs: d.stableMarginMs ?? DISCOVERY_DEFAULTS.stableMarginMs,
+      probeFreshMs: 3 * intervalMs,
+      maxSeedNodes: 5,
+    },
+    clusterName: config.cluster,
+    scheme: node.http!.scheme,
+    intervalMs,
+    probeTimeoutMs: Math.max(500, intervalMs),
+    logger,
+    signal: node.stopSignal.signal,
+  };
+}
+
 /**
  * Starts a node: binds the transport, starts joining, serves HTTP management, and resolves
  * once the node is up. Rejects with `JoinFailedError` when no seed lets it in.
@@ -418,56 +519,24 @@ export async function startNode(
   if (inspectorUrlOf(config.inspect)) await loadStatelyInspect();
   const node = new NodeRunner(config, logger);
   try {
-    await node.startIncarnation(config.seeds, true);
-  } catch (error) {
-    // the app's setup threw after the incarnation started: close it; else nothing was bound
-    if (node.incarnations > 0) await node.close();
-    node.stately?.stop();
-    throw error;
-  }
-  try {
-    if (config.httpPort !== undefined) {
-      node.http = await ManagementServer.start({
-        host: config.httpHost ?? DEFAULT_HTTP_HOST,
-        port: config.httpPort,
-        node,
-        onLeave: () => void node.shutdown(),
-        ...(config.httpToken ? { token: config.httpToken } : {}),
-        allowedOrigins: (config.httpAllowedOrigins ?? []).map(normalizeOrigin),
-        ...(httpTls ? { tls: httpTls } : {}),
-      });
-      logger.info(
-        {
-          event: 'http.listening',
-          host: node.http.address.address,
-          port: node.http.port,
-          scheme: node.http.scheme,
-          readOnly: node.http.policy.token === undefined,
-        },
-        `management on ${node.http.scheme}://${node.http.address.address}:${node.http.port}${node.http.policy.token === undefined ? ' (read-only: no management token)' : ''}`,
+    if (config.discovery) {
+      // the management port answers the others' probes while this node looks for its cluster
+      node.bootstrapping = true;
+      await startManagement(node, config, httpTls, logger);
+      const outcome = await runClusterBootstrap(bootstrapOptionsOf(config, node, logger));
+      const self = { host: config.host, port: config.port };
+      await node.startIncarnation(
+        outcome.kind === 'form' ? [self] : outcome.seedNodes,
+        outcome.kind === 'form',
       );
-      if (config.faultInjection) {
-        node.http.addRoute(faultInjectionRoute(() => node.transport));
-        logger.warn(
-          { event: 'fault.enabled' },
-          'fault injection is enabled: POST /fault/blackhole, /fault/heal',
-        );
-      }
-      node.localInspector = attachLocalInspector(node.http, node);
-    }
-    const page = node.http
-      ? `${node.http.scheme}://${pageHost(config)}:${node.http.port}/inspector`
-      : undefined;
-    if (node.stately) {
-      logger.info(
-        { event: 'inspect.enabled', url: node.stately.url, open: node.stately.pageUrl, page },
-        `Stately inspector: machines go to ${node.stately.url}; open ${node.stately.pageUrl} (run \`doyen inspector\` there; it loads stately.ai, online only)${page ? `; local inspector: ${page}` : ''}`,
-      );
-    } else if (page) {
-      logger.debug({ event: 'inspector.page', page }, `local inspector: ${page}`);
+      node.bootstrapping = false;
+    } else {
+      await node.startIncarnation(config.seeds ?? [], true);
+      await startManagement(node, config, httpTls, logger);
     }
     if (options.waitUntilUp !== false) await node.cluster.whenUp();
   } catch (error) {
+    // nothing bound, a failed bootstrap, or the app's setup threw: close what was started
     await node.close();
     throw error;
   }
