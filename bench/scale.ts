@@ -1,0 +1,306 @@
+// `pnpm bench scale [N,N,…]`: N real `doyen node` processes (the compiled CLI) on this machine,
+// for N = 10, 25, 50 by default (or SCALE_SIZES=10,25). For each N, in one cluster:
+//  1. a rolling start of all N at one per 200 ms: time from the last start to all up, and false
+//     downings (any sbr.decision or member.downed while nothing failed: the optimum is 0);
+//  2. idle CPU (% of one core) and RSS per node over 10 s, beside one lone node measured first;
+//  3. kill -9 of the coordinator: time until every survivor agrees on the next one;
+//  4. a 2|8-shaped partition (the youngest fifth cut off), then a 50/50 one of what is left,
+//     through the nodes' fault-injection routes: time from the resolver's decision to the last
+//     process of the losing side gone (`--on-downed exit`).
+// Then heartbeat traffic in the deterministic simulation at 100 and 250 members.
+// The last line is one JSON object; each figure sits beside its target or baseline as a ratio.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { ClusterView } from '../packages/doyen/src/management-http.js';
+import { freePorts } from '../packages/testkit/src/index.js';
+import { SimCluster } from '../test/support/sim-cluster.js';
+import { installSignalCleanup, liveProcesses, spawnTracked } from './lib/node-processes.js';
+import { median, printResult } from './lib/stats.js';
+import { waitFor } from './lib/timeout.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const CLI = `${ROOT}packages/doyen/dist/cli.js`;
+const SECRET = 'scale-bench-secret-0123456789abcdef';
+const TOKEN = 'scale-bench-token-0123456789abcdef';
+const STAGGER_MS = 200;
+const IDLE_SAMPLE_MS = 10_000;
+const TARGETS = {
+  convergeMs: 5000,
+  agreementMs: 3000,
+  losingDownAfterDecisionMs: 1000,
+  cpuAt5: 1.5,
+  cpuAt50: 3,
+  rssMb: 70,
+};
+
+interface Node {
+  readonly index: number;
+  readonly port: number;
+  readonly httpPort: number;
+  readonly child: ReturnType<typeof spawnTracked>;
+  readonly events: { event: string; time: number; [k: string]: unknown }[];
+  exitedAt: number | undefined;
+}
+
+const address = (n: Node) => `127.0.0.1:${n.port}`;
+
+function spawnNode(index: number, port: number, httpPort: number, seeds: readonly number[]): Node {
+  const child = spawnTracked(
+    process.execPath,
+    [
+      CLI,
+      'node',
+      '--cluster',
+      'scale',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--seeds',
+      seeds.map((p) => `127.0.0.1:${p}`).join(','),
+      '--http-port',
+      String(httpPort),
+      '--partitions',
+      '0',
+      '--on-downed',
+      'exit',
+      '--enable-fault-injection',
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, DOYEN_SECRET: SECRET, DOYEN_HTTP_TOKEN: TOKEN, DOYEN_LOG_LEVEL: 'info' },
+    },
+  );
+  const node: Node = { index, port, httpPort, child, events: [], exitedAt: undefined };
+  let rest = '';
+  child.stdout!.setEncoding('utf8');
+  child.stdout!.on('data', (chunk: string) => {
+    const lines = (rest + chunk).split('\n');
+    rest = lines.pop()!;
+    for (const line of lines) {
+      if (!line.startsWith('{')) continue;
+      try {
+        const j = JSON.parse(line);
+        if (typeof j.event === 'string') node.events.push(j);
+      } catch {}
+    }
+  });
+  child.stderr!.resume();
+  child.once('exit', () => (node.exitedAt = Date.now()));
+  return node;
+}
+
+async function view(n: Node): Promise<ClusterView | undefined> {
+  try {
+    const r = await fetch(`http://127.0.0.1:${n.httpPort}/cluster`, { signal: AbortSignal.timeout(2000) });
+    return (await r.json()) as ClusterView;
+  } catch {
+    return undefined;
+  }
+}
+
+async function post(n: Node, path: string, body: unknown): Promise<void> {
+  await fetch(`http://127.0.0.1:${n.httpPort}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+}
+
+/** CPU time (ms) of a process so far, from /proc (utime + stime, in clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+function rssMb(pid: number): number {
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+  return kb / 1024;
+}
+
+async function idle(nodes: readonly Node[]): Promise<{ cpuPct: number; cpuPctMax: number; rssMb: number }> {
+  const pids = nodes.map((n) => n.child.pid!);
+  const before = pids.map(cpuMs);
+  const t0 = Date.now();
+  await new Promise((r) => setTimeout(r, IDLE_SAMPLE_MS));
+  const elapsed = Date.now() - t0;
+  const pct = pids.map((pid, i) => ((cpuMs(pid) - before[i]!) / elapsed) * 100);
+  return {
+    cpuPct: +median(pct).toFixed(2),
+    cpuPctMax: +Math.max(...pct).toFixed(2),
+    rssMb: +median(pids.map(rssMb)).toFixed(1),
+  };
+}
+
+const round = (x: number) => Math.round(x);
+const ratio = (x: number, y: number) => +(x / y).toFixed(2);
+
+async function allUp(nodes: readonly Node[], n: number): Promise<boolean> {
+  const views = await Promise.all(nodes.map(view));
+  return views.every((v) => v?.status === 'up' && v.members.filter((m) => m.status === 'up').length === n);
+}
+
+/** Blackholes traffic between the two sides, both ways, at once. */
+async function cut(a: readonly Node[], b: readonly Node[]): Promise<number> {
+  const t = Date.now();
+  await Promise.all([
+    ...a.map((n) => post(n, '/fault/blackhole', { peers: b.map(address) })),
+    ...b.map((n) => post(n, '/fault/blackhole', { peers: a.map(address) })),
+  ]);
+  return t;
+}
+
+/** Cuts `losers` off from `winners`; the time from the first decision to the last loser gone. */
+async function partition(winners: readonly Node[], losers: readonly Node[]) {
+  const cutAt = await cut(winners, losers);
+  await waitFor(() => losers.every((n) => n.exitedAt !== undefined), 60_000, 'the losing side down', 50);
+  const decisions = [...winners, ...losers]
+    .flatMap((n) => n.events)
+    .filter((e) => e.event === 'sbr.decision' && e.time >= cutAt)
+    .map((e) => e.time);
+  const decidedAt = decisions.length > 0 ? Math.min(...decisions) : cutAt;
+  const lastDown = Math.max(...losers.map((n) => n.exitedAt!));
+  // the winners must still be up, and no more of them went
+  await waitFor(() => allUp(winners, winners.length), 30_000, 'the winning side agreeing', 100);
+  return { cutToDecisionMs: decidedAt - cutAt, decisionToLosingDownMs: lastDown - decidedAt };
+}
+
+async function scenario(n: number) {
+  const ports = await freePorts(2 * n);
+  const seeds = [ports[0]!, ports[1]!, ports[2]!];
+  const nodes: Node[] = [];
+  const startedAt = Date.now();
+  for (let i = 0; i < n; i++) {
+    nodes.push(spawnNode(i, ports[i]!, ports[n + i]!, seeds));
+    if (i < n - 1) await new Promise((r) => setTimeout(r, STAGGER_MS));
+  }
+  const lastStart = Date.now();
+  const upAt = await waitFor(() => allUp(nodes, n), 120_000, `${n} nodes up`, 100);
+  const convergeMs = round(upAt + performance.timeOrigin - lastStart);
+  const falseDownings = nodes
+    .flatMap((x) => x.events)
+    .filter((e) => e.time >= startedAt && (e.event === 'member.downed' || e.event === 'sbr.decision')).length;
+  await new Promise((r) => setTimeout(r, 2000));
+  const idleFigures = await idle(nodes);
+
+  // kill -9 of the coordinator (the oldest member: not always the first started, as joins race)
+  const before = (await view(nodes[nodes.length - 1]!))!;
+  const byAge = [...before.members].sort((a, b) => a.age - b.age).map((m) => m.address);
+  const coordinator = nodes.find((x) => address(x) === before.coordinator)!;
+  // oldest first, so the youngest can be cut off below
+  const survivors = byAge
+    .filter((a) => a !== before.coordinator)
+    .map((a) => nodes.find((x) => address(x) === a)!);
+  const next = byAge.find((a) => a !== before.coordinator)!;
+  const killedAt = Date.now();
+  coordinator.child.kill('SIGKILL');
+  const agreedAt = await waitFor(
+    async () => {
+      const views = await Promise.all(survivors.map(view));
+      return views.every(
+        (v) =>
+          v?.coordinator === next &&
+          !v.members.some((m) => m.address === address(coordinator) && m.status === 'up'),
+      );
+    },
+    60_000,
+    'survivors agreeing on the next coordinator',
+    50,
+    async () => {
+      const views = await Promise.all(survivors.map(view));
+      return JSON.stringify(
+        views.slice(0, 3).map((v) => ({
+          coordinator: v?.coordinator,
+          members: v?.members.map((m) => `${m.address}:${m.status}`).slice(0, 4),
+        })),
+      );
+    },
+  );
+  const agreementMs = round(agreedAt + performance.timeOrigin - killedAt);
+  await waitFor(() => allUp(survivors, survivors.length), 30_000, 'survivors settled', 100);
+
+  // 2|8: the youngest fifth cut off
+  const small = Math.max(1, Math.round(survivors.length / 5));
+  const minority = survivors.slice(survivors.length - small);
+  const majority = survivors.slice(0, survivors.length - small);
+  const twoEight = await partition(majority, minority);
+  // 50/50 of what is left (keep-majority on a tie: the half with the lowest address stays)
+  const byAddress = [...majority].sort((a, b) => a.port - b.port);
+  const half = Math.floor(byAddress.length / 2);
+  const fifty = await partition(
+    byAddress.slice(0, byAddress.length - half),
+    byAddress.slice(byAddress.length - half),
+  );
+
+  for (const x of nodes) x.child.kill('SIGKILL');
+  await waitFor(() => nodes.every((x) => x.exitedAt !== undefined), 10_000, 'all stopped', 20);
+  return { n, convergeMs, falseDownings, ...idleFigures, agreementMs, twoEight, fifty };
+}
+
+async function lone() {
+  const [port, httpPort] = await freePorts(2);
+  const node = spawnNode(0, port!, httpPort!, [port!]);
+  await waitFor(() => allUp([node], 1), 30_000, 'the lone node up', 50);
+  await new Promise((r) => setTimeout(r, 2000));
+  const figures = await idle([node]);
+  node.child.kill('SIGKILL');
+  return figures;
+}
+
+/** Heartbeat frames per member per second in the simulation (ring of K = 9), idle, at `n` members. */
+async function simulated(n: number): Promise<number> {
+  const c = new SimCluster(
+    { seed: n },
+    { downing: 'keep-majority', joinTimeoutMs: 5000, maxJoinAttempts: 50 },
+  );
+  const names = Array.from({ length: n }, (_, i) => `m${i + 1}`);
+  for (const name of names) {
+    c.start(name, ['m1']);
+    await c.sim.runFor(20);
+  }
+  await c.sim.runUntil(() => c.upMembers('m1').length === n, { timeoutMs: 600_000, stepMs: 100 });
+  await c.sim.runFor(2000);
+  let frames = 0;
+  const stop = c.sim.network.observe((e) => {
+    if (e.kind === 'send') frames++;
+  });
+  await c.sim.runFor(5000);
+  stop();
+  c.sim.shutdown();
+  return +(frames / n / 5).toFixed(1);
+}
+
+installSignalCleanup();
+const sizes = (process.argv[2] ?? process.env.SCALE_SIZES ?? '10,25,50').split(',').map(Number);
+const base = await lone();
+process.stderr.write(`lone node: ${JSON.stringify(base)}\n`);
+const result: Record<string, unknown> = { bench: 'scale', loneCpuPct: base.cpuPct, loneRssMb: base.rssMb };
+for (const n of sizes) {
+  const r = await scenario(n);
+  process.stderr.write(`N=${n}: ${JSON.stringify(r)}\n`);
+  const cpuTarget = n <= 5 ? TARGETS.cpuAt5 : TARGETS.cpuAt50;
+  Object.assign(result, {
+    [`convergeMs@${n}`]: r.convergeMs,
+    [`convergeVsTarget@${n}`]: ratio(r.convergeMs, TARGETS.convergeMs),
+    [`falseDownings@${n}`]: r.falseDownings,
+    [`idleCpuPctPerNode@${n}`]: r.cpuPct,
+    [`idleCpuVsLone@${n}`]: ratio(r.cpuPct, Math.max(base.cpuPct, 0.01)),
+    [`idleCpuVsTarget@${n}`]: ratio(r.cpuPct, cpuTarget),
+    [`rssMbPerNode@${n}`]: r.rssMb,
+    [`rssVsLone@${n}`]: ratio(r.rssMb, base.rssMb),
+    [`rssVsTarget@${n}`]: ratio(r.rssMb, TARGETS.rssMb),
+    [`crashAgreementMs@${n}`]: r.agreementMs,
+    [`crashAgreementVsTarget@${n}`]: ratio(r.agreementMs, TARGETS.agreementMs),
+    [`twoEightCutToDecisionMs@${n}`]: r.twoEight.cutToDecisionMs,
+    [`twoEightLosingDownAfterDecisionMs@${n}`]: r.twoEight.decisionToLosingDownMs,
+    [`twoEightVsTarget@${n}`]: ratio(r.twoEight.decisionToLosingDownMs, TARGETS.losingDownAfterDecisionMs),
+    [`fiftyCutToDecisionMs@${n}`]: r.fifty.cutToDecisionMs,
+    [`fiftyLosingDownAfterDecisionMs@${n}`]: r.fifty.decisionToLosingDownMs,
+    [`fiftyVsTarget@${n}`]: ratio(r.fifty.decisionToLosingDownMs, TARGETS.losingDownAfterDecisionMs),
+  });
+}
+for (const n of (process.env.SCALE_SIM_SIZES ?? '100,250').split(',').map(Number)) {
+  result[`simMessagesPerNodePerSec@${n}`] = await simulated(n);
+}
+result.leftRunning = liveProcesses();
+printResult(result);
