@@ -10,16 +10,13 @@
 // Then heartbeat traffic in the deterministic simulation at 100 and 250 members.
 // The last line is one JSON object; each figure sits beside its target or baseline as a ratio.
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import type { ClusterView } from '../packages/doyen/src/management-http.js';
 import { freePorts } from '../packages/testkit/src/index.js';
 import { SimCluster } from '../test/support/sim-cluster.js';
-import { installSignalCleanup, liveProcesses, spawnTracked } from './lib/node-processes.js';
+import { allUp, type CliNode, clusterView, killCliNodes, spawnCliNode } from './lib/cli-nodes.js';
+import { installSignalCleanup, liveProcesses } from './lib/node-processes.js';
 import { median, printResult } from './lib/stats.js';
 import { waitFor } from './lib/timeout.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const CLI = `${ROOT}packages/doyen/dist/cli.js`;
 const SECRET = 'scale-bench-secret-0123456789abcdef';
 const TOKEN = 'scale-bench-token-0123456789abcdef';
 const STAGGER_MS = 200;
@@ -33,71 +30,32 @@ const TARGETS = {
   rssMb: 70,
 };
 
-interface Node {
-  readonly index: number;
-  readonly port: number;
-  readonly httpPort: number;
-  readonly child: ReturnType<typeof spawnTracked>;
-  readonly events: { event: string; time: number; [k: string]: unknown }[];
-  exitedAt: number | undefined;
-}
+type Node = CliNode;
 
-const address = (n: Node) => `127.0.0.1:${n.port}`;
+const address = (n: Node) => n.address;
 
-function spawnNode(index: number, port: number, httpPort: number, seeds: readonly number[]): Node {
-  const child = spawnTracked(
-    process.execPath,
-    [
-      CLI,
-      'node',
-      '--cluster',
-      'scale',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      '--seeds',
-      seeds.map((p) => `127.0.0.1:${p}`).join(','),
-      '--http-port',
-      String(httpPort),
-      '--partitions',
-      '0',
-      '--on-downed',
-      'exit',
-      '--enable-fault-injection',
-    ],
+function spawnNode(_index: number, port: number, httpPort: number, seeds: readonly number[]): Node {
+  return spawnCliNode(
     {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, DOYEN_SECRET: SECRET, DOYEN_HTTP_TOKEN: TOKEN, DOYEN_LOG_LEVEL: 'info' },
+      cluster: 'scale',
+      host: '127.0.0.1',
+      port,
+      httpPort,
+      args: [
+        '--seeds',
+        seeds.map((p) => `127.0.0.1:${p}`).join(','),
+        '--partitions',
+        '0',
+        '--on-downed',
+        'exit',
+        '--enable-fault-injection',
+      ],
     },
+    { DOYEN_SECRET: SECRET, DOYEN_HTTP_TOKEN: TOKEN },
   );
-  const node: Node = { index, port, httpPort, child, events: [], exitedAt: undefined };
-  let rest = '';
-  child.stdout!.setEncoding('utf8');
-  child.stdout!.on('data', (chunk: string) => {
-    const lines = (rest + chunk).split('\n');
-    rest = lines.pop()!;
-    for (const line of lines) {
-      if (!line.startsWith('{')) continue;
-      try {
-        const j = JSON.parse(line);
-        if (typeof j.event === 'string') node.events.push(j);
-      } catch {}
-    }
-  });
-  child.stderr!.resume();
-  child.once('exit', () => (node.exitedAt = Date.now()));
-  return node;
 }
 
-async function view(n: Node): Promise<ClusterView | undefined> {
-  try {
-    const r = await fetch(`http://127.0.0.1:${n.httpPort}/cluster`, { signal: AbortSignal.timeout(2000) });
-    return (await r.json()) as ClusterView;
-  } catch {
-    return undefined;
-  }
-}
+const view = clusterView;
 
 async function post(n: Node, path: string, body: unknown): Promise<void> {
   await fetch(`http://127.0.0.1:${n.httpPort}${path}`, {
@@ -134,11 +92,6 @@ async function idle(nodes: readonly Node[]): Promise<{ cpuPct: number; cpuPctMax
 
 const round = (x: number) => Math.round(x);
 const ratio = (x: number, y: number) => +(x / y).toFixed(2);
-
-async function allUp(nodes: readonly Node[], n: number): Promise<boolean> {
-  const views = await Promise.all(nodes.map(view));
-  return views.every((v) => v?.status === 'up' && v.members.filter((m) => m.status === 'up').length === n);
-}
 
 /** Blackholes traffic between the two sides, both ways, at once. */
 async function cut(a: readonly Node[], b: readonly Node[]): Promise<number> {
@@ -232,8 +185,7 @@ async function scenario(n: number) {
     byAddress.slice(byAddress.length - half),
   );
 
-  for (const x of nodes) x.child.kill('SIGKILL');
-  await waitFor(() => nodes.every((x) => x.exitedAt !== undefined), 10_000, 'all stopped', 20);
+  await killCliNodes(nodes);
   return { n, convergeMs, falseDownings, ...idleFigures, agreementMs, twoEight, fifty };
 }
 
@@ -243,7 +195,7 @@ async function lone() {
   await waitFor(() => allUp([node], 1), 30_000, 'the lone node up', 50);
   await new Promise((r) => setTimeout(r, 2000));
   const figures = await idle([node]);
-  node.child.kill('SIGKILL');
+  await killCliNodes([node]);
   return figures;
 }
 

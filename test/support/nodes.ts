@@ -11,11 +11,17 @@ export interface TestNode {
 
 /** A node on 127.0.0.1 with a free port, an `/user/inbox` function actor and test message types. */
 export async function startTestNode(
-  options: { cluster?: string; secret?: string; wire?: Partial<WireConfig>; port?: number } = {},
+  options: {
+    cluster?: string;
+    secret?: string;
+    wire?: Partial<WireConfig>;
+    port?: number;
+    host?: string;
+  } = {},
 ): Promise<TestNode> {
   const transport = await WsTransport.start({
     cluster: options.cluster ?? 'test',
-    host: '127.0.0.1',
+    host: options.host ?? '127.0.0.1',
     port: options.port ?? 0,
     wire: { secret: options.secret ?? 'sesame', ...options.wire },
   });

@@ -40,6 +40,16 @@ describe('remote messaging over WebSocket', () => {
     expect(b.inbox[0]).toEqual({ type: 'test.ping' });
   });
 
+  it('dials from its own address: nodes on 127.0.0.2 and 127.0.0.3 pass the source check both ways', async () => {
+    // the kernel would pick 127.0.0.1 as the source, and the peer (verifyPeerAddress, on by
+    // default) refuses a hello naming 127.0.0.2 from there
+    const a = await node({ host: '127.0.0.2' });
+    const b = await node({ host: '127.0.0.3' });
+    a.system.refFor(b.system.lookup('/user/inbox')!.id).send({ type: 'test.ping' });
+    b.system.refFor(a.system.lookup('/user/inbox')!.id).send({ type: 'test.pong' });
+    await eventually(() => a.inbox.length === 1 && b.inbox.length === 1, { what: 'both messages' });
+  });
+
   it('preserves order per sender and lane for a large stream', async () => {
     const a = await node();
     const b = await node();

@@ -77,6 +77,8 @@ export class Association {
     readonly lane: Lane,
     /** With mutual TLS: the options of a `wss` dial, read at each dial (a reload changes them). */
     private readonly tls?: () => TlsDialOptions,
+    /** The local address to dial from (the node's own listen address), when it is one IP. */
+    private readonly localAddress?: string,
   ) {}
 
   get queued(): number {
@@ -158,6 +160,7 @@ export class Association {
       maxPayload: this.config.maxHandshakeFrameBytes,
       handshakeTimeout: this.config.handshakeTimeoutMs,
       autoPong: false,
+      ...(this.localAddress ? { localAddress: this.localAddress } : {}),
       // ws hands these to tls.connect; its types leave out `secureContext`
       ...(tls as WebSocket.ClientOptions | undefined),
     });

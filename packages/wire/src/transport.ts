@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, isIP } from 'node:net';
 import {
   ActorSystem,
   type ActorSystemConfig,
@@ -58,6 +58,8 @@ export class WsTransport implements RemoteTransport {
     readonly config: WireConfig,
     /** Mutual TLS (`wire.tls`): the https server under `server`, and the options of every dial. */
     readonly tls: TlsEndpoint | undefined = undefined,
+    /** The local address dials leave from (see dialSourceOf). */
+    private readonly dialFrom: string | undefined = undefined,
   ) {
     this.rejectLog = new RateLimitedLog(system.logger, () => Date.now(), 20);
     const ownAddresses = new Set([formatNodeAddress(system.node), ...config.aliases]);
@@ -140,7 +142,14 @@ export class WsTransport implements RemoteTransport {
     server.on('clientError', (_error, socket) => socket.destroy());
     const port = (server.address() as AddressInfo).port;
     const system = new ActorSystem({ ...options, port });
-    const transport = new WsTransport(server, wss, system, config, tls);
+    const transport = new WsTransport(
+      server,
+      wss,
+      system,
+      config,
+      tls,
+      dialSourceOf(options.bindHost ?? options.host),
+    );
     tls?.attach(system);
     system.attachTransport(transport);
     if (!config.secret) {
@@ -175,6 +184,7 @@ export class WsTransport implements RemoteTransport {
           { host: node.host, port: node.port },
           lane,
           this.tls?.dialOptions,
+          this.dialFrom,
         );
         this.associations.set(key, association);
       }
@@ -264,4 +274,16 @@ export class WsTransport implements RemoteTransport {
     await this.tls?.close();
     this.system.terminate();
   }
+}
+
+/**
+ * Dials leave from the address the server listens on when that is one IP address: a peer checks
+ * that a hello naming an IP comes from it (verifyPeerAddress), and on a host with several
+ * addresses (or 127.0.0.x beside 127.0.0.1) the kernel would otherwise pick another source.
+ * A wildcard or a name leaves the choice to the kernel.
+ */
+function dialSourceOf(listenHost: string): string | undefined {
+  const bare = listenHost.startsWith('[') ? listenHost.slice(1, -1) : listenHost;
+  if (isIP(bare) === 0 || bare === '0.0.0.0' || bare === '::') return undefined;
+  return bare;
 }
