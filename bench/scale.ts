@@ -128,7 +128,23 @@ async function scenario(n: number) {
     if (i < n - 1) await new Promise((r) => setTimeout(r, STAGGER_MS));
   }
   const lastStart = Date.now();
-  const upAt = await waitFor(() => allUp(nodes, n), 120_000, `${n} nodes up`, 100);
+  const upAt = await waitFor(
+    () => allUp(nodes, n),
+    120_000,
+    `${n} nodes up`,
+    100,
+    async () => {
+      const views = await Promise.all(nodes.map(clusterView));
+      const seen = views.map((v) =>
+        v ? `${v.status}:${v.members.filter((m) => m.status === 'up').length}` : '-',
+      );
+      const exited = nodes.filter((x) => x.exitedAt !== undefined).length;
+      const events = nodes
+        .flatMap((x) => x.events)
+        .filter((e) => /sbr|downed|join-failed|restart/.test(e.event));
+      return `${seen.join(' ')}; exited ${exited}; ${events.length} downing events, first ${JSON.stringify(events.slice(0, 3))}`;
+    },
+  );
   const convergeMs = round(upAt + performance.timeOrigin - lastStart);
   const falseDownings = nodes
     .flatMap((x) => x.events)

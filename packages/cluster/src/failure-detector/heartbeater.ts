@@ -24,7 +24,8 @@ export interface HeartbeaterDeps {
 /**
  * The per-heartbeat work of the failure detector, on the cheapest path: one timer on the actor
  * clock sends every target its ping and judges every peer once per interval; pings and pongs are
- * handled synchronously as they arrive. Nothing goes through a state machine, and nobody hears
+ * handled synchronously as they arrive. A peer that is also a target answers nothing: its own
+ * pings are its heartbeats (so all-to-all clusters send one frame per peer per interval). Nothing goes through a state machine, and nobody hears
  * of it, unless something changed (a peer's status, the monitored set). An idle cluster then
  * costs a timer and a few small frames per peer per interval.
  */
@@ -184,6 +185,13 @@ export class Heartbeater {
       }
       return;
     }
+    if (ping.version !== this.version && this.version > 0) this.versionSeen(ping);
+    if (this.targets.has(from)) {
+      // We ping it every interval as it pings us (all-to-all, or a mutual ring pair): each
+      // side's pings are the other's heartbeats, so no answer is owed. Half the frames.
+      this.arrived(from);
+      return;
+    }
     let reply = this.replyRefs.get(from);
     if (!reply) {
       reply = this.system.remoteRef(ping.from, HEARTBEAT_PULSE_PATH);
@@ -191,18 +199,22 @@ export class Heartbeater {
     }
     const pong: HeartbeatPong = { type: 'heartbeat.pong', from: this.self.node, version: this.version };
     reply.send(pong);
-    if (ping.version !== this.version && this.version > 0) this.versionSeen(ping);
   }
 
   private heard(pong: HeartbeatPong): void {
-    const key = keyOfNode(pong.from);
+    this.arrived(keyOfNode(pong.from));
+    if (pong.version > this.version && this.version > 0) this.versionSeen(pong);
+  }
+
+  /** A heartbeat (a pong, or a ping from a peer we ping too) from `key`: its detector hears it. */
+  private arrived(key: string): void {
     if (key in this.peers) {
       const now = this.system.clock.now();
       const last = this.lastHeard.get(key);
       if (last !== undefined)
         this.system.metrics.observe(
           'doyen_heartbeat_interarrival_seconds',
-          'Time between two heartbeat answers from the same member',
+          'Time between two heartbeats from the same member',
           (now - last) / 1000,
           {},
           HEARTBEAT_BUCKETS_SECONDS,
@@ -210,7 +222,6 @@ export class Heartbeater {
       this.lastHeard.set(key, now);
       this.registry.heartbeat(key, now);
     }
-    if (pong.version > this.version && this.version > 0) this.versionSeen(pong);
   }
 
   /** A peer's heartbeat shows another membership version: the membership catches up (or helps). */
