@@ -7,8 +7,6 @@
 type OtelApi = typeof import('@opentelemetry/api');
 
 const api: OtelApi | undefined = await import('@opentelemetry/api').catch(() => undefined);
-/** A proxy: it follows whichever tracer provider the app registers, before or after this. */
-const tracer = api?.trace.getTracer('doyen');
 
 /** `00-<trace id>-<span id>-<flags>`: W3C Trace Context, version 00 (lower-case hex). */
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;

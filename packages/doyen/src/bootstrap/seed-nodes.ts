@@ -29,7 +29,7 @@ export function seedNodesView(
   self: NodeAddress,
 ): SeedNodesView {
   const selfNode = nodeUri(clusterName, formatNodeAddress(self));
-  if (!cluster || cluster.state().status !== 'up') return { selfNode, seedNodes: [] };
+  if (cluster?.state().status !== 'up') return { selfNode, seedNodes: [] };
   const up = (cluster.state().membership?.members ?? [])
     .filter((m) => m.status === 'up')
     .sort((a, b) => a.age - b.age);

@@ -1,0 +1,230 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
+import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
+import { Secret } from 'kubernetes-models/v1/Secret';
+import { Service } from 'kubernetes-models/v1/Service';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { envNameOf, NODE_OPTIONS } from '../../packages/doyen/src/cli-options.js';
+import { HTTP_TOKEN_ENV, SECRET_ENV } from '../../packages/doyen/src/secret-sources.js';
+import { freePorts } from '../../packages/testkit/src/index.js';
+import { type CliNode, runCli } from '../support/cli-process.js';
+import { eventually } from '../support/wait.js';
+
+/**
+ * The Kubernetes deploy kit (deploy/kubernetes, the Dockerfile): every object valid against the
+ * Kubernetes schemas (kubernetes-models), and everything the manifests name real: each DOYEN_*
+ * variable a flag of `doyen node`, each probe path served by a real node started with the
+ * manifest's environment, the preStop hook making that node leave, the ports and secrets
+ * consistent, the image's entry point the CLI the packages build.
+ */
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const DIR = join(ROOT, 'deploy/kubernetes');
+
+type K8sObject = { apiVersion: string; kind: string; metadata: { name: string }; [k: string]: any };
+
+/** The schema each kind is checked against; a kind missing here fails the test. */
+const MODELS: Record<string, new (data: any) => { validate(): void }> = {
+  'v1/Service': Service,
+  'v1/Secret': Secret,
+  'apps/v1/Deployment': Deployment,
+  'apps/v1/StatefulSet': StatefulSet,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+};
+
+function load(file: string): K8sObject[] {
+  return parseAllDocuments(readFileSync(join(DIR, file), 'utf8')).map((d) => {
+    if (d.errors.length > 0) throw new Error(`${file}: ${d.errors[0]!.message}`);
+    return d.toJS() as K8sObject;
+  });
+}
+
+const files = readdirSync(DIR).filter((f) => f.endsWith('.yaml'));
+const objects = files
+  .filter((f) => f !== 'kustomization.yaml')
+  .flatMap((f) => load(f).map((o) => ({ file: f, o })));
+const only = (kind: string) => objects.filter((x) => x.o.kind === kind).map((x) => x.o);
+const deployment = only('Deployment')[0]!;
+const statefulSet = only('StatefulSet')[0]!;
+const container = deployment.spec.template.spec.containers[0];
+const env: { name: string; value?: string; valueFrom?: any }[] = container.env;
+const envValue = (name: string) => env.find((e) => e.name === name)?.value;
+
+function validate(o: K8sObject): void {
+  const Model = MODELS[`${o.apiVersion}/${o.kind}`];
+  if (!Model) throw new Error(`no schema known for ${o.apiVersion} ${o.kind}`);
+  new Model(o).validate();
+}
+
+describe('the Kubernetes manifests', () => {
+  it('are all valid against the Kubernetes schemas', () => {
+    expect(objects.map((x) => `${x.file}: ${x.o.kind}`).sort()).toEqual([
+      'deployment.yaml: Deployment',
+      'pdb.yaml: PodDisruptionBudget',
+      'secret.example.yaml: Secret',
+      'service.yaml: Service',
+      'statefulset.yaml: StatefulSet',
+    ]);
+    for (const { file, o } of objects) expect(() => validate(o), file).not.toThrow();
+  });
+
+  it('positive control: a broken copy fails validation, an unknown kind fails the test', () => {
+    const broken = structuredClone(deployment);
+    broken.spec.replicas = 'three';
+    expect(() => validate(broken)).toThrow(/replicas/);
+    const badPort = structuredClone(deployment);
+    badPort.spec.template.spec.containers[0].ports[0].containerPort = 'abc';
+    expect(() => validate(badPort)).toThrow(/containerPort/);
+    expect(() => validate({ apiVersion: 'v1', kind: 'Nonsense', metadata: { name: 'x' } })).toThrow(
+      /no schema/,
+    );
+  });
+
+  it('kustomization lists files that exist; the StatefulSet runs the very pod template of the Deployment', () => {
+    const kustomization = load('kustomization.yaml')[0]!;
+    for (const r of kustomization.resources as string[]) expect(files).toContain(r);
+    expect(statefulSet.spec.template).toEqual(deployment.spec.template);
+    expect(statefulSet.spec.serviceName).toBe(only('Service')[0]!.metadata.name);
+  });
+
+  it('every DOYEN_* variable is a flag of doyen node (or its secret twin)', () => {
+    const known = new Set([...Object.keys(NODE_OPTIONS).map(envNameOf), SECRET_ENV, HTTP_TOKEN_ENV]);
+    const used = env.map((e) => e.name).filter((n) => n.startsWith('DOYEN_'));
+    expect(used.length).toBeGreaterThan(8);
+    for (const name of used) expect(known, name).toContain(name);
+    // positive control: a misspelt one would be caught
+    expect(known).not.toContain('DOYEN_HTTPPORT');
+  });
+
+  it('ports, probes, the service and the secrets agree', () => {
+    const ports = new Map<string, number>(container.ports.map((p: any) => [p.name, p.containerPort]));
+    expect(ports.get('remoting')).toBe(Number(envValue('DOYEN_PORT')));
+    expect(ports.get('management')).toBe(Number(envValue('DOYEN_HTTP_PORT')));
+    for (const probe of [container.readinessProbe, container.livenessProbe])
+      expect(ports.has(probe.httpGet.port)).toBe(true);
+    const service = only('Service')[0]!;
+    expect(service.spec.clusterIP).toBe('None');
+    for (const p of service.spec.ports) expect(ports.get(p.targetPort)).toBe(p.port);
+    expect(service.spec.selector).toEqual(deployment.spec.template.metadata.labels);
+    expect(only('PodDisruptionBudget')[0]!.spec.selector.matchLabels).toEqual(
+      deployment.spec.template.metadata.labels,
+    );
+    const secret = only('Secret')[0]!;
+    for (const e of env.filter((x) => x.valueFrom?.secretKeyRef)) {
+      expect(e.valueFrom.secretKeyRef.name).toBe(secret.metadata.name);
+      expect(Object.keys(secret.stringData)).toContain(e.valueFrom.secretKeyRef.key);
+    }
+    // the service name the pods look up is the Service's, in the pod's namespace
+    expect(envValue('DOYEN_SERVICE')).toBe(`${service.metadata.name}.$(POD_NAMESPACE).svc.cluster.local`);
+    // grace: the leave phase (10 s leave timeout + 1 s) and the next phases fit
+    expect(deployment.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(11 + 5 * 3);
+  });
+
+  it('the image builds every package doyen needs and runs its compiled CLI', () => {
+    const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/^EXPOSE 25520 8558$/m);
+    const entry = /^ENTRYPOINT \["node", "\/app\/node_modules\/doyen\/(.+)"\]$/m.exec(dockerfile)?.[1];
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'packages/doyen/package.json'), 'utf8'));
+    expect(pkg.name).toBe('doyen');
+    expect(`./${entry}`).toBe(pkg.bin.doyen);
+    const packed = new Set(/for p in ([a-z ]+); do/.exec(dockerfile)![1]!.split(' '));
+    // every @doyen/* package doyen depends on, directly or not, is packed
+    const need = new Set<string>(['doyen']);
+    const visit = (dir: string) => {
+      const p = JSON.parse(readFileSync(join(ROOT, 'packages', dir, 'package.json'), 'utf8'));
+      for (const dep of Object.keys({ ...p.dependencies, ...p.peerDependencies })) {
+        if (!dep.startsWith('@doyen/')) continue;
+        const name = dep.slice('@doyen/'.length);
+        if (!need.has(name)) {
+          need.add(name);
+          visit(name);
+        }
+      }
+    };
+    visit('doyen');
+    for (const name of need) expect(packed, name).toContain(name);
+  });
+});
+
+describe('a real node run with the manifest environment', () => {
+  const nodes: CliNode[] = [];
+  afterEach(() => {
+    for (const n of nodes.splice(0)) n.process.kill('SIGKILL');
+  });
+
+  /** The container's environment as the kubelet would give it: fieldRefs, secrets, $(VAR) expanded. */
+  async function podEnv(overrides: Record<string, string>): Promise<Record<string, string>> {
+    const resolved: Record<string, string> = {};
+    const fields: Record<string, string> = { 'metadata.namespace': 'default', 'status.podIP': '127.0.0.1' };
+    for (const e of env) {
+      if (e.value !== undefined)
+        resolved[e.name] = e.value.replace(/\$\((\w+)\)/g, (_, v) => resolved[v] ?? '');
+      else if (e.valueFrom?.fieldRef) resolved[e.name] = fields[e.valueFrom.fieldRef.fieldPath]!;
+      else if (e.valueFrom?.secretKeyRef) resolved[e.name] = randomBytes(16).toString('hex');
+    }
+    return { ...resolved, ...overrides };
+  }
+
+  const get = async (port: number, path: string) => {
+    const r = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(2000) }).catch(
+      () => undefined,
+    );
+    return r?.status;
+  };
+
+  it('bootstrapping (DNS finds nobody): alive, not ready, the bootstrap route answers', async () => {
+    const [port, httpPort, silentDns] = await freePorts(3);
+    const e = await podEnv({
+      DOYEN_PORT: String(port),
+      DOYEN_HTTP_PORT: String(httpPort),
+      DOYEN_DNS_SERVER: `127.0.0.1:${silentDns}`,
+    });
+    expect(e.DOYEN_SERVICE).toBe('doyen.default.svc.cluster.local');
+    const node = runCli([...container.args], httpPort, e);
+    nodes.push(node);
+    await eventually(async () => (await get(httpPort!, container.livenessProbe.httpGet.path)) === 200, {
+      timeoutMs: 15_000,
+      what: 'the liveness probe path answering 200',
+    });
+    expect(await get(httpPort!, container.readinessProbe.httpGet.path)).toBe(503);
+    expect(await get(httpPort!, '/bootstrap/seed-nodes')).toBe(200);
+    expect(await get(httpPort!, '/health/no-such-path')).toBe(503); // positive control: not everything is 200
+  });
+
+  it('up (its own seed): ready; the preStop hook makes it leave and exit 0', async () => {
+    const [port, httpPort] = await freePorts(2);
+    const e = await podEnv({
+      DOYEN_PORT: String(port),
+      DOYEN_HTTP_PORT: String(httpPort),
+      DOYEN_SEEDS: `127.0.0.1:${port}`,
+    });
+    delete e.DOYEN_DISCOVERY;
+    delete e.DOYEN_SERVICE;
+    const node = runCli([...container.args], httpPort, e);
+    nodes.push(node);
+    await eventually(async () => (await get(httpPort!, container.readinessProbe.httpGet.path)) === 200, {
+      timeoutMs: 15_000,
+      what: 'the readiness probe path answering 200',
+    });
+    expect(await get(httpPort!, container.livenessProbe.httpGet.path)).toBe(200);
+    // the hook's own command, against this node's port (the manifest's is DOYEN_HTTP_PORT's)
+    const [cmd, flag, script] = container.lifecycle.preStop.exec.command as string[];
+    expect(script).toContain(`http://127.0.0.1:${envValue('DOYEN_HTTP_PORT')}/cluster/leave`);
+    const hook = execFile(
+      cmd === 'node' ? process.execPath : cmd!,
+      [flag!, script!.replace(`:${envValue('DOYEN_HTTP_PORT')}/`, `:${httpPort}/`)],
+      {
+        env: { ...process.env, DOYEN_HTTP_TOKEN: e.DOYEN_HTTP_TOKEN },
+      },
+    );
+    const { code } = await node.exited;
+    hook.kill();
+    expect(code).toBe(0);
+    expect(node.events().some((x) => x.event === 'node.shutdown')).toBe(true);
+  }, 30_000);
+});
