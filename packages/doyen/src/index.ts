@@ -3,6 +3,14 @@ export { type ClusterEvent, JoinFailedError, NotEnoughMembersError } from '@doye
 export * from '@doyen/core';
 export { PartitionService, partitionOf } from '@doyen/partitions';
 export { ClusterSingletons, type SingletonOptions } from '@doyen/singleton';
+export {
+  type BootstrapDecision,
+  type BootstrapSettings,
+  type BootstrapState,
+  decide as decideBootstrap,
+} from './bootstrap/bootstrap-decision.js';
+export * from './bootstrap/discovery.js';
+export { SEED_NODES_PATH, type SeedNodesView } from './bootstrap/seed-nodes.js';
 export * from './coordinated-shutdown.js';
 export * from './fault-injection.js';
 export * from './http-json.js';

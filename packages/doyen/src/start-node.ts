@@ -20,7 +20,7 @@ import { ALLOCATOR_SINGLETON, allocatorLogic, PartitionService } from '@doyen/pa
 import { ClusterSingletons } from '@doyen/singleton';
 import { WsTransport } from '@doyen/wire';
 import { type ClusterBootstrapOptions, runClusterBootstrap } from './bootstrap/cluster-bootstrap.js';
-import { DnsDiscovery } from './bootstrap/discovery.js';
+import { DnsDiscovery, StaticDiscovery } from './bootstrap/discovery.js';
 import { type SeedNodesView, seedNodesView } from './bootstrap/seed-nodes.js';
 import { CoordinatedShutdown } from './coordinated-shutdown.js';
 import { faultInjectionRoute } from './fault-injection.js';
@@ -531,7 +531,9 @@ export async function startNode(
       );
       node.bootstrapping = false;
     } else {
-      await node.startIncarnation(config.seeds ?? [], true);
+      // static discovery: the seed list, joined directly (the first seed may form the cluster)
+      const seeds = await new StaticDiscovery(config.seeds ?? []).lookup();
+      await node.startIncarnation(seeds, true);
       await startManagement(node, config, httpTls, logger);
     }
     if (options.waitUntilUp !== false) await node.cluster.whenUp();
