@@ -5,12 +5,12 @@
 // stable for 5 s, probed every 1 s) and tuned (stable for 1 s, probed every 250 ms): the stable
 // margin is a floor only the forming node pays; the others join as soon as it answers.
 // BOOTSTRAP_SIZES=5,15 and BOOTSTRAP_RUNS=3 (medians) change the defaults.
-import { type ChildProcess, execFileSync } from 'node:child_process';
-import { Resolver } from 'node:dns/promises';
+import type { ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePorts } from '../packages/testkit/src/index.js';
+import { dnsmasqArgs, dnsmasqMissing, waitUntilDnsAnswers } from '../test/support/dnsmasq.js';
 import { allUp, type CliNode, killCliNodes, spawnCliNode } from './lib/cli-nodes.js';
 import { installSignalCleanup, liveProcesses, spawnTracked } from './lib/node-processes.js';
 import { median, printResult } from './lib/stats.js';
@@ -22,47 +22,13 @@ const STAGGER_MS = 100;
 
 type Mode = 'static' | 'dns' | 'dns-tuned';
 
-function dnsmasqMissing(): string | undefined {
-  try {
-    execFileSync('dnsmasq', ['--version'], { stdio: 'ignore' });
-  } catch {
-    return 'dnsmasq (Debian package dnsmasq-base)';
-  }
-  return process.getuid?.() === 0 ? undefined : 'root (dnsmasq drops privileges to nobody)';
-}
-
 async function startDns(hostsDir: string): Promise<{ server: string; process: ChildProcess }> {
   const [port] = await freePorts(1);
-  const child = spawnTracked(
-    'dnsmasq',
-    [
-      '--keep-in-foreground',
-      '--conf-file=/dev/null',
-      '--no-resolv',
-      '--no-hosts',
-      '--bind-interfaces',
-      '--listen-address=127.0.0.1',
-      `--port=${port}`,
-      `--hostsdir=${hostsDir}`,
-      '--local=/test/',
-      '--local-ttl=0',
-      '--pid-file=',
-    ],
-    { stdio: 'ignore' },
-  );
+  const child = spawnTracked('dnsmasq', dnsmasqArgs({ listen: '127.0.0.1', port: port!, hostsDir }), {
+    stdio: 'ignore',
+  });
   const server = `127.0.0.1:${port}`;
-  const probe = new Resolver();
-  probe.setServers([server]);
-  await waitFor(
-    () =>
-      probe.resolve4('probe.test').then(
-        () => true,
-        (e: NodeJS.ErrnoException) => e.code === 'ENOTFOUND',
-      ),
-    10_000,
-    'dnsmasq answering',
-    50,
-  );
+  await waitUntilDnsAnswers(server);
   return { server, process: child };
 }
 
@@ -120,8 +86,8 @@ async function run(mode: Mode, n: number, dnsServer: string, hostsDir: string, r
 
 installSignalCleanup();
 const missing = dnsmasqMissing();
-if (missing) {
-  process.stderr.write(`bench bootstrap needs ${missing}\n`);
+if (missing.length > 0) {
+  process.stderr.write(`bench bootstrap needs ${missing.join(', ')}\n`);
   process.exit(2);
 }
 const sizes = (process.env.BOOTSTRAP_SIZES ?? '5,15').split(',').map(Number);

@@ -1,5 +1,4 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { Resolver } from 'node:dns/promises';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   DiscoveryLookupError,
@@ -10,19 +9,12 @@ import {
 import { validateNodeConfig } from '../../packages/doyen/src/node-config.js';
 import { freePorts } from '../../packages/testkit/src/index.js';
 import { runCli } from '../support/cli-process.js';
+import { dnsmasqArgs, dnsmasqMissing, waitUntilDnsAnswers } from '../support/dnsmasq.js';
 
-/** Debian's dnsmasq on 127.0.0.1 at a free port, answering for `*.test` from its command line. */
-function hasDnsmasq(): boolean {
-  try {
-    execFileSync('dnsmasq', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-const canRun = hasDnsmasq() && process.getuid?.() === 0;
-if (!canRun)
-  console.warn('DNS discovery tests skipped: missing dnsmasq (Debian package dnsmasq-base) or root');
+// Debian's dnsmasq on 127.0.0.1 at a free port, answering for `*.test` from its command line
+const missing = dnsmasqMissing();
+const canRun = missing.length === 0;
+if (!canRun) console.warn(`DNS discovery tests skipped: missing ${missing.join(', ')}`);
 
 describe.skipIf(!canRun)('DnsDiscovery against a real DNS server (dnsmasq)', () => {
   let dnsmasq: ChildProcess;
@@ -33,39 +25,25 @@ describe.skipIf(!canRun)('DnsDiscovery against a real DNS server (dnsmasq)', () 
     server = `127.0.0.1:${port}`;
     dnsmasq = spawn(
       'dnsmasq',
-      [
-        '--keep-in-foreground',
-        '--conf-file=/dev/null',
-        '--no-resolv',
-        '--no-hosts',
-        '--bind-interfaces',
-        '--listen-address=127.0.0.1',
-        `--port=${port}`,
-        '--local=/test/',
-        '--pid-file=',
-        '--host-record=svc.doyen.test,10.0.0.3',
-        '--host-record=svc.doyen.test,10.0.0.10',
-        '--host-record=svc.doyen.test,fd00::7',
-        '--host-record=a.pods.test,10.1.0.1',
-        '--host-record=b.pods.test,10.1.0.2',
-        '--srv-host=_management._tcp.doyen.test,b.pods.test,8600',
-        '--srv-host=_management._tcp.doyen.test,a.pods.test,8558',
-        '--srv-host=_management._tcp.doyen.test,10.1.0.9,8700',
-      ],
+      dnsmasqArgs({
+        listen: '127.0.0.1',
+        port: port!,
+        hostRecords: [
+          'svc.doyen.test,10.0.0.3',
+          'svc.doyen.test,10.0.0.10',
+          'svc.doyen.test,fd00::7',
+          'a.pods.test,10.1.0.1',
+          'b.pods.test,10.1.0.2',
+        ],
+        srvHosts: [
+          '_management._tcp.doyen.test,b.pods.test,8600',
+          '_management._tcp.doyen.test,a.pods.test,8558',
+          '_management._tcp.doyen.test,10.1.0.9,8700',
+        ],
+      }),
       { stdio: 'ignore' },
     );
-    // answering: a name it holds resolves
-    const probe = new Resolver();
-    probe.setServers([server]);
-    for (let i = 0; ; i++) {
-      try {
-        await probe.resolve4('svc.doyen.test');
-        break;
-      } catch (error) {
-        if (i > 100) throw error;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
+    await waitUntilDnsAnswers(server);
   });
   afterAll(() => {
     dnsmasq?.kill('SIGKILL');

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterView } from '../../packages/doyen/src/management-http.js';
 import { secretEnv } from '../support/cli-process.js';
+import { dnsmasqMissing } from '../support/dnsmasq.js';
 import {
   canUseNetns,
   createTopology,
-  dnsmasqMissing,
   type NetnsNode,
   netnsMissing,
   type Topology,

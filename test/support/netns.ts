@@ -13,6 +13,7 @@ import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_pro
 import { chmodSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { compiledCli } from './cli-process.js';
+import { dnsmasqArgs } from './dnsmasq.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TABLE = 'dyn_partition';
@@ -133,11 +134,6 @@ export function netnsMissing(): readonly string[] {
   missing = lack;
   if (lack.length === 0) removeStaleNamespaces();
   return missing;
-}
-
-/** What the DNS tests lack besides netnsMissing(): Debian's dnsmasq (package dnsmasq-base). */
-export function dnsmasqMissing(): readonly string[] {
-  return works('dnsmasq', ['--version']) ? [] : ['dnsmasq (Debian package dnsmasq-base)'];
 }
 
 /** True when root, `ip netns` and a firewall tool are all here. */
@@ -392,24 +388,7 @@ export function createTopology(names: readonly string[]): Topology {
       chmodSync(hostsDir, 0o755);
       dnsServer = spawn(
         'ip',
-        [
-          'netns',
-          'exec',
-          bridgeNs,
-          'dnsmasq',
-          '--keep-in-foreground',
-          '--conf-file=/dev/null',
-          '--no-resolv',
-          '--no-hosts',
-          '--bind-interfaces',
-          `--listen-address=${ip}`,
-          '--port=53',
-          `--hostsdir=${hostsDir}`,
-          '--local=/test/',
-          '--local-ttl=0',
-          '--pid-file=',
-          '--log-facility=-',
-        ],
+        ['netns', 'exec', bridgeNs, 'dnsmasq', ...dnsmasqArgs({ listen: ip, port: 53, hostsDir })],
         { stdio: ['ignore', 'ignore', 'pipe'] },
       );
       pending.add(dnsServer);
