@@ -4,7 +4,7 @@
 // same address as a new incarnation, joining through the survivors.
 
 import { freePorts } from './free-ports.js';
-import { keyOf, type NodeEvent, type NodeState } from './membership-messages.js';
+import { memberKey, type NodeEvent, type NodeState } from './membership-messages.js';
 import { NodeProcess } from './membership-processes.js';
 import { waitFor, withTimeout } from './timeout.js';
 
@@ -88,7 +88,7 @@ export class ProcessCluster {
             s.version === states[0]!.version &&
             s.unreachable.length === 0 &&
             s.members.length === keys.size &&
-            s.members.every((m) => m.status === 'up' && keys.has(keyOf(m))),
+            s.members.every((m) => m.status === 'up' && keys.has(memberKey(m))),
         );
         if (ok) agreed = states[0];
         return ok;
@@ -118,9 +118,9 @@ export class ProcessCluster {
     const survivors = this.nodes.filter((n) => n !== victim);
     const marks = new Map(survivors.map((n) => [n, n.events.length]));
     const since = (n: NodeProcess): NodeEvent[] => n.events.slice(marks.get(n));
-    const about = (e: NodeEvent, type: string) => e.type === type && keyOf(e) === victimKey;
+    const about = (e: NodeEvent, type: string) => e.type === type && memberKey(e) === victimKey;
     const newCoordinator = (e: NodeEvent) =>
-      e.type === 'coordinator.changed' && e.address !== '' && keyOf(e) !== victimKey;
+      e.type === 'coordinator.changed' && e.address !== '' && memberKey(e) !== victimKey;
 
     const tKill = victim.kill9();
     await waitFor(
@@ -150,7 +150,7 @@ export class ProcessCluster {
       sawUnreachable,
       otherUnreachable: survivors
         .flatMap(since)
-        .filter((e) => e.type === 'member.unreachable' && keyOf(e) !== victimKey).length,
+        .filter((e) => e.type === 'member.unreachable' && memberKey(e) !== victimKey).length,
     };
 
     await withTimeout(victim.exited, 5_000, `exit of killed node ${victim.address}`);

@@ -58,6 +58,4 @@ export type NodeCommand =
   | { readonly cmd: 'state'; readonly id: number }
   | { readonly cmd: 'stall'; readonly busyMs: number; readonly everyMs: number; readonly forMs: number };
 
-/** `host:port#uid`, the identity of one incarnation (as cluster member keys). */
-export const keyOf = (m: { readonly address: string; readonly uid: string }): string =>
-  `${m.address}#${m.uid}`;
+export { memberKey } from '../../packages/cluster/src/member.js';

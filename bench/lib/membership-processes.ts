@@ -3,7 +3,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import {
-  keyOf,
+  memberKey,
   type NodeCommand,
   type NodeEvent,
   type NodeState,
@@ -54,7 +54,7 @@ export class NodeProcess extends NodeProcessBase<NodeUp, NodeState, NodeEvent | 
 
   get key(): string {
     if (!this.up) throw new Error(`node ${this.address} is not up`);
-    return keyOf(this.up);
+    return memberKey(this.up);
   }
 
   override whenUp(timeoutMs = 20_000): Promise<NodeUp> {

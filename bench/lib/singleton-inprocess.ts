@@ -3,7 +3,7 @@
 // own stream; its singleton.* and partitions.allocated lines (and anything at warn or worse) are kept with the
 // time they were written (performance.now(), one clock for every node here). Nothing is printed.
 import { Writable } from 'node:stream';
-import { keyOf } from '../../packages/cluster/src/index.js';
+import { memberKey } from '../../packages/cluster/src/index.js';
 import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
 import { movedPartitions, optimalMoves, type PartitionTable } from '../../packages/partitions/src/index.js';
 import { createLogger } from './doyen.js';
@@ -51,7 +51,7 @@ export class LocalNode {
   /** This node's age in its own view of the membership (lower is older). */
   get age(): number {
     const m = this.node.cluster.state().membership;
-    return m?.members.find((x) => keyOf(x) === this.key)?.age ?? Number.POSITIVE_INFINITY;
+    return m?.members.find((x) => memberKey(x) === this.key)?.age ?? Number.POSITIVE_INFINITY;
   }
 
   async start(seedPort: number): Promise<void> {
@@ -140,7 +140,7 @@ export class LocalCluster {
   /** Nodes by age, oldest first (in the first node's view). */
   byAge(): LocalNode[] {
     const m = this.nodes[0]!.node.cluster.state().membership;
-    const age = new Map((m?.members ?? []).map((x) => [keyOf(x), x.age]));
+    const age = new Map((m?.members ?? []).map((x) => [memberKey(x), x.age]));
     return [...this.nodes].sort(
       (a, b) => (age.get(a.key) ?? Number.POSITIVE_INFINITY) - (age.get(b.key) ?? Number.POSITIVE_INFINITY),
     );
@@ -154,7 +154,7 @@ export class LocalCluster {
       const s = x.node.cluster.state();
       const m = s.membership;
       if (s.status !== 'up' || !m || m.members.length !== keys.size || m.unreachable.length > 0) return;
-      if (!m.members.every((y) => y.status === 'up' && keys.has(keyOf(y)))) return;
+      if (!m.members.every((y) => y.status === 'up' && keys.has(memberKey(y)))) return;
       if (version !== undefined && m.version !== version) return;
       version = m.version;
       const t = x.node.partitions?.table();

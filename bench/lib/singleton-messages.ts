@@ -91,6 +91,4 @@ export type NodeReport = NodeUp | NodeLog | NodeEvent | NodeState | NodeFailed;
 /** `state`: answer with a NodeState; `leave`: leave the cluster gracefully (shutdown()), then exit. */
 export type NodeCommand = { readonly cmd: 'state'; readonly id: number } | { readonly cmd: 'leave' };
 
-/** `host:port#uid`, the identity of one incarnation (as cluster member keys). */
-export const keyOf = (m: { readonly address: string; readonly uid: string }): string =>
-  `${m.address}#${m.uid}`;
+export { memberKey } from '../../packages/cluster/src/member.js';

@@ -8,7 +8,7 @@ import { optimalMoves } from '../../packages/partitions/src/index.js';
 import { freePorts } from './free-ports.js';
 import { installSignalCleanup, liveProcesses, NodeProcessBase, spawnNodeProcess } from './node-processes.js';
 import {
-  keyOf,
+  memberKey,
   type NodeCommand,
   type NodeEvent,
   type NodeLog,
@@ -44,9 +44,9 @@ export class NodeProcess extends NodeProcessBase<NodeUp, NodeState, NodeLog | No
 
   /** The current incarnation's key: from the last state answer (a downed node restarts in its process). */
   get key(): string {
-    if (this.current) return keyOf(this.current);
+    if (this.current) return memberKey(this.current);
     if (!this.up) throw new Error(`node ${this.address} is not up`);
-    return keyOf(this.up);
+    return memberKey(this.up);
   }
 
   override whenUp(timeoutMs = 30_000): Promise<NodeUp> {
@@ -169,7 +169,7 @@ export class ProcessCluster {
     await waitFor(
       async () => {
         const states = await Promise.all(this.nodes.map((n) => n.state()));
-        const keys = new Set(states.map(keyOf));
+        const keys = new Set(states.map(memberKey));
         last = states;
         const first = states[0]!;
         const ok = states.every(
@@ -178,7 +178,7 @@ export class ProcessCluster {
             s.version === first.version &&
             s.unreachable.length === 0 &&
             s.members.length === keys.size &&
-            s.members.every((m) => m.status === 'up' && keys.has(keyOf(m))) &&
+            s.members.every((m) => m.status === 'up' && keys.has(memberKey(m))) &&
             s.tableVersion === first.tableVersion &&
             s.tableVersion > 0,
         );
@@ -221,8 +221,8 @@ export class ProcessCluster {
   async killOldest(restart = true): Promise<FailoverSample> {
     const before = await this.settled();
     const up = [...before.members].sort((a, b) => a.age - b.age);
-    const victim = this.nodes.find((n) => n.key === keyOf(up[0]!))!;
-    const successor = this.nodes.find((n) => n.key === keyOf(up[1]!))!;
+    const victim = this.nodes.find((n) => n.key === memberKey(up[0]!))!;
+    const successor = this.nodes.find((n) => n.key === memberKey(up[1]!))!;
     const victimKey = victim.key;
     const survivors = this.nodes.filter((n) => n !== victim);
     const survivorKeys = survivors.map((n) => n.key);
@@ -241,7 +241,7 @@ export class ProcessCluster {
     );
     // a moment for the allocation and for any second instance elsewhere to show up
     await new Promise((r) => setTimeout(r, 300));
-    const about = (e: NodeEvent, type: string) => e.type === type && keyOf(e) === victimKey;
+    const about = (e: NodeEvent, type: string) => e.type === type && memberKey(e) === victimKey;
     const firstLog = (match: (l: NodeLog) => boolean) => logsSince(successor).find(match)?.t ?? Number.NaN;
     const unreachableAt = survivors.flatMap((n) =>
       eventsSince(n)
@@ -253,8 +253,8 @@ export class ProcessCluster {
     const otherDownedAt = new Map<string, number>();
     for (const n of survivors)
       for (const e of eventsSince(n))
-        if (e.type === 'member.downed' && survivorKeys.includes(keyOf(e)))
-          otherDownedAt.set(keyOf(e), Math.min(e.t, otherDownedAt.get(keyOf(e)) ?? e.t));
+        if (e.type === 'member.downed' && survivorKeys.includes(memberKey(e)))
+          otherDownedAt.set(memberKey(e), Math.min(e.t, otherDownedAt.get(memberKey(e)) ?? e.t));
     const allocatedAt = allocated?.t ?? Number.POSITIVE_INFINITY;
     const members = survivorKeys.filter(
       (k) => !((otherDownedAt.get(k) ?? Number.POSITIVE_INFINITY) <= allocatedAt),
@@ -304,8 +304,8 @@ export class ProcessCluster {
   async leaveOldest(): Promise<HandOverSample> {
     const before = await this.settled();
     const up = [...before.members].sort((a, b) => a.age - b.age);
-    const oldest = this.nodes.find((n) => n.key === keyOf(up[0]!))!;
-    const successor = this.nodes.find((n) => n.key === keyOf(up[1]!))!;
+    const oldest = this.nodes.find((n) => n.key === memberKey(up[0]!))!;
+    const successor = this.nodes.find((n) => n.key === memberKey(up[1]!))!;
     const marks = new Map(this.nodes.map((n) => [n, n.logs.length]));
     const since = (n: NodeProcess, event: string) =>
       n.logs.slice(marks.get(n)).filter((l) => l.event === event && l.singleton === ALLOCATOR);

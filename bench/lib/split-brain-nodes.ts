@@ -3,7 +3,7 @@
 // warn-level lines (`sbr.decision`, `split-brain.merge`, `node.restart`, …) are kept with the time they were
 // written, and the cluster events of its first incarnation are kept too. Nothing is printed.
 import { Writable } from 'node:stream';
-import type { ClusterConfig, ClusterEvent } from '../../packages/cluster/src/index.js';
+import { type ClusterConfig, type ClusterEvent, memberKey } from '../../packages/cluster/src/index.js';
 import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
 import { createLogger } from './doyen.js';
 import { freePorts } from './free-ports.js';
@@ -84,7 +84,7 @@ export class BenchNode {
       this.events.push({
         t: performance.now(),
         type: event.type,
-        key: member ? `${member.address}#${member.uid}` : '',
+        key: member ? memberKey(member) : '',
       });
     });
   }
@@ -114,8 +114,8 @@ export class BenchNode {
     const s = this.node.cluster.state();
     const m = s.membership;
     if (s.status !== 'up' || !m || m.members.length !== keys.size || m.unreachable.length > 0) return false;
-    if (!m.members.every((x) => x.status === 'up' && keys.has(`${x.address}#${x.uid}`))) return false;
-    return s.coordinator !== undefined && keys.has(`${s.coordinator.address}#${s.coordinator.uid}`);
+    if (!m.members.every((x) => x.status === 'up' && keys.has(memberKey(x)))) return false;
+    return s.coordinator !== undefined && keys.has(memberKey(s.coordinator));
   }
 
   /** One line: status, version, members by status, unreachable count, coordinator port. */

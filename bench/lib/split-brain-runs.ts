@@ -1,7 +1,12 @@
 // One run of each split-brain scenario on five in-process nodes over real WebSockets (see
 // split-brain-partition.ts for how links are cut). The sides are always the two oldest members (the
 // coordinator and the next) against the three youngest: the majority must take over coordination itself.
-import { defaultClusterConfig, type SbrLease, type SbrSettings } from '../../packages/cluster/src/index.js';
+import {
+  defaultClusterConfig,
+  memberKey,
+  type SbrLease,
+  type SbrSettings,
+} from '../../packages/cluster/src/index.js';
 import { EtcdLease, type Lease } from '../../packages/lease/src/index.js';
 import { InMemoryLeaseArbiter } from '../../packages/testkit/src/simulated-stores.js';
 import {
@@ -137,7 +142,7 @@ export function leaseBackend(endpoints: string[] | undefined): LeaseBackend {
 /** The sides of the cut: the two oldest members and the three youngest, by member age. */
 function sidesByAge(nodes: readonly BenchNode[]): Record<Side, BenchNode[]> {
   const m = nodes[0]!.node.cluster.state().membership!;
-  const age = (x: BenchNode) => m.members.find((y) => `${y.address}#${y.uid}` === x.key)!.age;
+  const age = (x: BenchNode) => m.members.find((y) => memberKey(y) === x.key)!.age;
   const byAge = [...nodes].sort((a, b) => age(a) - age(b));
   return { minority: byAge.slice(0, MINORITY), majority: byAge.slice(MINORITY) };
 }

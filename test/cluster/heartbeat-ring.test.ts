@@ -5,10 +5,10 @@ import {
   HeartbeatRingConfigError,
   type HeartbeatRingOptions,
   heartbeatPeers,
-  memberKey,
   type RingMember,
   stableHash32,
 } from '../../packages/cluster/src/heartbeat-ring.js';
+import { memberKey } from '../../packages/cluster/src/member.js';
 
 const K = DEFAULT_HEARTBEAT_RING_CONFIG.monitoredByNrOfMembers;
 

@@ -6,8 +6,8 @@ import {
   diffMemberships,
   downMembers,
   formCluster,
-  keyOf,
   type Membership,
+  memberKey,
   removeMembers,
   setStatus,
   setUnreachable,
@@ -19,7 +19,7 @@ const node = (n: number) => ({
   name: `n${n}`,
   roles: [] as string[],
 });
-const key = (n: number) => keyOf(node(n));
+const key = (n: number) => memberKey(node(n));
 
 function grown(count: number): Membership {
   let m = formCluster(node(1));
@@ -88,10 +88,10 @@ describe('membership (pure)', () => {
             const age = m.members.find((x) => x.address === node(o.n).address)!.age;
             if (seenAges.has(age)) return false;
             seenAges.add(age);
-          } else if (target && o.kind === 'down') m = downMembers(m, [keyOf(target)]);
-          else if (target && o.kind === 'leave') m = removeMembers(m, [keyOf(target)]);
+          } else if (target && o.kind === 'down') m = downMembers(m, [memberKey(target)]);
+          else if (target && o.kind === 'leave') m = removeMembers(m, [memberKey(target)]);
           else if (target && o.kind === 'unreachable')
-            m = setUnreachable(m, [...m.unreachable, keyOf(target)]);
+            m = setUnreachable(m, [...m.unreachable, memberKey(target)]);
           if (m.version < before.version) return false;
           if (new Set(m.members.map((x) => x.age)).size !== m.members.length) return false;
         }

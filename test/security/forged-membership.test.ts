@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { keyOf, type Membership, type Update } from '../../packages/cluster/src/index.js';
+import { type Membership, memberKey, type Update } from '../../packages/cluster/src/index.js';
 import type { ActorRef, Message } from '../../packages/core/src/index.js';
 import { type ClusterNode, freePorts, startClusterNode } from '../support/cluster-nodes.js';
 import { eventually } from '../support/wait.js';
@@ -55,14 +55,14 @@ describe('forged membership messages from an authenticated member', () => {
     await eventually(() => forged(a) >= 1 && forged(b) >= 1, { what: 'both forgeries counted' });
     await new Promise((r) => setTimeout(r, 300));
     expect(b.cluster.state().status).toBe('up');
-    expect(a.cluster.state().membership!.members.map(keyOf)).toContain(bKey);
+    expect(a.cluster.state().membership!.members.map(memberKey)).toContain(bKey);
     // positive control: the same down request in C's own name passes the boundary and is acted on
     // (a member may ask the coordinator to down another, as Akka's Down; the management token
     // guards who may ask at the edge)
     const before = received(a);
     membershipRef(c, a).send({ type: 'membership.down', member: bKey, by: c.cluster.self.key } as Message);
     await eventually(() => received(a) > before, { what: 'the honest request received' });
-    await eventually(() => !a.cluster.state().membership!.members.some((m) => keyOf(m) === bKey), {
+    await eventually(() => !a.cluster.state().membership!.members.some((m) => memberKey(m) === bKey), {
       what: 'B downed on the honest request',
     });
   });
@@ -73,7 +73,7 @@ describe('forged membership messages from an authenticated member', () => {
     const coordinatorOnly: Membership = {
       ...m,
       version: m.version + 100,
-      members: m.members.filter((x) => keyOf(x) === c.cluster.self.key).map((x) => ({ ...x, age: 0 })),
+      members: m.members.filter((x) => memberKey(x) === c.cluster.self.key).map((x) => ({ ...x, age: 0 })),
     };
     // in C's own name (its replyTo is its own membership actor): passes the boundary, the
     // protocol refuses it because B takes A, not C, for its coordinator

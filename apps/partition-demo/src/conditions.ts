@@ -2,6 +2,7 @@
  * The conditions scripts wait for and expect, checked against an observation. Each check says
  * why it does not hold yet, so a failed expectation explains itself.
  */
+import { memberKey } from '../../../packages/cluster/src/member.js';
 import { ALLOCATOR, isFresh, type Observation, type ObservedNode } from './observe.js';
 
 export type Condition =
@@ -115,10 +116,7 @@ export function check(
         const unreachable = up.filter((m) => !m.reachable);
         if (unreachable.length)
           problems.push(`${n.name} sees ${unreachable.map((m) => m.name).join(', ')} unreachable`);
-        return `${v.coordinator}|${up
-          .map((m) => `${m.address}#${m.uid}`)
-          .sort()
-          .join(',')}`;
+        return `${v.coordinator}|${up.map(memberKey).sort().join(',')}`;
       };
       const signatures = new Set(alive.map(signature));
       if (problems.length) return { ok: false, detail: problems.slice(0, 4).join('; ') };

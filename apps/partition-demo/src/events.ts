@@ -3,6 +3,7 @@
  * itself did. Every node logs the same membership change (`member.up ephesus` five times), so
  * one fact seen by several nodes within a few seconds becomes one entry with its reporters.
  */
+import { addressOfKey } from '../../../packages/core/src/address.js';
 
 export interface DemoEvent {
   readonly time: number;
@@ -115,12 +116,6 @@ export function describe(
   }
 }
 
-/** `host:port#uid` -> `host:port`. */
-export function stripUid(key: string): string {
-  const i = key.lastIndexOf('#');
-  return i < 0 ? key : key.slice(0, i);
-}
-
 /** Membership transitions a member incarnation goes through at most once. */
 const ONCE = new Set(['member.up', 'member.leaving', 'member.downed', 'member.removed']);
 
@@ -144,7 +139,7 @@ export class EventLog {
     at: number,
     nameOf: (address: string) => string,
   ): DemoEvent | undefined {
-    const d = describe(json, (a) => nameOf(stripUid(a)));
+    const d = describe(json, (a) => nameOf(addressOfKey(a)));
     if (!d) return undefined;
     const member = json.member as Json | undefined;
     // a node that joins learns the coordinator (and every member being up): not news

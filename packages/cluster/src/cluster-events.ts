@@ -1,4 +1,4 @@
-import { keyOf, type Member } from './member.js';
+import { type Member, memberKey } from './member.js';
 import { coordinatorOf, type Membership } from './membership.js';
 
 /** Facts about the cluster, as this node learns them; each one is also logged with its `event` name. */
@@ -20,8 +20,8 @@ export type ClusterEvent =
 /** The events that take a node from `prev` to `next` (pure; `prev` undefined before joining). */
 export function diffMemberships(prev: Membership | undefined, next: Membership): ClusterEvent[] {
   const events: ClusterEvent[] = [];
-  const before = new Map((prev?.members ?? []).map((m) => [keyOf(m), m]));
-  const after = new Map(next.members.map((m) => [keyOf(m), m]));
+  const before = new Map((prev?.members ?? []).map((m) => [memberKey(m), m]));
+  const after = new Map(next.members.map((m) => [memberKey(m), m]));
   for (const [key, m] of after) {
     const old = before.get(key);
     if (!old) {
@@ -32,7 +32,7 @@ export function diffMemberships(prev: Membership | undefined, next: Membership):
       if (e) events.push(e);
     }
   }
-  const failedNow = new Set(next.failed.map(keyOf));
+  const failedNow = new Set(next.failed.map(memberKey));
   for (const [key, old] of before) {
     if (after.has(key)) continue;
     if (failedNow.has(key)) events.push({ type: 'member.downed', member: { ...old, status: 'down' } });
@@ -54,7 +54,7 @@ export function diffMemberships(prev: Membership | undefined, next: Membership):
   }
   const oldCoordinator = prev ? coordinatorOf(prev) : undefined;
   const newCoordinator = coordinatorOf(next);
-  if ((oldCoordinator && keyOf(oldCoordinator)) !== (newCoordinator && keyOf(newCoordinator))) {
+  if ((oldCoordinator && memberKey(oldCoordinator)) !== (newCoordinator && memberKey(newCoordinator))) {
     events.push({ type: 'coordinator.changed', coordinator: newCoordinator, previous: oldCoordinator });
   }
   return events;

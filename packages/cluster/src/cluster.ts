@@ -13,7 +13,7 @@ import { createDowningMachine, DOWNING_PATH } from './downing/downing-machine.js
 import { defaultStableAfterMs } from './downing/resolver.js';
 import { HEARTBEAT_PULSE_PATH, Heartbeater } from './failure-detector/heartbeater.js';
 import { createFailureDetectorMachine, HEARTBEAT_PATH } from './failure-detector-machine.js';
-import { keyOf, type Member, nodeOf } from './member.js';
+import { type Member, memberKey, nodeOf } from './member.js';
 import { coordinatorOf, type Membership } from './membership.js';
 import { createMembershipMachine, type MembershipMachine } from './membership-machine.js';
 import { MEMBERSHIP_PATH, type SelfInfo } from './membership-protocol.js';
@@ -89,7 +89,7 @@ export class Cluster {
       uid: node.uid,
       name: this.config.name ?? address,
       roles: this.config.roles,
-      key: `${address}#${node.uid}`,
+      key: memberKey(node),
       node,
     };
     const deps = { system, config: this.config, self: this.self };
@@ -139,11 +139,11 @@ export class Cluster {
   state(): ClusterState {
     const m = this.last;
     const coordinator = m ? coordinatorOf(m) : undefined;
-    const self = m?.members.find((x) => keyOf(x) === this.self.key);
+    const self = m?.members.find((x) => memberKey(x) === this.self.key);
     return {
       self,
       status: this.status,
-      isCoordinator: coordinator !== undefined && keyOf(coordinator) === this.self.key,
+      isCoordinator: coordinator !== undefined && memberKey(coordinator) === this.self.key,
       coordinator,
       membership: m,
     };
@@ -183,7 +183,7 @@ export class Cluster {
     if (!m || !snapshot || (this.status !== 'up' && this.status !== 'leaving')) return 0;
     const unreachable = new Set([...m.unreachable, ...Object.keys(snapshot.context.observations)]);
     return reachableUpCount(
-      m.members.map((x) => ({ key: keyOf(x), status: x.status })),
+      m.members.map((x) => ({ key: memberKey(x), status: x.status })),
       unreachable,
     );
   }
@@ -366,7 +366,7 @@ export class Cluster {
     if (event.type === 'member.removed') {
       const node = nodeOf(event.member);
       this.system.nodeTerminated(node, 'node-removed');
-      if (keyOf(event.member) !== this.self.key) this.options.onMemberRemoved?.(node);
+      if (memberKey(event.member) !== this.self.key) this.options.onMemberRemoved?.(node);
     }
     for (const l of this.listeners) {
       try {

@@ -7,6 +7,7 @@
  * a stable hash of `address#uid` and each node monitors the K that follow it; each node is then
  * monitored by the K that precede it, and a failure is still noticed by K independent observers.
  */
+import { memberKey } from './member.js';
 
 /** A cluster member as the ring sees it; `uid` tells incarnations at one address apart. */
 export interface RingMember {
@@ -55,11 +56,6 @@ export interface HeartbeatRingOptions {
   /** Keys (`memberKey`) of members currently unreachable. */
   readonly unreachable?: ReadonlySet<string>;
   readonly config?: Partial<HeartbeatRingConfig>;
-}
-
-/** The identity of one incarnation, also the failure-detector registry key: `host:port#uid`. */
-export function memberKey(member: RingMember): string {
-  return `${member.address}#${member.uid}`;
 }
 
 /**

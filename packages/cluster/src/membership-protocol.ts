@@ -1,7 +1,7 @@
 import type { ActorRef, Message, NodeAddress, UniqueNodeAddress } from '@doyen/core';
 import type { ClusterConfig } from './config.js';
 import { heartbeatPeers } from './heartbeat-ring.js';
-import { isLive, keyOf, keyOfNode, type Member, nodeOf } from './member.js';
+import { isLive, type Member, memberKey, nodeOf } from './member.js';
 import {
   addJoiner,
   coordinatorOf,
@@ -112,7 +112,7 @@ const MEMBERSHIP_PATH = '/system/membership';
 
 /** Whether `ref` belongs to a live member of `m` (by its node incarnation). */
 function isLiveMember(m: Membership, ref: ActorRef): boolean {
-  const member = findMember(m, keyOfNode(ref.address.node));
+  const member = findMember(m, memberKey(ref.address.node));
   return member !== undefined && isLive(member.status);
 }
 
@@ -135,17 +135,17 @@ export function believedCoordinator(env: Env, ctx: MembershipContext): Member | 
   const live = liveMembers(m);
   const { targets } = heartbeatPeers(
     { address: env.self.address, uid: env.self.uid },
-    live.filter((x) => keyOf(x) !== env.self.key),
+    live.filter((x) => memberKey(x) !== env.self.key),
     { config: env.config.heartbeatRing },
   );
-  const monitored = new Set(targets.map(keyOf));
+  const monitored = new Set(targets.map(memberKey));
   const unreachable = (key: string) => {
     const observers = ctx.observations[key] ?? [];
     return monitored.has(key) ? observers.includes(env.self.key) : observers.length > 0;
   };
   let best: Member | undefined;
   for (const member of m.members) {
-    if (member.status !== 'up' || unreachable(keyOf(member))) continue;
+    if (member.status !== 'up' || unreachable(memberKey(member))) continue;
     if (best === undefined || member.age < best.age) best = member;
   }
   return best;
@@ -154,12 +154,12 @@ export function believedCoordinator(env: Env, ctx: MembershipContext): Member | 
 /** Whether `ref` (a sender's reply address, bound to its connection) is the believed coordinator. */
 function fromBelievedCoordinator(env: Env, ctx: MembershipContext, ref: ActorRef): boolean {
   const c = believedCoordinator(env, ctx);
-  return c !== undefined && keyOf(c) === keyOfNode(ref.address.node);
+  return c !== undefined && memberKey(c) === memberKey(ref.address.node);
 }
 
 export function isCoordinator(env: Env, ctx: MembershipContext): boolean {
   const c = ctx.membership && coordinatorOf(ctx.membership);
-  return c !== undefined && keyOf(c) === env.self.key;
+  return c !== undefined && memberKey(c) === env.self.key;
 }
 
 /** The node whose address is the first seed may form the cluster when no other seed answers. */
@@ -214,7 +214,7 @@ export function welcomedByUpdate(env: Env, ctx: MembershipContext, update: Updat
  */
 export function admittedBy(env: Env, m: Membership, sender: UniqueNodeAddress): boolean {
   const c = coordinatorOf(m);
-  return includesSelfLive(env, m) && c !== undefined && keyOf(c) === keyOfNode(sender);
+  return includesSelfLive(env, m) && c !== undefined && memberKey(c) === memberKey(sender);
 }
 
 /** A seed that is not the coordinator sent us to it: join there (only a seed we asked may). */
@@ -222,7 +222,7 @@ export function onRedirect(env: Env, ctx: MembershipContext, redirect: Redirect)
   const fromSeed = env.config.seeds.some(
     (s) => s.host === redirect.from.host && s.port === redirect.from.port,
   );
-  if (!fromSeed || keyOfNode(redirect.coordinator) === env.self.key) return noop(ctx);
+  if (!fromSeed || memberKey(redirect.coordinator) === env.self.key) return noop(ctx);
   return {
     context: ctx,
     out: [sendTo({ kind: 'member', node: redirect.coordinator }, joinMessage(env))],
@@ -239,7 +239,7 @@ export function includesSelfLive(env: Env, m: Membership): boolean {
 
 /** Takes `next` as our membership and tells the failure detector; no broadcast. */
 function adopt(ctx: MembershipContext, next: Membership): Step {
-  const live = new Set(next.members.map(keyOf));
+  const live = new Set(next.members.map(memberKey));
   const observations: Record<string, readonly string[]> = {};
   for (const [subject, observers] of Object.entries(ctx.observations)) {
     if (!live.has(subject)) continue;
@@ -263,7 +263,8 @@ function publish(env: Env, ctx: MembershipContext, next: Membership, exclude?: R
   const step = adopt(ctx, next);
   const recipients = new Map<string, Member>();
   for (const m of [...(prev?.members ?? []), ...next.members]) {
-    if (keyOf(m) !== env.self.key && isLive(m.status) && !exclude?.has(keyOf(m))) recipients.set(keyOf(m), m);
+    if (memberKey(m) !== env.self.key && isLive(m.status) && !exclude?.has(memberKey(m)))
+      recipients.set(memberKey(m), m);
   }
   const update: Update = { type: 'membership.update', membership: next, replyTo: env.selfRef };
   const out = [...step.out];
@@ -306,22 +307,22 @@ export function onJoin(env: Env, ctx: MembershipContext, join: Join): Step {
   const existing = findByAddress(m, address);
   if (existing && existing.uid === join.node.uid) {
     // a retry of a join we already handled: answer again, change nothing
-    const pending = ctx.collectors.some((c) => c.joiner === keyOf(existing));
+    const pending = ctx.collectors.some((c) => c.joiner === memberKey(existing));
     if (pending) return noop(ctx);
     const welcome: Welcome = { type: 'membership.welcome', membership: m, from: env.self.node };
     return { context: ctx, out: [sendTo({ kind: 'ref', ref: join.replyTo }, welcome)], timeouts: [] };
   }
   const joiner: NewMember = { address, uid: join.node.uid, name: join.name, roles: join.roles };
   const { membership: next, replaced } = addJoiner(m, joiner);
-  const joinerKey = keyOf(joiner);
+  const joinerKey = memberKey(joiner);
   // Joiners do not hold up other joins: they may still be busy joining themselves.
   const waiting = liveMembers(m)
     .filter((x) => x.status !== 'joining')
-    .map(keyOf)
-    .filter((k) => k !== env.self.key && k !== (replaced && keyOf(replaced)));
+    .map(memberKey)
+    .filter((k) => k !== env.self.key && k !== (replaced && memberKey(replaced)));
   const published = publish(env, ctx, next);
   const withoutJoiner = published.out.filter(
-    (o) => !(o.to.kind === 'member' && `${o.to.node.host}:${o.to.node.port}#${o.to.node.uid}` === joinerKey),
+    (o) => !(o.to.kind === 'member' && memberKey(o.to.node) === joinerKey),
   );
   const step: Step = { ...published, out: withoutJoiner };
   const collector: Collector = {
@@ -399,7 +400,7 @@ export function onUpdate(env: Env, ctx: MembershipContext, update: Update): Step
     // that downed us may not be the one we believe in, and most of it will say so.
     if (!fromBelievedCoordinator(env, ctx, update.replyTo)) {
       if (includesSelfLive(env, theirs)) return noop(ctx);
-      const step = onDownedNotice(env, ctx, keyOfNode(update.replyTo.address.node));
+      const step = onDownedNotice(env, ctx, memberKey(update.replyTo.address.node));
       return { ...step, out: [...step.out, ackOut] };
     }
     // only from our own cluster: it names us, or we are in it and learn that we were taken out
@@ -426,7 +427,7 @@ export function onPull(env: Env, ctx: MembershipContext, pull: Pull): Step {
 /** Periodic catch-up: a member asks the coordinator whether it missed an update. */
 export function pullFromCoordinator(env: Env, ctx: MembershipContext): Step {
   const believed = believedCoordinator(env, ctx);
-  const c = believed && keyOf(believed) !== env.self.key ? nodeOf(believed) : undefined;
+  const c = believed && memberKey(believed) !== env.self.key ? nodeOf(believed) : undefined;
   if (!c || !ctx.membership) return noop(ctx);
   const pull: Pull = { type: 'membership.pull', version: ctx.membership.version, replyTo: env.selfRef };
   return { context: ctx, out: [sendTo({ kind: 'member', node: c }, pull)], timeouts: [] };
@@ -441,7 +442,7 @@ export function onVersionSeen(
 ): Step {
   const m = ctx.membership;
   if (!m) return noop(ctx);
-  const peerMember = findMember(m, keyOfNode(peer));
+  const peerMember = findMember(m, memberKey(peer));
   if (!peerMember || !isLive(peerMember.status)) return noop(ctx);
   if (version < m.version && isCoordinator(env, ctx)) {
     const update: Update = { type: 'membership.update', membership: m, replyTo: env.selfRef };
@@ -469,7 +470,7 @@ export function onOwnReachability(
   };
   const out: Outbound[] = [];
   for (const m of ctx.membership ? liveMembers(ctx.membership) : []) {
-    if (keyOf(m) !== env.self.key && keyOf(m) !== subject) {
+    if (memberKey(m) !== env.self.key && memberKey(m) !== subject) {
       out.push(sendTo({ kind: 'member', node: nodeOf(m) }, report));
     }
   }
@@ -520,11 +521,11 @@ export function evaluate(env: Env, ctx: MembershipContext): Step {
   if (env.config.downing !== 'auto' || !me || me.status !== 'up') return noop(ctx);
   const older = m.members.filter((x) => x.status === 'up' && x.age < me.age);
   const failed = new Set(unreachable);
-  if (older.length === 0 || !older.every((x) => failed.has(keyOf(x)))) return noop(ctx);
+  if (older.length === 0 || !older.every((x) => failed.has(memberKey(x)))) return noop(ctx);
   const marked = setUnreachable(m, unreachable);
   const cut = new Set(unreachable);
   const step = chain(marked === m ? noop(ctx) : publish(env, ctx, marked, cut), (c) =>
-    publish(env, c, downMembers(c.membership!, older.map(keyOf)), cut),
+    publish(env, c, downMembers(c.membership!, older.map(memberKey)), cut),
   );
   // now the coordinator: down whatever else is unreachable too
   return chain(step, (c) => evaluate(env, c));
@@ -543,10 +544,10 @@ export function onDownRequest(env: Env, ctx: MembershipContext, target: string, 
     // only a request made here is passed on, in our own name: a member speaks only for itself
     const c = coordinatorNode(ctx);
     if (!c || by !== env.self.key) return noop(ctx);
-    const request: DownRequest = { type: 'membership.down', member: keyOf(member), by: env.self.key };
+    const request: DownRequest = { type: 'membership.down', member: memberKey(member), by: env.self.key };
     return { context: ctx, out: [sendTo({ kind: 'member', node: c }, request)], timeouts: [] };
   }
-  return publish(env, ctx, downMembers(m, [keyOf(member)]));
+  return publish(env, ctx, downMembers(m, [memberKey(member)]));
 }
 
 /**
@@ -583,10 +584,10 @@ export function onDownedNotice(env: Env, ctx: MembershipContext, by: string): St
   const believed = believedCoordinator(env, ctx);
   const downedBy = ctx.downedBy.includes(by) ? ctx.downedBy : [...ctx.downedBy, by];
   const others = liveMembers(m)
-    .filter((x) => keyOf(x) !== env.self.key)
-    .map(keyOf);
+    .filter((x) => memberKey(x) !== env.self.key)
+    .map(memberKey);
   const told = others.filter((k) => downedBy.includes(k)).length;
-  if ((believed && keyOf(believed) === by) || told > others.length / 2) {
+  if ((believed && memberKey(believed) === by) || told > others.length / 2) {
     return adopt({ ...ctx, downedBy: [] }, downMembers(m, [env.self.key]));
   }
   return noop({ ...ctx, downedBy });
@@ -638,16 +639,16 @@ export function leaderActions(env: Env, ctx: MembershipContext): Step {
   const m = ctx.membership;
   if (!m || !isCoordinator(env, ctx)) return noop(ctx);
   let next = m;
-  const exiting = m.members.filter((x) => x.status === 'exiting').map(keyOf);
+  const exiting = m.members.filter((x) => x.status === 'exiting').map(memberKey);
   if (exiting.length > 0) next = removeMembers(next, exiting);
-  const leaving = m.members.filter((x) => x.status === 'leaving').map(keyOf);
+  const leaving = m.members.filter((x) => x.status === 'leaving').map(memberKey);
   if (leaving.length > 0) next = setStatus(next, leaving, 'exiting');
   // joiners whose collector timed out or was lost: up once nobody is unreachable (convergence)
   const converged = unreachableKeys(ctx).length === 0;
   const stuck = converged
     ? m.members
-        .filter((x) => x.status === 'joining' && !ctx.collectors.some((c) => c.joiner === keyOf(x)))
-        .map(keyOf)
+        .filter((x) => x.status === 'joining' && !ctx.collectors.some((c) => c.joiner === memberKey(x)))
+        .map(memberKey)
     : [];
   if (stuck.length > 0) next = setStatus(next, stuck, 'up');
   if (next === m) return noop(ctx);

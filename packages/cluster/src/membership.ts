@@ -1,4 +1,4 @@
-import { isLive, keyOf, type Member, type MemberStatus } from './member.js';
+import { isLive, type Member, type MemberStatus, memberKey } from './member.js';
 
 /**
  * The versioned membership every node holds (the seed's Membership): live members, the failed
@@ -46,7 +46,7 @@ export function coordinatorOf(m: Membership): Member | undefined {
 }
 
 export function findMember(m: Membership, key: string): Member | undefined {
-  return m.members.find((x) => keyOf(x) === key);
+  return m.members.find((x) => memberKey(x) === key);
 }
 
 export function findByAddress(m: Membership, address: string): Member | undefined {
@@ -73,7 +73,7 @@ export function addJoiner(m: Membership, joiner: NewMember): { membership: Membe
     nextAge: m.nextAge + 1,
     members,
     failed: m.failed.filter((x) => x.address !== joiner.address),
-    unreachable: replaced ? m.unreachable.filter((k) => k !== keyOf(replaced)) : m.unreachable,
+    unreachable: replaced ? m.unreachable.filter((k) => k !== memberKey(replaced)) : m.unreachable,
   });
   return replaced ? { membership, replaced } : { membership };
 }
@@ -82,7 +82,7 @@ export function setStatus(m: Membership, keys: readonly string[], status: Member
   const wanted = new Set(keys);
   let changed = false;
   const members = m.members.map((x) => {
-    if (!wanted.has(keyOf(x)) || x.status === status) return x;
+    if (!wanted.has(memberKey(x)) || x.status === status) return x;
     changed = true;
     return { ...x, status };
   });
@@ -92,12 +92,12 @@ export function setStatus(m: Membership, keys: readonly string[], status: Member
 /** Declares members failed: out of the membership, into the failed list with status `down`. */
 export function downMembers(m: Membership, keys: readonly string[]): Membership {
   const wanted = new Set(keys);
-  const downed = m.members.filter((x) => wanted.has(keyOf(x)));
+  const downed = m.members.filter((x) => wanted.has(memberKey(x)));
   if (downed.length === 0) return m;
   const failed = [...m.failed.filter((f) => !downed.some((d) => d.address === f.address))];
   for (const d of downed) failed.push({ ...d, status: 'down' });
   return bump(m, {
-    members: m.members.filter((x) => !wanted.has(keyOf(x))),
+    members: m.members.filter((x) => !wanted.has(memberKey(x))),
     failed: failed.slice(-FAILED_LIST_MAX),
     unreachable: m.unreachable.filter((k) => !wanted.has(k)),
   });
@@ -106,9 +106,9 @@ export function downMembers(m: Membership, keys: readonly string[]): Membership 
 /** Removes members that left gracefully: gone, not failed. */
 export function removeMembers(m: Membership, keys: readonly string[]): Membership {
   const wanted = new Set(keys);
-  if (!m.members.some((x) => wanted.has(keyOf(x)))) return m;
+  if (!m.members.some((x) => wanted.has(memberKey(x)))) return m;
   return bump(m, {
-    members: m.members.filter((x) => !wanted.has(keyOf(x))),
+    members: m.members.filter((x) => !wanted.has(memberKey(x))),
     unreachable: m.unreachable.filter((k) => !wanted.has(k)),
   });
 }

@@ -2,7 +2,7 @@ import type { ActorRef, ActorSystem, Message, NodeAddress, UniqueNodeAddress } f
 import { assign, setup } from 'xstate';
 import type { ClusterConfig } from './config.js';
 import { compareAddress } from './downing/sbr-view.js';
-import { isLive, keyOf, nodeOf } from './member.js';
+import { isLive, memberKey, nodeOf } from './member.js';
 import { coordinatorOf } from './membership.js';
 import type { MembershipContext } from './membership-protocol.js';
 
@@ -58,9 +58,9 @@ export function sbcView(selfKey: string, ctx: MembershipContext): SbcView & Mess
   const members = m.members.filter((x) => isLive(x.status));
   return {
     type: 'sbc.view',
-    isCoordinator: coordinator !== undefined && keyOf(coordinator) === selfKey,
+    isCoordinator: coordinator !== undefined && memberKey(coordinator) === selfKey,
     coordinator: coordinator && nodeOf(coordinator),
-    coordinatorKey: coordinator && keyOf(coordinator),
+    coordinatorKey: coordinator && memberKey(coordinator),
     size: members.length,
     failed: m.failed.map((f) => {
       const n = nodeOf(f);

@@ -32,8 +32,25 @@ export function parseNodeAddress(text: string): NodeAddress {
   return { host: (m[1] ?? m[2])!, port };
 }
 
+/**
+ * `host:port#uid`: the key of one incarnation of a node, the one way a member is named in
+ * membership views, observations, tables and logs. Read back with `nodeOfKey` / `addressOfKey`.
+ */
 export function nodeKey(node: UniqueNodeAddress): string {
   return `${formatNodeAddress(node)}#${node.uid}`;
+}
+
+/** The node incarnation a `host:port#uid` key names; InvalidAddressError for anything else. */
+export function nodeOfKey(key: string): UniqueNodeAddress {
+  const i = key.lastIndexOf('#');
+  if (i <= 0 || i === key.length - 1) throw new InvalidAddressError(key, 'expected host:port#uid');
+  return { ...parseNodeAddress(key.slice(0, i)), uid: key.slice(i + 1) };
+}
+
+/** The `host:port` of a `host:port#uid` key (a text without `#uid` is returned as it is). */
+export function addressOfKey(key: string): string {
+  const i = key.lastIndexOf('#');
+  return i < 0 ? key : key.slice(0, i);
 }
 
 export function sameNode(a: NodeAddress, b: NodeAddress): boolean {

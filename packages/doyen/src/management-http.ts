@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { type Cluster, keyOf, type Member } from '@doyen/cluster';
+import { addressOfKey, type Cluster, type Member, memberKey } from '@doyen/cluster';
 import { type ActorSystem, RateLimitedLog } from '@doyen/core';
 import type { ElectedCoordinator } from '@doyen/election';
 import type { PartitionService } from '@doyen/partitions';
@@ -88,7 +88,7 @@ export function clusterView(cluster: Cluster, elected?: ElectedCoordinator): Clu
   const unreachable = new Set(m?.unreachable ?? []);
   const rows: MemberView[] = [];
   for (const x of m?.members ?? []) {
-    rows.push({ ...pick(x), reachable: !unreachable.has(keyOf(x)) });
+    rows.push({ ...pick(x), reachable: !unreachable.has(memberKey(x)) });
   }
   for (const x of m?.failed ?? []) rows.push({ ...pick(x), reachable: false });
   return {
@@ -243,7 +243,7 @@ export class ManagementServer {
         const table = options.node.partitions?.table();
         if (!options.node.partitions)
           return json(response, 404, { error: 'partitions are off on this node' });
-        const owners = (table?.owners ?? []).map((k) => (k ? k.slice(0, k.lastIndexOf('#')) : ''));
+        const owners = (table?.owners ?? []).map((k) => (k ? addressOfKey(k) : ''));
         const counts: Record<string, number> = {};
         for (const o of owners) if (o) counts[o] = (counts[o] ?? 0) + 1;
         const view: PartitionsView = {
@@ -251,7 +251,7 @@ export class ManagementServer {
           partitionCount: options.node.partitions.partitionCount,
           owners,
           counts,
-          backups: (table?.backups ?? []).map((b) => b.map((k) => k.slice(0, k.lastIndexOf('#')))),
+          backups: (table?.backups ?? []).map((b) => b.map(addressOfKey)),
         };
         return json(response, 200, view);
       }
@@ -289,7 +289,7 @@ export class ManagementServer {
         const target = decodeURIComponent(down[1]!);
         const known = cluster
           .state()
-          .membership?.members.some((m) => m.address === target || keyOf(m) === target);
+          .membership?.members.some((m) => m.address === target || memberKey(m) === target);
         if (!known) return json(response, 404, { error: `no member ${target}` });
         cluster.down(target);
         return json(response, 202, { downing: target });

@@ -1,5 +1,5 @@
 import type { Cluster, ClusterEvent, Member } from '@doyen/cluster';
-import { keyOf } from '@doyen/cluster';
+import { memberKey } from '@doyen/cluster';
 import type { ElectedCoordinator } from '@doyen/election';
 
 /**
@@ -94,7 +94,7 @@ export function clusterMembersView(cluster: Cluster, elected?: ElectedCoordinato
   const name = cluster.system.cluster;
   const state = cluster.state();
   const members = state.membership?.members ?? [];
-  const byKey = new Map(members.map((m) => [keyOf(m), m]));
+  const byKey = new Map(members.map((m) => [memberKey(m), m]));
   const observers = cluster.unreachableObservers();
   const unreachableKeys = new Set([...(state.membership?.unreachable ?? []), ...Object.keys(observers)]);
   const unreachable: ClusterUnreachableMemberView[] = [];
@@ -136,7 +136,7 @@ export function findMemberByAddress(cluster: Cluster, raw: string): Member | und
     address = address.slice(at + 1);
   }
   const members = cluster.state().membership?.members ?? [];
-  if (address.includes('#')) return members.find((m) => keyOf(m) === address);
+  if (address.includes('#')) return members.find((m) => memberKey(m) === address);
   return members.find((m) => m.address === address);
 }
 
@@ -210,7 +210,7 @@ export function initialStateEvents(cluster: Cluster): ClusterEvent[] {
   }
   const observers = cluster.unreachableObservers();
   for (const m of members) {
-    if ((observers[keyOf(m)] ?? []).length > 0) events.push({ type: 'member.unreachable', member: m });
+    if ((observers[memberKey(m)] ?? []).length > 0) events.push({ type: 'member.unreachable', member: m });
   }
   if (state.coordinator)
     events.push({ type: 'coordinator.changed', coordinator: state.coordinator, previous: undefined });

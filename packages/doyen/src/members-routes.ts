@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Cluster, ClusterEvent } from '@doyen/cluster';
-import { keyOf } from '@doyen/cluster';
+import { memberKey } from '@doyen/cluster';
 import { BadRequestBodyError, readJsonBody, sendJson } from './http-json.js';
 import type { ManagedNode, Route } from './management-http.js';
 import {
@@ -109,11 +109,11 @@ export function membersRoute(node: ManagedNode, leaveSelf: () => void): Route {
     }
     const uri = nodeUri(cluster.system.cluster, member.address);
     if (operation === 'down') {
-      cluster.down(keyOf(member));
+      cluster.down(memberKey(member));
       sendJson(response, 200, { message: `Downing ${uri}` });
       return true;
     }
-    if (keyOf(member) !== cluster.self.key) {
+    if (memberKey(member) !== cluster.self.key) {
       // A leave is the member's own act (leaves are never forwarded on the wire: nobody can make another node leave).
       sendJson(response, 400, {
         message: `a doyen node leaves only itself: send this to ${uri}'s own management port (or down it)`,

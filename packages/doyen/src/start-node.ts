@@ -8,6 +8,7 @@ import {
   InvalidConfigError,
   type Logger,
   type NodeAddress,
+  nodeKey,
 } from '@doyen/core';
 import {
   ElectedCoordinator,
@@ -415,7 +416,7 @@ function readHttpTls(files: NonNullable<NodeConfig['httpTls']>): { cert: Buffer;
 
 /** Names an incarnation for the Stately inspector: `host:port#uid`. */
 function incarnationLabel(system: ActorSystem): string {
-  return `${system.nodeName}#${system.node.uid}`;
+  return nodeKey(system.node);
 }
 
 /** Serves HTTP management (when `httpPort` is set), with fault injection and the local inspector. */

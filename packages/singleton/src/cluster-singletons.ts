@@ -1,4 +1,4 @@
-import { type Cluster, keyOf, type Membership } from '@doyen/cluster';
+import { type Cluster, type Membership, memberKey } from '@doyen/cluster';
 import {
   type ActorRef,
   type ActorSystem,
@@ -203,7 +203,7 @@ export class ClusterSingletons {
   oldestKey(name: string): string | undefined {
     const r = this.registered.get(name);
     const o = r && this.membership ? this.placement.hostOf(this.membership, r.role) : undefined;
-    return o && keyOf(o);
+    return o && memberKey(o);
   }
 
   /** Wraps the proxy so that asks are refused with NotEnoughMembers below the minimum. */

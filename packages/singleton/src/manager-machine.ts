@@ -1,4 +1,4 @@
-import { keyOf, keyOfNode, type Membership, nodeOf } from '@doyen/cluster';
+import { type Membership, memberKey, nodeOfKey } from '@doyen/cluster';
 import type { ActorRef, ActorSystem, Message } from '@doyen/core';
 import { assign, setup } from 'xstate';
 import type { HandedOver, HandOverStarted, HandOverToMe, Identify, Identity } from './messages.js';
@@ -45,7 +45,7 @@ export interface ManagerContext {
   readonly pendingDrains: readonly string[];
 }
 
-const keyOfRef = (ref: ActorRef) => keyOfNode(ref.address.node);
+const keyOfRef = (ref: ActorRef) => memberKey(ref.address.node);
 
 export function managerPath(name: string): string {
   return `/system/singleton-${name}`;
@@ -70,12 +70,12 @@ export function createManagerMachine(
   settings: ManagerSettings,
   effects: ManagerEffects,
 ) {
-  const selfKey = `${system.nodeName}#${system.node.uid}`;
+  const selfKey = memberKey(system.node);
   const log = (event: string, fields: Record<string, unknown>, msg: string) =>
     system.logger.info({ event, singleton: settings.name, ...fields }, msg);
   const oldestKeyOf = (m: Membership) => {
     const o = settings.placement.hostOf(m, settings.role);
-    return o && keyOf(o);
+    return o && memberKey(o);
   };
   const exclusive = settings.placement.exclusive;
   /** Exclusive placement: the former host is gone or cut off, so it cannot hand over (and stopped acting). */
@@ -83,14 +83,8 @@ export function createManagerMachine(
     c.formerOldest === undefined ||
     fateOf(c.formerOldest, c.membership!) !== 'alive' ||
     c.membership!.unreachable.includes(c.formerOldest);
-  const selfStatus = (m: Membership | undefined) => m?.members.find((x) => keyOf(x) === selfKey)?.status;
-  const managerAt = (key: string) => {
-    const i = key.lastIndexOf('#');
-    return system.remoteRef(
-      nodeOf({ address: key.slice(0, i), uid: key.slice(i + 1) }),
-      managerPath(settings.name),
-    );
-  };
+  const selfStatus = (m: Membership | undefined) => m?.members.find((x) => memberKey(x) === selfKey)?.status;
+  const managerAt = (key: string) => system.remoteRef(nodeOfKey(key), managerPath(settings.name));
   const isOldest = (c: ManagerContext) => c.oldestKey === selfKey;
   const selfGone = (c: ManagerContext) => {
     const s = selfStatus(c.membership);
@@ -331,7 +325,7 @@ export function createManagerMachine(
         entry: [
           assign(({ context }) => {
             // every live member's proxy must drain first
-            const proxies = (context.membership?.members ?? []).map(keyOf);
+            const proxies = (context.membership?.members ?? []).map(memberKey);
             return { pendingDrains: proxies };
           }),
           ({ context }) => {
@@ -342,13 +336,7 @@ export function createManagerMachine(
               inbox: context.inbox!,
             };
             for (const key of context.pendingDrains) {
-              const i = key.lastIndexOf('#');
-              system
-                .remoteRef(
-                  nodeOf({ address: key.slice(0, i), uid: key.slice(i + 1) }),
-                  proxyPath(settings.name),
-                )
-                .send(started);
+              system.remoteRef(nodeOfKey(key), proxyPath(settings.name)).send(started);
             }
           },
         ],

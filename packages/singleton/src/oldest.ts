@@ -1,16 +1,12 @@
-import { keyOf, type Member, type Membership } from '@doyen/cluster';
+import { type Member, type Membership, memberKey, oldestOf } from '@doyen/cluster';
 
 /**
- * The member that runs a singleton: the oldest `up` member, optionally among those with a role.
- * Leaving and exiting members no longer count, so a leaving oldest hands over to the next.
+ * The member that runs a singleton: the oldest `up` member (`oldestOf`'s default), optionally
+ * among those with a role. Leaving and exiting members no longer count, so a leaving oldest
+ * hands over to the next.
  */
-export function oldestOf(membership: Membership, role?: string): Member | undefined {
-  let best: Member | undefined;
-  for (const m of membership.members) {
-    if (m.status !== 'up' || (role !== undefined && !m.roles.includes(role))) continue;
-    if (best === undefined || m.age < best.age) best = m;
-  }
-  return best;
+export function singletonHostOf(membership: Membership, role?: string): Member | undefined {
+  return oldestOf(membership.members, role === undefined ? {} : { role });
 }
 
 /**
@@ -23,7 +19,7 @@ export function oldestOf(membership: Membership, role?: string): Member | undefi
 export type FormerOldestFate = 'alive' | 'removed' | 'downed';
 
 export function fateOf(formerKey: string, membership: Membership): FormerOldestFate {
-  if (membership.members.some((m) => keyOf(m) === formerKey)) return 'alive';
-  if (membership.failed.some((m) => keyOf(m) === formerKey)) return 'downed';
+  if (membership.members.some((m) => memberKey(m) === formerKey)) return 'alive';
+  if (membership.failed.some((m) => memberKey(m) === formerKey)) return 'downed';
   return 'removed';
 }

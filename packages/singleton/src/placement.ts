@@ -1,5 +1,5 @@
 import type { Member, Membership } from '@doyen/cluster';
-import { oldestOf } from './oldest.js';
+import { singletonHostOf } from './oldest.js';
 
 /**
  * Where singletons run. The default follows the emergent leader (the oldest member); an elected
@@ -24,7 +24,7 @@ export interface SingletonPlacement {
 /** The emergent leader's placement: the oldest up member (with the role). */
 export const oldestPlacement: SingletonPlacement = {
   kind: 'oldest',
-  hostOf: oldestOf,
+  hostOf: singletonHostOf,
   exclusive: false,
   subscribe: () => () => {},
 };

@@ -1,4 +1,4 @@
-import { keyOf, keyOfNode, type Membership, nodeOf } from '@doyen/cluster';
+import { type Membership, memberKey, nodeOfKey } from '@doyen/cluster';
 import { type ActorRef, type ActorSystem, inSpan, type Message } from '@doyen/core';
 import { assign, setup } from 'xstate';
 import { managerPath, proxyPath } from './manager-machine.js';
@@ -37,14 +37,8 @@ const isControl = (type: string) =>
  * instance, so each sender's messages arrive exactly once and in order across a graceful hand-over.
  */
 export function createProxyMachine(system: ActorSystem, settings: ProxySettings) {
-  const selfKey = `${system.nodeName}#${system.node.uid}`;
-  const managerOf = (key: string) => {
-    const i = key.lastIndexOf('#');
-    return system.remoteRef(
-      nodeOf({ address: key.slice(0, i), uid: key.slice(i + 1) }),
-      managerPath(settings.name),
-    );
-  };
+  const selfKey = memberKey(system.node);
+  const managerOf = (key: string) => system.remoteRef(nodeOfKey(key), managerPath(settings.name));
   const selfRef = () => system.remoteRef(system.node, proxyPath(settings.name));
 
   return setup({
@@ -90,16 +84,16 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
       // an identity is believed only from the node we take for the oldest (it names its inbox)
       identityFromOldest: ({ context, event }) =>
         event.type === 'singleton.identity' &&
-        keyOfNode((event as Identity).inbox.address.node) === context.oldestKey,
+        memberKey((event as Identity).inbox.address.node) === context.oldestKey,
       // a hand-over is announced by the node we forward to
       startedByTarget: ({ context, event }) =>
         event.type === 'singleton.hand-over-started' &&
         context.target !== undefined &&
-        keyOfNode((event as HandOverStarted).inbox.address.node) === keyOfNode(context.target.address.node),
+        memberKey((event as HandOverStarted).inbox.address.node) === memberKey(context.target.address.node),
       oldestChanged: ({ context, event }) => {
         if (event.type !== 'singleton.membership') return false;
         const o = settings.placement.hostOf((event as { membership: Membership }).membership, settings.role);
-        return (o && keyOf(o)) !== context.oldestKey;
+        return (o && memberKey(o)) !== context.oldestKey;
       },
     },
   }).createMachine({
@@ -120,7 +114,7 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
                   (event as { membership: Membership }).membership,
                   settings.role,
                 );
-                return o && keyOf(o);
+                return o && memberKey(o);
               },
             }),
           },
@@ -155,7 +149,7 @@ export function createProxyMachine(system: ActorSystem, settings: ProxySettings)
                     (event as { membership: Membership }).membership,
                     settings.role,
                   );
-                  return o && keyOf(o);
+                  return o && memberKey(o);
                 },
               }),
             ],

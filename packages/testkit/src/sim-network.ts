@@ -201,11 +201,11 @@ export class SimNetwork {
   }
 
   systemAt(node: NodeLike): ActorSystem | undefined {
-    return this.nodes.get(keyOf(node))?.system;
+    return this.nodes.get(nameOfNode(node))?.system;
   }
 
   isPaused(node: NodeLike): boolean {
-    return this.nodes.get(keyOf(node))?.paused ?? false;
+    return this.nodes.get(nameOfNode(node))?.paused ?? false;
   }
 
   /**
@@ -239,7 +239,7 @@ export class SimNetwork {
 
   /** Ends a pause: held inbound messages are delivered, then held outbound ones are sent. */
   resume(node: NodeLike): void {
-    const n = this.nodes.get(keyOf(node));
+    const n = this.nodes.get(nameOfNode(node));
     if (!n?.paused) return;
     n.paused = false;
     if (n.resumeTimer !== undefined) this.clock.clearTimeout(n.resumeTimer);
@@ -256,21 +256,21 @@ export class SimNetwork {
   partition(groupA: readonly NodeLike[], groupB: readonly NodeLike[]): void {
     for (const a of groupA) {
       for (const b of groupB) {
-        this.blocked.add(linkKey(keyOf(a), keyOf(b)));
-        this.blocked.add(linkKey(keyOf(b), keyOf(a)));
+        this.blocked.add(linkKey(nameOfNode(a), nameOfNode(b)));
+        this.blocked.add(linkKey(nameOfNode(b), nameOfNode(a)));
       }
     }
   }
 
   /** Asymmetric fault: `from` can no longer reach `to`, the other direction still works. */
   blockOneWay(from: NodeLike, to: NodeLike): void {
-    this.blocked.add(linkKey(keyOf(from), keyOf(to)));
+    this.blocked.add(linkKey(nameOfNode(from), nameOfNode(to)));
   }
 
   /** Restores the link between two nodes in both directions. */
   healLink(a: NodeLike, b: NodeLike): void {
-    this.blocked.delete(linkKey(keyOf(a), keyOf(b)));
-    this.blocked.delete(linkKey(keyOf(b), keyOf(a)));
+    this.blocked.delete(linkKey(nameOfNode(a), nameOfNode(b)));
+    this.blocked.delete(linkKey(nameOfNode(b), nameOfNode(a)));
   }
 
   /** Restores every link. */
@@ -279,7 +279,7 @@ export class SimNetwork {
   }
 
   isBlocked(from: NodeLike, to: NodeLike): boolean {
-    return this.blocked.has(linkKey(keyOf(from), keyOf(to)));
+    return this.blocked.has(linkKey(nameOfNode(from), nameOfNode(to)));
   }
 
   // ---- the path of a message ------------------------------------------------------------------
@@ -439,8 +439,8 @@ export class SimNetwork {
   }
 
   private require(node: NodeLike): SimNode {
-    const n = this.nodes.get(keyOf(node));
-    if (!n) throw new SimNetworkError(`no live node at ${keyOf(node)}`);
+    const n = this.nodes.get(nameOfNode(node));
+    if (!n) throw new SimNetworkError(`no live node at ${nameOfNode(node)}`);
     return n;
   }
 
@@ -454,7 +454,8 @@ export class SimNetwork {
   }
 }
 
-export function keyOf(node: NodeLike): string {
+/** The `host:port` a simulated node is known by on the network. */
+export function nameOfNode(node: NodeLike): string {
   if (typeof node === 'string') return node;
   return node instanceof ActorSystem ? node.nodeName : formatNodeAddress(node);
 }

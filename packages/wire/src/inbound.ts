@@ -3,6 +3,7 @@ import {
   type ActorSystem,
   formatNodeAddress,
   type Lane,
+  nodeKey,
   parseNodeAddress,
   RingBuffer,
   type UniqueNodeAddress,
@@ -196,7 +197,7 @@ export class InboundConnection {
       else this.close('bad-handshake', 'first frame must be a hello');
       return;
     }
-    this.peerName = `${formatNodeAddress(hello)}#${hello.uid}`;
+    this.peerName = nodeKey(hello);
     if (hello.cluster !== this.system.cluster) {
       this.close(
         'wrong-cluster',

@@ -1,4 +1,4 @@
-import { isLive, keyOf } from '../member.js';
+import { isLive, memberKey } from '../member.js';
 import type { MembershipContext } from '../membership-protocol.js';
 import { partitionView, resolve, resolveWithLease, type SbrInput, type SbrResolution } from './resolver.js';
 import type { SbrMember } from './sbr-view.js';
@@ -36,7 +36,7 @@ export function sbrViewMessage(selfKey: string, ctx: MembershipContext): SbrView
     version: m.version,
     members: m.members
       .filter((x) => isLive(x.status))
-      .map((x) => ({ key: keyOf(x), address: x.address, age: x.age, status: x.status, roles: x.roles })),
+      .map((x) => ({ key: memberKey(x), address: x.address, age: x.age, status: x.status, roles: x.roles })),
     observations: ctx.observations,
   };
 }

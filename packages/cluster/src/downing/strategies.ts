@@ -1,11 +1,5 @@
-import {
-  compareAddress,
-  isCounted,
-  type SbrDecisionKind,
-  type SbrMember,
-  type SbrView,
-  withRole,
-} from './sbr-view.js';
+import { oldestOf, SINGLETON_HOLDING } from '../member.js';
+import { compareAddress, isCounted, type SbrDecisionKind, type SbrView, withRole } from './sbr-view.js';
 
 /**
  * The Akka split-brain resolver strategies (seeds/003) as pure functions of one side's view.
@@ -70,19 +64,12 @@ export function staticQuorum(view: SbrView, quorumSize: number, role?: string): 
     : yieldSide(`${ours} reachable < quorum ${quorumSize}`);
 }
 
-/** The oldest member (lowest age) among those that may run singletons. */
-export function oldestOf(members: readonly SbrMember[]): SbrMember | undefined {
-  return members
-    .filter((m) => m.status === 'up' || m.status === 'leaving' || m.status === 'exiting')
-    .sort((a, b) => a.age - b.age)[0];
-}
-
 /**
  * keep-oldest: the side with the oldest member survives (it runs the singletons). With
  * `downIfAlone`, an oldest cut off from everyone downs itself and the rest survive.
  */
 export function keepOldest(view: SbrView, downIfAlone: boolean, role?: string): StrategyOutcome {
-  const oldest = oldestOf(withRole(view.members, role));
+  const oldest = oldestOf(withRole(view.members, role), { statuses: SINGLETON_HOLDING });
   if (!oldest) return yieldSide('no oldest member');
   // "Alone" is judged pessimistically for both sides: our Joining members may not be Up
   // anywhere yet (they do not keep the oldest company), while unreachable ones may be Up over

@@ -1,7 +1,7 @@
 import type { ActorRef, ActorSystem, Message } from '@doyen/core';
 import type { ClusterConfig } from '../config.js';
 import { heartbeatPeers } from '../heartbeat-ring.js';
-import { keyOf, keyOfNode, nodeOf } from '../member.js';
+import { memberKey, nodeOf } from '../member.js';
 import { liveMembers, type Membership } from '../membership.js';
 import type { SelfInfo } from '../membership-protocol.js';
 import type { HeartbeatPing, HeartbeatPong } from '../messages.js';
@@ -74,7 +74,7 @@ export class Heartbeater {
    */
   takeMembership(membership: Membership): void {
     if (this.stopped) return;
-    const members = liveMembers(membership).map((m) => ({ ...m, key: keyOf(m) }));
+    const members = liveMembers(membership).map((m) => ({ ...m, key: memberKey(m) }));
     const unreachable = new Set(
       Object.entries(this.peers)
         .filter(([, s]) => s === 'unreachable')
@@ -89,7 +89,7 @@ export class Heartbeater {
     const peers: Record<string, PeerStatus> = {};
     const refs = new Map<string, ActorRef>();
     for (const t of targets) {
-      const key = keyOf(t);
+      const key = memberKey(t);
       // A new target starts with a heartbeat "now": if none ever arrives it still gets detected.
       if (!(key in this.peers)) this.registry.heartbeat(key, now);
       peers[key] = this.peers[key] ?? 'reachable';
@@ -103,7 +103,7 @@ export class Heartbeater {
     const changed = !sameKeys(this.peers, peers);
     this.version = membership.version;
     this.memberKeys = new Set(members.map((m) => m.key));
-    this.failedKeys = new Set(membership.failed.map(keyOf));
+    this.failedKeys = new Set(membership.failed.map(memberKey));
     this.peers = peers;
     this.targets = refs;
     for (const key of this.replyRefs.keys()) if (!this.memberKeys.has(key)) this.replyRefs.delete(key);
@@ -170,7 +170,7 @@ export class Heartbeater {
   }
 
   private answer(ping: HeartbeatPing): void {
-    const from = keyOfNode(ping.from);
+    const from = memberKey(ping.from);
     // Still joining (no membership yet): the coordinator monitors us from the moment it adds us,
     // and a welcome can take seconds to be handled on a loaded host. Answering (only the wire's
     // authenticated peers can ping) keeps a slow joiner from looking dead before it is even in
@@ -202,7 +202,7 @@ export class Heartbeater {
   }
 
   private heard(pong: HeartbeatPong): void {
-    this.arrived(keyOfNode(pong.from));
+    this.arrived(memberKey(pong.from));
     if (pong.version > this.version && this.version > 0) this.versionSeen(pong);
   }
 

@@ -1,4 +1,4 @@
-import type { Logger } from '@doyen/core';
+import { addressOfKey, type Logger } from '@doyen/core';
 import type { StatelyActorEvent, StatelyInspectionEvent } from '@statelyai/inspect';
 import WebSocket from 'ws';
 import type { AnyActorRef, InspectionEvent, Observer } from 'xstate';
@@ -244,7 +244,7 @@ export class StatelyBridge {
       const root = rootOf(ref);
       const rootPath = root.id;
       const sessionId = () => (parent ? `${label()}${rootPath}~${ref.sessionId}` : `${label()}${rootPath}`);
-      const nodeName = () => label().split('#')[0] ?? '';
+      const nodeName = () => addressOfKey(label());
       view = {
         get id() {
           return parent ? ref.id : `${nodeName()}${rootPath}`;

@@ -1,4 +1,4 @@
-import { type Cluster, keyOf, type Membership, nodeOf } from '@doyen/cluster';
+import { type Cluster, type Membership, memberKey, nodeOfKey } from '@doyen/cluster';
 import type { ActorSystem } from '@doyen/core';
 import { assign, fromCallback, setup } from 'xstate';
 import { allocate } from '../allocate.js';
@@ -38,8 +38,10 @@ interface AllocatorContext {
 
 /** Up members (those may own partitions) and everyone live (who must learn the table). */
 function membersOf(m: Membership) {
-  const members = m.members.filter((x) => x.status === 'up').map((x) => ({ key: keyOf(x), roles: x.roles }));
-  const all = m.members.filter((x) => x.status !== 'down' && x.status !== 'removed').map(keyOf);
+  const members = m.members
+    .filter((x) => x.status === 'up')
+    .map((x) => ({ key: memberKey(x), roles: x.roles }));
+  const all = m.members.filter((x) => x.status !== 'down' && x.status !== 'removed').map(memberKey);
   return { members, all };
 }
 
@@ -91,12 +93,7 @@ export function allocatorLogic(input: AllocatorInput) {
           );
           const message: TableMessage = { type: 'partitions.table', table: next, replyTo: selfRef() };
           const others = e.all.filter((k) => k !== cluster.self.key);
-          for (const key of others) {
-            const i = key.lastIndexOf('#');
-            system
-              .remoteRef(nodeOf({ address: key.slice(0, i), uid: key.slice(i + 1) }), PARTITIONS_PATH)
-              .send(message);
-          }
+          for (const key of others) system.remoteRef(nodeOfKey(key), PARTITIONS_PATH).send(message);
           return {
             table: next,
             memberKeys: e.members

@@ -1,4 +1,4 @@
-import { type Cluster, keyOf, nodeOf } from '@doyen/cluster';
+import { addressOfKey, type Cluster, memberKey, nodeOfKey } from '@doyen/cluster';
 import {
   type ActorRef,
   type ActorSystem,
@@ -99,8 +99,7 @@ export class PartitionService {
   refFor<M extends Message = Message>(key: string | Uint8Array, path: string): ActorRef<M> | undefined {
     const owner = this.ownerOf(key);
     if (!owner) return undefined;
-    const i = owner.lastIndexOf('#');
-    return this.system.remoteRef<M>(nodeOf({ address: owner.slice(0, i), uid: owner.slice(i + 1) }), path);
+    return this.system.remoteRef<M>(nodeOfKey(owner), path);
   }
 
   /** Adopts a table created on this node (the allocator runs here). */
@@ -115,7 +114,7 @@ export class PartitionService {
     }
     this.current = table;
     const counts = Object.fromEntries(
-      [...countsByOwner(table)].map(([owner, n]) => [owner.slice(0, owner.lastIndexOf('#')) || '(none)', n]),
+      [...countsByOwner(table)].map(([owner, n]) => [addressOfKey(owner) || '(none)', n]),
     );
     this.system.logger.info(
       { event: 'partitions.table', version: table.version, partitionCount: table.partitionCount, counts },
@@ -134,9 +133,8 @@ export class PartitionService {
   }
 
   private fromMember(m: TableMessage): boolean {
-    const node = m.replyTo.address.node;
-    const sender = `${node.host.includes(':') ? `[${node.host}]` : node.host}:${node.port}#${node.uid}`;
-    return (this.cluster.state().membership?.members ?? []).some((x) => keyOf(x) === sender);
+    const sender = memberKey(m.replyTo.address.node);
+    return (this.cluster.state().membership?.members ?? []).some((x) => memberKey(x) === sender);
   }
 
   private accept(m: TableMessage): void {
