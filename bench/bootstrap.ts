@@ -5,14 +5,13 @@
 // stable for 5 s, probed every 1 s) and tuned (stable for 1 s, probed every 250 ms): the stable
 // margin is a floor only the forming node pays; the others join as soon as it answers.
 // BOOTSTRAP_SIZES=5,15 and BOOTSTRAP_RUNS=3 (medians) change the defaults.
-import type { ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePorts } from '../packages/testkit/src/index.js';
 import { dnsmasqArgs, dnsmasqMissing, waitUntilDnsAnswers } from '../test/support/dnsmasq.js';
 import { allUp, type CliNode, killCliNodes, spawnCliNode } from './lib/cli-nodes.js';
-import { installSignalCleanup, liveProcesses, spawnTracked } from './lib/node-processes.js';
+import { installSignalCleanup, liveProcesses, OwnedProcess } from './lib/node-processes.js';
 import { median, printResult } from './lib/stats.js';
 import { waitFor } from './lib/timeout.js';
 
@@ -22,14 +21,16 @@ const STAGGER_MS = 100;
 
 type Mode = 'static' | 'dns' | 'dns-tuned';
 
-async function startDns(hostsDir: string): Promise<{ server: string; process: ChildProcess }> {
+async function startDns(hostsDir: string): Promise<{ server: string; process: OwnedProcess }> {
   const [port] = await freePorts(1);
-  const child = spawnTracked('dnsmasq', dnsmasqArgs({ listen: '127.0.0.1', port: port!, hostsDir }), {
-    stdio: 'ignore',
+  const dns = OwnedProcess.spawn({
+    command: 'dnsmasq',
+    args: dnsmasqArgs({ listen: '127.0.0.1', port: port!, hostsDir }),
+    keepLogs: false,
   });
   const server = `127.0.0.1:${port}`;
   await waitUntilDnsAnswers(server);
-  return { server, process: child };
+  return { server, process: dns };
 }
 
 /** One run: N nodes started 100 ms apart; ms from the last start until every one sees N up. */
@@ -77,7 +78,7 @@ async function run(mode: Mode, n: number, dnsServer: string, hostsDir: string, r
   }
   const lastStart = performance.now();
   const upAt = await waitFor(() => allUp(nodes, n), 120_000, `${n} nodes (${mode}) in one cluster`, 50);
-  const formed = nodes.filter((x) => x.events.some((e) => e.event === 'bootstrap.form')).length;
+  const formed = nodes.filter((x) => x.events().some((e) => e.event === 'bootstrap.form')).length;
   await killCliNodes(nodes);
   if (mode !== 'static' && formed !== 1)
     throw new Error(`${formed} nodes formed a cluster (${mode}, N=${n})`);
@@ -118,9 +119,8 @@ try {
     });
   }
 } finally {
-  const gone = new Promise((r) => dns.process.once('exit', r));
-  dns.process.kill('SIGKILL');
-  await gone;
+  dns.process.kill9();
+  await dns.process.exited;
   rmSync(hostsDir, { recursive: true, force: true });
 }
 result.runs = runs;

@@ -77,7 +77,7 @@ function rssMb(pid: number): number {
 }
 
 async function idle(nodes: readonly Node[]): Promise<{ cpuPct: number; cpuPctMax: number; rssMb: number }> {
-  const pids = nodes.map((n) => n.child.pid!);
+  const pids = nodes.map((n) => n.pid!);
   const before = pids.map(cpuMs);
   const t0 = Date.now();
   await new Promise((r) => setTimeout(r, IDLE_SAMPLE_MS));
@@ -108,7 +108,7 @@ async function partition(winners: readonly Node[], losers: readonly Node[]) {
   const cutAt = await cut(winners, losers);
   await waitFor(() => losers.every((n) => n.exitedAt !== undefined), 60_000, 'the losing side down', 50);
   const decisions = [...winners, ...losers]
-    .flatMap((n) => n.events)
+    .flatMap((n) => n.events())
     .filter((e) => e.event === 'sbr.decision' && e.time >= cutAt)
     .map((e) => e.time);
   const decidedAt = decisions.length > 0 ? Math.min(...decisions) : cutAt;
@@ -140,14 +140,14 @@ async function scenario(n: number) {
       );
       const exited = nodes.filter((x) => x.exitedAt !== undefined).length;
       const events = nodes
-        .flatMap((x) => x.events)
+        .flatMap((x) => x.events())
         .filter((e) => /sbr|downed|join-failed|restart/.test(e.event));
       return `${seen.join(' ')}; exited ${exited}; ${events.length} downing events, first ${JSON.stringify(events.slice(0, 3))}`;
     },
   );
   const convergeMs = round(upAt + performance.timeOrigin - lastStart);
   const falseDownings = nodes
-    .flatMap((x) => x.events)
+    .flatMap((x) => x.events())
     .filter((e) => e.time >= startedAt && (e.event === 'member.downed' || e.event === 'sbr.decision')).length;
   await new Promise((r) => setTimeout(r, 2000));
   const idleFigures = await idle(nodes);
@@ -162,7 +162,7 @@ async function scenario(n: number) {
     .map((a) => nodes.find((x) => address(x) === a)!);
   const next = byAge.find((a) => a !== before.coordinator)!;
   const killedAt = Date.now();
-  coordinator.child.kill('SIGKILL');
+  coordinator.kill9();
   const agreedAt = await waitFor(
     async () => {
       const views = await Promise.all(survivors.map(view));

@@ -1,22 +1,18 @@
-// `doyen node` processes of the benches that run the compiled CLI (scale, bootstrap): spawned
-// tracked (none outlives the bench), their JSON events collected, their /cluster view read.
+// `doyen node` processes of the benches that run the compiled CLI (scale, bootstrap): the testkit's
+// NodeProcess (none outlives the bench, JSON events collected) with its addresses and /cluster view.
 import { fileURLToPath } from 'node:url';
 import type { ClusterView } from '../../packages/doyen/src/management-http.js';
-import { spawnTracked } from './node-processes.js';
+import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 
 const CLI = fileURLToPath(new URL('../../packages/doyen/dist/cli.js', import.meta.url));
 
-export interface CliNode {
+export type CliNode = NodeProcess & {
   /** `host:port` of its cluster port. */
   readonly address: string;
   readonly host: string;
   readonly port: number;
   readonly httpPort: number;
-  readonly child: ReturnType<typeof spawnTracked>;
-  /** Its log lines that carry an `event`, in order. */
-  readonly events: { event: string; time: number; [k: string]: unknown }[];
-  exitedAt: number | undefined;
-}
+};
 
 /**
  * Starts `doyen node --cluster NAME --host H --port P --http-port Q --http-host H` plus `args`;
@@ -27,9 +23,8 @@ export function spawnCliNode(
   env: Readonly<Record<string, string>>,
 ): CliNode {
   const { cluster, host, port, httpPort } = options;
-  const child = spawnTracked(
-    process.execPath,
-    [
+  const node = NodeProcess.spawn({
+    args: [
       CLI,
       'node',
       '--cluster',
@@ -44,43 +39,15 @@ export function spawnCliNode(
       host,
       ...options.args,
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, DOYEN_LOG_LEVEL: 'info', ...env } },
-  );
-  const node: CliNode = {
-    address: `${host}:${port}`,
-    host,
-    port,
-    httpPort,
-    child,
-    events: [],
-    exitedAt: undefined,
-  };
-  let rest = '';
-  child.stdout!.setEncoding('utf8');
-  child.stdout!.on('data', (chunk: string) => {
-    const lines = (rest + chunk).split('\n');
-    rest = lines.pop()!;
-    for (const line of lines) {
-      if (!line.startsWith('{')) continue;
-      try {
-        const j = JSON.parse(line);
-        if (typeof j.event === 'string') node.events.push(j);
-      } catch {}
-    }
+    env: { DOYEN_LOG_LEVEL: 'info', ...env },
+    http: { host, port: httpPort },
   });
-  child.stderr!.resume();
-  child.once('exit', () => (node.exitedAt = Date.now()));
-  return node;
+  return Object.assign(node, { address: `${host}:${port}`, host, port, httpPort });
 }
 
 /** A node's GET /cluster, or undefined when it does not answer. */
-export async function clusterView(n: CliNode): Promise<ClusterView | undefined> {
-  try {
-    const r = await fetch(`http://${n.host}:${n.httpPort}/cluster`, { signal: AbortSignal.timeout(2000) });
-    return r.ok ? ((await r.json()) as ClusterView) : undefined;
-  } catch {
-    return undefined;
-  }
+export function clusterView(n: CliNode): Promise<ClusterView | undefined> {
+  return n.getJson<ClusterView>('/cluster');
 }
 
 /** Every node up and seeing `n` members up. */
@@ -89,16 +56,8 @@ export async function allUp(nodes: readonly CliNode[], n: number): Promise<boole
   return views.every((v) => v?.status === 'up' && v.members.filter((m) => m.status === 'up').length === n);
 }
 
-/** SIGKILLs the nodes and waits until every one has exited. */
+/** kill -9 of the nodes; resolves once every one has exited. */
 export async function killCliNodes(nodes: readonly CliNode[]): Promise<void> {
-  await Promise.all(
-    nodes.map(
-      (n) =>
-        new Promise<void>((resolve) => {
-          if (n.child.exitCode !== null || n.child.signalCode !== null) return resolve();
-          n.child.once('exit', () => resolve());
-          n.child.kill('SIGKILL');
-        }),
-    ),
-  );
+  for (const n of nodes) n.kill9();
+  await Promise.all(nodes.map((n) => n.exited));
 }

@@ -1,6 +1,6 @@
 // The parent side of the membership bench's node processes: spawns membership-node.ts children and keeps
 // every report they send (node-processes.ts makes sure none outlives the bench).
-import type { ChildProcess } from 'node:child_process';
+
 import { fileURLToPath } from 'node:url';
 import {
   memberKey,
@@ -10,7 +10,12 @@ import {
   type NodeUp,
   type StallDone,
 } from './membership-messages.js';
-import { installSignalCleanup, NodeProcessBase, spawnNodeProcess } from './node-processes.js';
+import {
+  installSignalCleanup,
+  NodeProcessBase,
+  type OwnedProcess,
+  spawnNodeProcess,
+} from './node-processes.js';
 
 export { installSignalCleanup };
 
@@ -40,7 +45,7 @@ export class NodeProcess extends NodeProcessBase<NodeUp, NodeState, NodeEvent | 
   readonly events: NodeEvent[] = [];
   stallDone: StallDone | undefined;
 
-  private constructor(port: number, child: ChildProcess) {
+  private constructor(port: number, child: OwnedProcess) {
     super(port, child);
   }
 

@@ -1,53 +1,22 @@
 // Node processes of the benches that run one doyen node per child process (membership, singleton): the
-// spawn, the IPC conversation, and the guarantee that none outlives the bench (SIGKILL on exit, whatever the
-// exit path). Each bench's NodeProcess adds what its own reports carry.
-import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
-import { once } from 'node:events';
+// spawn (the testkit's NodeProcess, so none outlives the bench) and the IPC conversation. Each bench's
+// NodeProcess adds what its own reports carry.
+import {
+  installSignalCleanup,
+  liveNodeProcesses,
+  NodeProcess as OwnedProcess,
+} from '../../packages/testkit/src/node-process.js';
 import { waitFor, withTimeout } from './timeout.js';
 
-const live = new Set<ChildProcess>();
-let exitHookInstalled = false;
+export { installSignalCleanup, OwnedProcess };
 
-/** Last resort: whatever way the bench exits, no node process is left behind. */
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const child of live) child.kill('SIGKILL');
-  });
-}
-
-/** SIGINT / SIGTERM exit through process.exit, so the exit hook above still kills the node processes. */
-export function installSignalCleanup(): void {
-  installExitHook();
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      process.stderr.write(`${signal}: stopping ${live.size} node process(es)\n`);
-      process.exit(130);
-    });
-  }
-}
+/** Processes still running (for the report: 0 after cleanup). */
+export const liveProcesses = liveNodeProcesses;
 
 /**
- * Spawns a process that must not outlive the bench (the compiled CLI, say): tracked like the node
- * processes above, killed on any exit.
- */
-export function spawnTracked(command: string, args: readonly string[], options: SpawnOptions): ChildProcess {
-  installExitHook();
-  const child = spawn(command, args, options);
-  live.add(child);
-  child.once('exit', () => live.delete(child));
-  return child;
-}
-
-/** Node processes still running (for the report: 0 after cleanup). */
-export function liveProcesses(): number {
-  return live.size;
-}
-
-/**
- * Starts `script` (a node process of a bench) on 127.0.0.1:`port` joining through `seeds`. stdout is the
- * bench's table and JSON line: what a node prints goes to stderr, prefixed, unless `swallow(line)` takes it.
+ * Starts `script` (a node process of a bench, TypeScript through tsx) on 127.0.0.1:`port` joining
+ * through `seeds`, with an IPC channel. stdout is the bench's table and JSON line: what a node prints
+ * goes to stderr, prefixed, unless `swallow(line)` takes it.
  */
 export function spawnNodeProcess(
   script: string,
@@ -55,13 +24,12 @@ export function spawnNodeProcess(
   seeds: readonly string[],
   extraArgs: readonly string[] = [],
   swallow: (line: string) => boolean = () => false,
-): ChildProcess {
-  installExitHook();
+): OwnedProcess {
   // Absolute loader URL, so the child does not depend on the caller's working directory.
   const tsx = import.meta.resolve('tsx');
-  const child = spawn(
-    process.execPath,
-    [
+  const prefix = `[node :${port}] `;
+  return OwnedProcess.spawn({
+    args: [
       '--conditions=@doyen/source',
       '--import',
       tsx,
@@ -72,21 +40,12 @@ export function spawnNodeProcess(
       seeds.join(','),
       ...extraArgs,
     ],
-    { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] },
-  );
-  live.add(child);
-  const prefix = `[node :${port}] `;
-  for (const stream of [child.stdout, child.stderr]) {
-    stream?.setEncoding('utf8');
-    let rest = '';
-    stream?.on('data', (chunk: string) => {
-      const lines = (rest + chunk).split('\n');
-      rest = lines.pop()!;
-      for (const line of lines)
-        if (line.length > 0 && !swallow(line)) process.stderr.write(`${prefix}${line}\n`);
-    });
-  }
-  return child;
+    ipc: true,
+    keepLogs: false,
+    onLine: ({ text }) => {
+      if (!swallow(text)) process.stderr.write(`${prefix}${text}\n`);
+    },
+  });
 }
 
 /** What every node process reports; a bench's own reports come on top. */
@@ -113,12 +72,10 @@ export abstract class NodeProcessBase<
 
   protected constructor(
     readonly port: number,
-    protected readonly child: ChildProcess,
+    protected readonly owned: OwnedProcess,
   ) {
-    this.exited = once(child, 'exit').then(() => {
-      live.delete(child);
-    });
-    child.on('message', (report: BaseReport<Up, State> | Report) => {
+    this.exited = owned.exited.then(() => {});
+    owned.process.on('message', (report: BaseReport<Up, State> | Report) => {
       if (report.kind === 'up') this.up = report as Up;
       else if (report.kind === 'state') {
         this.onState(report as unknown as State);
@@ -126,7 +83,7 @@ export abstract class NodeProcessBase<
       } else if (report.kind === 'failed') this.failure = (report as { message: string }).message;
       else this.onReport(report as Report);
     });
-    child.on('error', (error) => (this.failure ??= error.message));
+    owned.process.on('error', (error) => (this.failure ??= error.message));
   }
 
   /** A report of the bench's own kinds. */
@@ -140,11 +97,11 @@ export abstract class NodeProcessBase<
   }
 
   get pid(): number | undefined {
-    return this.child.pid;
+    return this.owned.pid;
   }
 
   get isRunning(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
+    return this.owned.running;
   }
 
   async whenUp(timeoutMs: number): Promise<Up> {
@@ -170,25 +127,16 @@ export abstract class NodeProcessBase<
   }
 
   send(command: Command): void {
-    if (this.isRunning && this.child.connected) this.child.send(command as object);
+    if (this.isRunning && this.owned.process.connected) this.owned.process.send(command as object);
   }
 
   /** SIGKILL: a crash. Returns the wall-clock time just before the signal. */
   kill9(): number {
-    const t = performance.timeOrigin + performance.now();
-    this.child.kill('SIGKILL');
-    return t;
+    return this.owned.kill9();
   }
 
   /** SIGTERM (the node closes without leaving), SIGKILL if it has not exited within `graceMs`. */
   async stop(graceMs = 3_000): Promise<void> {
-    if (!this.isRunning) return this.exited;
-    this.child.kill('SIGTERM');
-    try {
-      await withTimeout(this.exited, graceMs, `stopping node ${this.address}`);
-    } catch {
-      this.child.kill('SIGKILL');
-      await withTimeout(this.exited, graceMs, `killing node ${this.address}`);
-    }
+    await this.owned.stop(graceMs);
   }
 }

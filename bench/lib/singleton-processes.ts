@@ -2,11 +2,17 @@
 // the oldest and time until the next oldest logs `singleton.started` for the partition allocator; restart the
 // killed node at the same address (a new incarnation, now the youngest) and do it again. node-processes.ts
 // makes sure no node process outlives the bench.
-import type { ChildProcess } from 'node:child_process';
+
 import { fileURLToPath } from 'node:url';
 import { optimalMoves } from '../../packages/partitions/src/index.js';
 import { freePorts } from './free-ports.js';
-import { installSignalCleanup, liveProcesses, NodeProcessBase, spawnNodeProcess } from './node-processes.js';
+import {
+  installSignalCleanup,
+  liveProcesses,
+  NodeProcessBase,
+  type OwnedProcess,
+  spawnNodeProcess,
+} from './node-processes.js';
 import {
   memberKey,
   type NodeCommand,
@@ -33,7 +39,7 @@ export class NodeProcess extends NodeProcessBase<NodeUp, NodeState, NodeLog | No
   readonly events: NodeEvent[] = [];
   private current: { readonly address: string; readonly uid: string } | undefined;
 
-  private constructor(port: number, child: ChildProcess) {
+  private constructor(port: number, child: OwnedProcess) {
     super(port, child);
   }
 

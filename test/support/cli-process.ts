@@ -1,8 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -16,14 +16,8 @@ export function compiledCli(): string {
   return COMPILED_CLI;
 }
 
-export interface CliNode {
-  readonly process: ChildProcess;
-  readonly logs: string[];
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  readonly httpPort: number | undefined;
-  /** Parsed JSON log lines with an `event` field. */
-  events(): Record<string, unknown>[];
-}
+/** A `doyen node` child process (the testkit's NodeProcess) and its management HTTP port. */
+export type CliNode = NodeProcess & { readonly httpPort: number | undefined };
 
 /** This run's cluster secret and management token: random, and handed over in the environment, never on argv. */
 export const TEST_SECRET = randomBytes(16).toString('hex');
@@ -43,33 +37,13 @@ export function runCli(
   httpPort?: number,
   env: Record<string, string | undefined> = {},
 ): CliNode {
-  const child = spawn(process.execPath, [compiledCli(), ...args], {
+  const node = NodeProcess.spawn({
+    args: [compiledCli(), ...args],
     cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, DOYEN_LOG_LEVEL: 'info', ...env },
+    env: { DOYEN_LOG_LEVEL: 'info', ...env },
+    ...(httpPort === undefined ? {} : { http: { host: '127.0.0.1', port: httpPort } }),
   });
-  const logs: string[] = [];
-  const collect = (chunk: Buffer) => logs.push(...chunk.toString().split('\n').filter(Boolean));
-  child.stdout!.on('data', collect);
-  child.stderr!.on('data', collect);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
-  );
-  return {
-    process: child,
-    logs,
-    exited,
-    httpPort,
-    events: () =>
-      logs.flatMap((l) => {
-        try {
-          const j = JSON.parse(l) as Record<string, unknown>;
-          return typeof j.event === 'string' ? [j] : [];
-        } catch {
-          return [];
-        }
-      }),
-  };
+  return Object.assign(node, { httpPort });
 }
 
 export async function getJson(port: number, path: string): Promise<{ status: number; body: any }> {
@@ -92,9 +66,8 @@ export async function postJson(
   return { status: res.status, body: await res.json() };
 }
 
-export function killAll(nodes: CliNode[]): void {
-  for (const n of nodes)
-    if (n.process.exitCode === null && n.process.signalCode === null) n.process.kill('SIGKILL');
+export function killAll(nodes: readonly NodeProcess[]): void {
+  for (const n of nodes) n.kill9();
 }
 
 /**

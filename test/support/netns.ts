@@ -12,6 +12,7 @@
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { chmodSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 import { compiledCli } from './cli-process.js';
 import { dnsmasqArgs } from './dnsmasq.js';
 
@@ -163,22 +164,8 @@ export interface NetnsHost {
   readonly ip: string;
 }
 
-export interface ExitStatus {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-}
-
-export interface NetnsNode {
-  readonly host: NetnsHost;
-  readonly process: ChildProcess;
-  /** Every stdout/stderr line. */
-  readonly logs: string[];
-  readonly exited: Promise<ExitStatus>;
-  /** The exit status once the process has exited. */
-  exitStatus(): ExitStatus | undefined;
-  /** Parsed JSON log lines with an `event` field. */
-  events(): Record<string, any>[];
-}
+/** A `doyen node` in a host's namespace. */
+export type NetnsNode = NodeProcess & { readonly host: NetnsHost };
 
 export interface Topology {
   readonly subnet: string;
@@ -245,7 +232,7 @@ export function createTopology(names: readonly string[]): Topology {
       }
     }
     for (const n of nodes) {
-      if (n.exitStatus() === undefined) n.process.kill('SIGKILL');
+      n.kill9();
     }
     dnsServer?.kill('SIGKILL');
     for (const ns of namespaces) deleteNamespace(ns);
@@ -368,7 +355,7 @@ export function createTopology(names: readonly string[]): Topology {
   /** SIGKILLs the nodes still running; waits for them (bounded, so a hook cannot hang). */
   const killAll = async () => {
     const waiting = nodes.map((n) => n.exited);
-    for (const n of nodes) if (n.exitStatus() === undefined) n.process.kill('SIGKILL');
+    for (const n of nodes) n.kill9();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.all(waiting), new Promise((r) => (timer = setTimeout(r, 5000)))]);
     clearTimeout(timer);
@@ -426,48 +413,15 @@ export function createTopology(names: readonly string[]): Topology {
     },
     spawnNode(name, args, env = {}) {
       const h = host(name);
-      const child = spawn('ip', ['netns', 'exec', h.ns, process.execPath, compiledCli(), ...args], {
-        cwd: ROOT,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, DOYEN_LOG_LEVEL: 'info', ...env },
-      });
-      const logs: string[] = [];
-      const collect = (stream: NodeJS.ReadableStream) => {
-        let rest = '';
-        stream.on('data', (chunk: Buffer) => {
-          const parts = (rest + chunk.toString()).split('\n');
-          rest = parts.pop() ?? '';
-          logs.push(...parts.filter(Boolean));
-        });
-        stream.on('end', () => {
-          if (rest) logs.push(rest);
-          rest = '';
-        });
-      };
-      collect(child.stdout!);
-      collect(child.stderr!);
-      let status: ExitStatus | undefined;
-      // 'close' (not 'exit'): every line is in `logs` once it fires
-      const exited = new Promise<ExitStatus>((resolve) =>
-        child.on('close', (code, signal) => resolve((status = { code, signal }))),
+      const node = Object.assign(
+        NodeProcess.spawn({
+          command: 'ip',
+          args: ['netns', 'exec', h.ns, process.execPath, compiledCli(), ...args],
+          cwd: ROOT,
+          env: { DOYEN_LOG_LEVEL: 'info', ...env },
+        }),
+        { host: h },
       );
-      const node: NetnsNode = {
-        host: h,
-        process: child,
-        logs,
-        exited,
-        exitStatus: () => status,
-        events: () =>
-          logs.flatMap((l) => {
-            if (!l.startsWith('{')) return [];
-            try {
-              const j = JSON.parse(l) as Record<string, any>;
-              return typeof j.event === 'string' ? [j] : [];
-            } catch {
-              return [];
-            }
-          }),
-      };
       nodes.push(node);
       return node;
     },

@@ -4,11 +4,11 @@
  * Children run in their own process group (a Ctrl-C in the terminal reaches only the demo, which
  * then stops them in order) and carry an orphan guard that ends them if the demo dies.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { freePorts } from '../../../packages/testkit/src/free-ports.js';
+import { NodeProcess, type OutputLine } from '../../../packages/testkit/src/node-process.js';
 
 /** Node names in start order; the oldest is `athens`. */
 export const NODE_NAMES = [
@@ -99,7 +99,7 @@ export interface ClusterProcessesOptions {
 }
 
 interface Internals {
-  child: ChildProcess | undefined;
+  child: NodeProcess | undefined;
   exited: Promise<void>;
   log: WriteStream;
   asked: ExitInfo['asked'];
@@ -335,19 +335,21 @@ export class ClusterProcesses {
       '--enable-fault-injection',
       ...(this.options.nodeArgs ?? []),
     ];
-    const child = spawn(process.execPath, args, {
+    const child = NodeProcess.spawn({
+      args,
       cwd: REPO_ROOT,
       // stdin stays open: the orphan guard in the child ends it when this pipe closes
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdin: 'pipe',
       detached: true,
+      keepLogs: false,
       env: {
-        ...process.env,
         DOYEN_DEMO_CHILD: '1',
         DOYEN_LOG_LEVEL: 'info',
         FORCE_COLOR: '0',
         DOYEN_SECRET: this.options.secret,
         DOYEN_HTTP_TOKEN: this.options.httpToken,
       },
+      onLine: (line) => this.take(node, line),
     });
     internals.child = child;
     internals.asked = undefined;
@@ -359,59 +361,29 @@ export class ClusterProcesses {
     internals.log.write(
       `--- ${new Date().toISOString()} demo: spawn #${node.launches} pid ${child.pid} ${args.join(' ')}\n`,
     );
-    this.readLines(node, child, 'stdout');
-    this.readLines(node, child, 'stderr');
-    child.stdin!.on('error', () => {});
-    internals.exited = new Promise<void>((resolve) => {
-      child.once('exit', (code, signal) => {
-        node.state = 'exited';
-        node.exit = { code, signal, at: Date.now(), asked: internals.asked };
-        internals.child = undefined;
-        internals.log.write(`--- ${new Date().toISOString()} demo: exit code ${code} signal ${signal}\n`);
-        this.changed(node);
-        resolve();
-      });
-      child.once('error', (error) => {
-        internals.log.write(`--- demo: spawn failed: ${error.message}\n`);
-        if (child.pid === undefined) {
-          node.state = 'exited';
-          node.exit = { code: null, signal: null, at: Date.now(), asked: internals.asked };
-          this.changed(node);
-          resolve();
-        }
-      });
+    child.process.once('error', (error) => internals.log.write(`--- demo: spawn failed: ${error.message}\n`));
+    internals.exited = child.exited.then(({ code, signal }) => {
+      node.state = 'exited';
+      node.exit = { code, signal, at: child.exitedAt ?? Date.now(), asked: internals.asked };
+      internals.child = undefined;
+      internals.log.write(`--- ${new Date().toISOString()} demo: exit code ${code} signal ${signal}\n`);
+      this.changed(node);
     });
     this.changed(node);
   }
 
-  private readLines(node: ManagedNode, child: ChildProcess, stream: 'stdout' | 'stderr'): void {
+  /** One output line of a node: to its log file, its state (`node.started`), the waiters, the view. */
+  private take(node: ManagedNode, { stream, text, json, at }: OutputLine): void {
     const internals = this.internals.get(node)!;
-    let rest = '';
-    child[stream]!.setEncoding('utf8');
-    child[stream]!.on('data', (chunk: string) => {
-      const parts = (rest + chunk).split('\n');
-      rest = parts.pop() ?? '';
-      for (const text of parts) {
-        if (!text) continue;
-        internals.log.write(`${text}\n`);
-        let json: Record<string, unknown> | undefined;
-        if (text.startsWith('{')) {
-          try {
-            json = JSON.parse(text) as Record<string, unknown>;
-          } catch {
-            json = undefined;
-          }
-        }
-        const line: LogLine = { node, at: Date.now(), stream, text, json };
-        if (json?.event === 'node.started') {
-          if (node.state === 'starting') node.state = 'running';
-          if (node.state === 'paused') internals.beforePause = 'running';
-          this.changed(node);
-        }
-        for (const w of [...internals.waiters]) if (w.test(line)) w.resolve(true);
-        this.options.onLine?.(line);
-      }
-    });
+    internals.log.write(`${text}\n`);
+    const line: LogLine = { node, at, stream, text, json };
+    if (json?.event === 'node.started') {
+      if (node.state === 'starting') node.state = 'running';
+      if (node.state === 'paused') internals.beforePause = 'running';
+      this.changed(node);
+    }
+    for (const w of [...internals.waiters]) if (w.test(line)) w.resolve(true);
+    this.options.onLine?.(line);
   }
 
   private async signalAndWait(node: ManagedNode, signal: NodeJS.Signals, asked: ExitInfo['asked']) {
@@ -422,13 +394,7 @@ export class ClusterProcesses {
   }
 
   private signal(node: ManagedNode, signal: NodeJS.Signals): void {
-    const child = this.internals.get(node)?.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    try {
-      child.kill(signal);
-    } catch {
-      // already gone
-    }
+    this.internals.get(node)?.child?.signal(signal);
   }
 
   private changed(node: ManagedNode): void {

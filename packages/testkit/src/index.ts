@@ -3,6 +3,7 @@ export * from './for-each-seed.js';
 export * from './free-ports.js';
 export * from './log-capture.js';
 export * from './manual-scheduler.js';
+export * from './node-process.js';
 export * from './seeded-random.js';
 export * from './sim-network.js';
 export * from './simulation.js';
