@@ -114,7 +114,7 @@ export class ClusterSingletons {
         (registered as Registered).instance = instance;
         // The inbox forwards to the instance and reports proxies' drained markers to the manager.
         system.removeFunctionRef(system.remoteRef(system.node, instancePath));
-        return system.functionRef(
+        system.functionRef(
           inboxName,
           (message) => {
             if (message.type === 'singleton.drained') {
@@ -144,6 +144,7 @@ export class ClusterSingletons {
         return snapshot;
       },
       instanceBacklog: () => (instance ? system.mailboxSize(instance) : 0),
+      inbox: system.remoteRef(system.node, instancePath),
     };
     const manager = system.spawn(
       createManagerMachine(

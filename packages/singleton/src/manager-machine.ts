@@ -1,17 +1,53 @@
-import { type Membership, memberKey, nodeOfKey } from '@doyen/cluster';
+import { memberKey, nodeOfKey } from '@doyen/cluster';
 import type { ActorRef, ActorSystem, Message } from '@doyen/core';
-import { assign, setup } from 'xstate';
-import type { HandedOver, HandOverStarted, HandOverToMe, Identify, Identity } from './messages.js';
-import { fateOf } from './oldest.js';
+import { enqueueActions, setup } from 'xstate';
+import {
+  acceptHandOverRequest,
+  answerNotRunning,
+  askAgain,
+  askedByNewOldest,
+  askFirst,
+  awaitMargin,
+  backlogEmpty,
+  checkBacklog,
+  drained,
+  drainProgress,
+  end,
+  finishHandOver,
+  formerCanHandOver,
+  formerGoneWithoutHandOver,
+  handedOverByFormer,
+  identify,
+  initialManagerContext,
+  isOldest,
+  lostMandate,
+  type ManagerContext,
+  type ManagerEffect,
+  type ManagerEvent,
+  type ManagerPolicy,
+  type ManagerStep,
+  nobodyToAsk,
+  selfExitingOrGone,
+  selfGone,
+  start,
+  startDraining,
+  startsAtOnce,
+  stopForMandate,
+  takeHandOver,
+  takeMembership,
+} from './manager-decisions.js';
+import type { HandedOver, HandOverStarted, HandOverToMe, Identity } from './messages.js';
 import type { SingletonPlacement } from './placement.js';
 
 export interface ManagerEffects {
-  /** Starts the instance (resuming from a handed-over snapshot when given); returns its inbox. */
-  startInstance(snapshot: unknown): Promise<ActorRef> | ActorRef;
+  /** Starts the instance (resuming from a handed-over snapshot when given) behind its inbox. */
+  startInstance(snapshot: unknown): void;
   /** Stops the instance; returns its persisted snapshot when hand-over snapshots are on. */
   stopInstance(reason: string): unknown;
   /** Messages still queued for the instance (hand-over waits until they are processed). */
   instanceBacklog(): number;
+  /** The instance's inbox (one fixed path on this node): proxies forward there while it runs. */
+  readonly inbox: ActorRef;
 }
 
 export interface ManagerSettings {
@@ -25,27 +61,7 @@ export interface ManagerSettings {
   readonly placement: SingletonPlacement;
 }
 
-export type ManagerEvent =
-  | { readonly type: 'singleton.membership'; readonly membership: Membership }
-  | { readonly type: 'singleton.drain-progress'; readonly proxy: string }
-  | HandOverToMe
-  | HandedOver
-  | Identify;
-
-export interface ManagerContext {
-  readonly membership: Membership | undefined;
-  /** Key of the oldest as of the last membership, and of the one before it changed to us. */
-  readonly oldestKey: string | undefined;
-  readonly formerOldest: string | undefined;
-  readonly retries: number;
-  readonly snapshot: unknown;
-  readonly inbox: ActorRef | undefined;
-  readonly waitingProxies: readonly ActorRef[];
-  readonly handOverTo: ActorRef | undefined;
-  readonly pendingDrains: readonly string[];
-}
-
-const keyOfRef = (ref: ActorRef) => memberKey(ref.address.node);
+export type { ManagerContext, ManagerEffect, ManagerEvent } from './manager-decisions.js';
 
 export function managerPath(name: string): string {
   return `/system/singleton-${name}`;
@@ -64,6 +80,8 @@ export function proxyPath(name: string): string {
  * - After a crash or a partition the new oldest starts only once the former oldest is out of
  *   the membership and the down-removal margin has passed, so that under the safe downing
  *   strategies the downed side has stopped its instance first.
+ * Decisions are the pure functions of manager-decisions.ts; the action `run` executes their
+ * effects, and the instance's backlog comes back as an event (`singleton.backlog`).
  */
 export function createManagerMachine(
   system: ActorSystem,
@@ -71,209 +89,160 @@ export function createManagerMachine(
   effects: ManagerEffects,
 ) {
   const selfKey = memberKey(system.node);
-  const log = (event: string, fields: Record<string, unknown>, msg: string) =>
-    system.logger.info({ event, singleton: settings.name, ...fields }, msg);
-  const oldestKeyOf = (m: Membership) => {
-    const o = settings.placement.hostOf(m, settings.role);
-    return o && memberKey(o);
+  const policy: ManagerPolicy = {
+    name: settings.name,
+    selfKey,
+    inbox: effects.inbox,
+    hostKeyOf: (m) => {
+      const host = settings.placement.hostOf(m, settings.role);
+      return host && memberKey(host);
+    },
+    exclusive: settings.placement.exclusive,
+    maxHandOverRetries: settings.maxHandOverRetries,
   };
-  const exclusive = settings.placement.exclusive;
-  /** Exclusive placement: the former host is gone or cut off, so it cannot hand over (and stopped acting). */
-  const formerOutOfReach = (c: ManagerContext) =>
-    c.formerOldest === undefined ||
-    fateOf(c.formerOldest, c.membership!) !== 'alive' ||
-    c.membership!.unreachable.includes(c.formerOldest);
-  const selfStatus = (m: Membership | undefined) => m?.members.find((x) => memberKey(x) === selfKey)?.status;
+  const marginMs = () =>
+    typeof settings.downRemovalMarginMs === 'function'
+      ? settings.downRemovalMarginMs()
+      : settings.downRemovalMarginMs;
   const managerAt = (key: string) => system.remoteRef(nodeOfKey(key), managerPath(settings.name));
-  const isOldest = (c: ManagerContext) => c.oldestKey === selfKey;
-  const selfGone = (c: ManagerContext) => {
-    const s = selfStatus(c.membership);
-    return s === undefined || s === 'down' || s === 'removed';
+
+  const execute = (effect: ManagerEffect, self: { send(event: ManagerEvent): void }): void => {
+    switch (effect.kind) {
+      case 'log':
+        system.logger[effect.level]({ event: effect.event, ...effect.fields }, effect.msg);
+        return;
+      case 'ask-hand-over': {
+        const ask: HandOverToMe = {
+          type: 'singleton.hand-over-to-me',
+          name: settings.name,
+          replyTo: managerAt(selfKey),
+        };
+        managerAt(effect.formerKey).send(ask);
+        return;
+      }
+      case 'start-instance':
+        effects.startInstance(effect.snapshot);
+        return;
+      case 'stop-instance': {
+        const snapshot = effects.stopInstance(effect.reason);
+        effect.confirmTo?.send(handedOver(snapshot) as Message);
+        return;
+      }
+      case 'answer-not-running':
+        effect.to.send(handedOver(undefined) as Message);
+        return;
+      case 'identity': {
+        const identity: Identity = { type: 'singleton.identity', name: settings.name, inbox: effect.inbox };
+        effect.to.send(identity);
+        return;
+      }
+      case 'hand-over-started': {
+        const started: HandOverStarted = {
+          type: 'singleton.hand-over-started',
+          name: settings.name,
+          inbox: effect.inbox,
+        };
+        for (const key of effect.proxies)
+          system.remoteRef(nodeOfKey(key), proxyPath(settings.name)).send(started);
+        return;
+      }
+      case 'check-backlog':
+        self.send({ type: 'singleton.backlog', size: effects.instanceBacklog() });
+        return;
+    }
   };
+  const handedOver = (snapshot: unknown): HandedOver => ({
+    type: 'singleton.handed-over',
+    name: settings.name,
+    snapshot: snapshot ?? null,
+    from: selfKey,
+  });
+
+  /** Assigns a step's context and runs its effects through the named action `run`. */
+  // Typed loosely for xstate (as in the downing machine): the step functions are fully typed.
+  const apply = (step: (context: ManagerContext, event: ManagerEvent) => ManagerStep): any =>
+    enqueueActions(
+      ({ context, event, enqueue }: { context: ManagerContext; event: ManagerEvent; enqueue: any }) => {
+        const result = step(context, event);
+        if (result.context !== context) enqueue.assign(() => result.context);
+        for (const effect of result.effects) enqueue({ type: 'run', params: effect });
+      },
+    );
+  const take = apply((c, e) => takeMembership(policy, c, e));
 
   return setup({
     types: { context: {} as ManagerContext, events: {} as ManagerEvent },
+    actions: {
+      run: ({ self }, effect: ManagerEffect) => execute(effect, self as { send(event: ManagerEvent): void }),
+    },
     delays: {
       retry: settings.handOverRetryIntervalMs,
-      margin: () =>
-        typeof settings.downRemovalMarginMs === 'function'
-          ? settings.downRemovalMarginMs()
-          : settings.downRemovalMarginMs,
+      margin: () => marginMs(),
       drainTimeout: settings.drainTimeoutMs,
       backlogPoll: 5,
     },
     guards: {
-      selfGone: ({ context }) => selfGone(context),
-      selfExitingOrGone: ({ context }) => selfGone(context) || selfStatus(context.membership) === 'exiting',
-      isOldest: ({ context }) => isOldest(context),
-      notOldest: ({ context }) => !isOldest(context),
-      formerAlive: ({ context }) =>
-        context.formerOldest !== undefined && fateOf(context.formerOldest, context.membership!) === 'alive',
-      formerDowned: ({ context }) =>
-        context.formerOldest !== undefined && fateOf(context.formerOldest, context.membership!) === 'downed',
-      drained: ({ context }) => context.pendingDrains.length === 0,
-      // only the node we take for the new oldest may ask for the instance
-      askedByNewOldest: ({ context, event }) =>
-        event.type === 'singleton.hand-over-to-me' &&
-        context.oldestKey !== undefined &&
-        context.oldestKey === keyOfRef(event.replyTo),
-      // only the former oldest we asked may say it stopped its instance
-      handedOverByFormer: ({ context, event }) =>
-        event.type === 'singleton.handed-over' && event.from === context.formerOldest,
-    },
-    actions: {
-      takeMembership: assign(({ context, event }) => {
-        if (event.type !== 'singleton.membership') return {};
-        const newOldest = oldestKeyOf(event.membership);
-        const changedToUs = newOldest === selfKey && context.oldestKey !== selfKey;
-        return {
-          membership: event.membership,
-          oldestKey: newOldest,
-          formerOldest: changedToUs ? context.oldestKey : context.formerOldest,
-        };
-      }),
-      finishHandOver: assign(({ context }) => {
-        const snapshot = effects.stopInstance('handed over');
-        const done: HandedOver = {
-          type: 'singleton.handed-over',
-          name: settings.name,
-          snapshot: snapshot ?? null,
-          from: selfKey,
-        };
-        context.handOverTo?.send(done as Message);
-        log(
-          'singleton.handed-over',
-          { to: context.handOverTo?.id },
-          `singleton ${settings.name} handed over`,
-        );
-        return { inbox: undefined, handOverTo: undefined, pendingDrains: [] };
-      }),
-      answerNotRunning: ({ event }) => {
-        if (event.type === 'singleton.hand-over-to-me') {
-          const reply: HandedOver = {
-            type: 'singleton.handed-over',
-            name: settings.name,
-            snapshot: null,
-            from: selfKey,
-          };
-          event.replyTo.send(reply);
-        }
-      },
+      selfGone: ({ context }) => selfGone(policy, context),
+      selfExitingOrGone: ({ context }) => selfExitingOrGone(policy, context),
+      isOldest: ({ context }) => isOldest(policy, context),
+      notOldest: ({ context }) => !isOldest(policy, context),
+      startsAtOnce: ({ context }) => startsAtOnce(policy, context),
+      formerCanHandOver: ({ context }) => formerCanHandOver(policy, context),
+      nobodyToAsk: ({ context }) => nobodyToAsk(policy, context),
+      formerGoneWithoutHandOver: ({ context }) => formerGoneWithoutHandOver(context),
+      lostMandate: ({ context }) => lostMandate(policy, context),
+      drained: ({ context }) => drained(context),
+      backlogEmpty: ({ event }) => backlogEmpty(event),
+      askedByNewOldest: ({ context, event }) => askedByNewOldest(context, event),
+      handedOverByFormer: ({ context, event }) => handedOverByFormer(context, event),
     },
   }).createMachine({
     id: 'singletonManager',
-    context: {
-      membership: undefined,
-      oldestKey: undefined,
-      formerOldest: undefined,
-      retries: 0,
-      snapshot: null,
-      inbox: undefined,
-      waitingProxies: [],
-      handOverTo: undefined,
-      pendingDrains: [],
-    },
+    context: initialManagerContext,
     initial: 'start',
     on: {
-      'singleton.membership': { actions: 'takeMembership' },
+      'singleton.membership': { actions: take },
     },
     states: {
       start: {
         on: {
-          'singleton.membership': { target: 'younger', actions: 'takeMembership' },
+          'singleton.membership': { target: 'younger', actions: take },
         },
       },
       younger: {
         always: [
           { guard: 'selfGone', target: 'end' },
-          {
-            guard: ({ context }) =>
-              isOldest(context) &&
-              (context.formerOldest === undefined || (exclusive && formerOutOfReach(context))),
-            target: 'oldest',
-          },
-          {
-            guard: ({ context }) =>
-              isOldest(context) && fateOf(context.formerOldest!, context.membership!) === 'alive',
-            target: 'becomingOldest',
-          },
+          { guard: 'startsAtOnce', target: 'oldest' },
+          { guard: 'formerCanHandOver', target: 'becomingOldest' },
           // gone without a hand-over (downed, or removed before it confirmed): wait the margin
           { guard: 'isOldest', target: 'takingOver' },
         ],
         on: {
-          'singleton.hand-over-to-me': { actions: 'answerNotRunning' },
+          'singleton.hand-over-to-me': { actions: apply(answerNotRunning) },
         },
       },
       becomingOldest: {
-        entry: [
-          assign({ retries: 0 }),
-          ({ context }) => {
-            log(
-              'singleton.hand-over-requested',
-              { from: context.formerOldest },
-              'asking the former oldest to hand over',
-            );
-            const ask: HandOverToMe = {
-              type: 'singleton.hand-over-to-me',
-              name: settings.name,
-              replyTo: managerAt(selfKey),
-            };
-            managerAt(context.formerOldest!).send(ask);
-          },
-        ],
+        entry: apply((c) => askFirst(policy, c)),
         always: [
           { guard: 'selfGone', target: 'end' },
           { guard: 'notOldest', target: 'younger' },
-          { guard: ({ context }) => !context.formerOldest, target: 'oldest' },
-          { guard: ({ context }) => exclusive && formerOutOfReach(context), target: 'oldest' },
-          {
-            guard: ({ context }) => fateOf(context.formerOldest!, context.membership!) !== 'alive',
-            target: 'takingOver',
-          },
+          { guard: 'nobodyToAsk', target: 'oldest' },
+          { guard: 'formerGoneWithoutHandOver', target: 'takingOver' },
         ],
         on: {
           'singleton.handed-over': {
             guard: 'handedOverByFormer',
             target: 'oldest',
-            actions: assign({ snapshot: ({ event }) => (event as HandedOver).snapshot ?? null }),
+            actions: apply(takeHandOver),
           },
-          'singleton.hand-over-to-me': { actions: 'answerNotRunning' },
+          'singleton.hand-over-to-me': { actions: apply(answerNotRunning) },
         },
         after: {
-          retry: {
-            target: 'becomingOldest',
-            reenter: false,
-            actions: [
-              assign({ retries: ({ context }) => context.retries + 1 }),
-              ({ context }) => {
-                if (context.retries === settings.maxHandOverRetries) {
-                  system.logger.warn(
-                    {
-                      event: 'singleton.hand-over-stuck',
-                      singleton: settings.name,
-                      former: context.formerOldest,
-                    },
-                    `no hand-over from ${context.formerOldest} after ${context.retries} attempts; waiting until it is removed`,
-                  );
-                }
-                const ask: HandOverToMe = {
-                  type: 'singleton.hand-over-to-me',
-                  name: settings.name,
-                  replyTo: managerAt(selfKey),
-                };
-                managerAt(context.formerOldest!).send(ask);
-              },
-            ],
-          },
+          retry: { target: 'becomingOldest', reenter: false, actions: apply((c) => askAgain(policy, c)) },
         },
       },
       takingOver: {
-        entry: ({ context }) =>
-          log(
-            'singleton.taking-over',
-            { former: context.formerOldest, marginMs: settings.downRemovalMarginMs },
-            'former oldest downed: waiting the down-removal margin',
-          ),
+        entry: apply((c) => awaitMargin(policy, c, marginMs())),
         always: [
           { guard: 'selfGone', target: 'end' },
           { guard: 'notOldest', target: 'younger' },
@@ -281,77 +250,27 @@ export function createManagerMachine(
         after: { margin: 'oldest' },
       },
       oldest: {
-        entry: assign(({ context }) => {
-          const started = effects.startInstance(context.snapshot);
-          const inbox = started as ActorRef;
-          log('singleton.started', {}, `singleton ${settings.name} started`);
-          const identity: Identity = { type: 'singleton.identity', name: settings.name, inbox };
-          for (const p of context.waitingProxies) p.send(identity);
-          return { inbox, waitingProxies: [], snapshot: null, formerOldest: undefined };
-        }),
-        // exiting: the coordinator is about to remove us; stop rather than outlive our membership
+        entry: apply((c) => start(policy, c)),
         always: [
           { guard: 'selfExitingOrGone', target: 'end' },
-          // an elected host that lost its majority or lease stops at once: another may start soon
-          {
-            guard: ({ context }) => exclusive && !isOldest(context),
-            target: 'younger',
-            actions: assign(() => {
-              effects.stopInstance('lost the coordinator mandate');
-              return { inbox: undefined };
-            }),
-          },
+          { guard: 'lostMandate', target: 'younger', actions: apply(stopForMandate) },
         ],
         on: {
-          'singleton.identify': {
-            actions: ({ context, event }) => {
-              const identity: Identity = {
-                type: 'singleton.identity',
-                name: settings.name,
-                inbox: context.inbox!,
-              };
-              (event as Identify).replyTo.send(identity);
-            },
-          },
+          'singleton.identify': { actions: apply(identify) },
           'singleton.hand-over-to-me': {
             guard: 'askedByNewOldest',
             target: 'handingOver',
-            actions: assign({ handOverTo: ({ event }) => (event as HandOverToMe).replyTo }),
+            actions: apply(acceptHandOverRequest),
           },
         },
       },
       handingOver: {
         always: [{ guard: 'selfExitingOrGone', target: 'end' }],
-        entry: [
-          assign(({ context }) => {
-            // every live member's proxy must drain first
-            const proxies = (context.membership?.members ?? []).map(memberKey);
-            return { pendingDrains: proxies };
-          }),
-          ({ context }) => {
-            log('singleton.handing-over', { to: context.handOverTo?.id }, 'handing over: draining proxies');
-            const started: HandOverStarted = {
-              type: 'singleton.hand-over-started',
-              name: settings.name,
-              inbox: context.inbox!,
-            };
-            for (const key of context.pendingDrains) {
-              system.remoteRef(nodeOfKey(key), proxyPath(settings.name)).send(started);
-            }
-          },
-        ],
+        entry: apply((c) => startDraining(policy, c)),
         on: {
-          'singleton.drain-progress': {
-            actions: assign({
-              pendingDrains: ({ context, event }) =>
-                context.pendingDrains.filter((k) => k !== (event as { proxy: string }).proxy),
-            }),
-          },
+          'singleton.drain-progress': { actions: apply(drainProgress) },
           'singleton.identify': {},
-          'singleton.hand-over-to-me': {
-            guard: 'askedByNewOldest',
-            actions: assign({ handOverTo: ({ event }) => (event as HandOverToMe).replyTo }),
-          },
+          'singleton.hand-over-to-me': { guard: 'askedByNewOldest', actions: apply(acceptHandOverRequest) },
         },
         initial: 'draining',
         states: {
@@ -359,31 +278,34 @@ export function createManagerMachine(
             always: { guard: 'drained', target: 'finishing' },
             after: { drainTimeout: 'finishing' },
           },
-          // forwarded messages are in the instance's mailbox: let it work through them
+          // forwarded messages are in the instance's mailbox: let it work through them (measured
+          // every backlogPoll, within one drainTimeout)
           finishing: {
-            always: {
-              guard: () => effects.instanceBacklog() === 0,
-              target: '#singletonManager.younger',
-              actions: 'finishHandOver',
+            initial: 'measuring',
+            states: {
+              measuring: {
+                entry: apply(checkBacklog),
+                on: {
+                  'singleton.backlog': {
+                    guard: 'backlogEmpty',
+                    target: '#singletonManager.younger',
+                    actions: apply((c) => finishHandOver(policy, c)),
+                  },
+                },
+                after: { backlogPoll: { target: 'measuring', reenter: true } },
+              },
             },
-            after: { drainTimeout: { target: '#singletonManager.younger', actions: 'finishHandOver' } },
+            after: {
+              drainTimeout: {
+                target: '#singletonManager.younger',
+                actions: apply((c) => finishHandOver(policy, c)),
+              },
+            },
           },
         },
       },
       end: {
-        entry: ({ context }) => {
-          const snapshot = context.inbox ? effects.stopInstance('node left the cluster') : undefined;
-          // a hand-over cut short by our own exit still completes: the instance is stopped now
-          if (context.handOverTo) {
-            const done: HandedOver = {
-              type: 'singleton.handed-over',
-              name: settings.name,
-              snapshot: snapshot ?? null,
-              from: selfKey,
-            };
-            context.handOverTo.send(done as Message);
-          }
-        },
+        entry: apply(end),
         type: 'final',
       },
     },

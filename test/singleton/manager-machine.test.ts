@@ -1,0 +1,324 @@
+import { describe, expect, it } from 'vitest';
+import { createActor, SimulatedClock } from 'xstate';
+import { getShortestPaths } from 'xstate/graph';
+import type { Member, Membership } from '../../packages/cluster/src/index.js';
+import {
+  type ActorRef,
+  type ActorSystem,
+  nodeKey,
+  type UniqueNodeAddress,
+} from '../../packages/core/src/index.js';
+import {
+  createManagerMachine,
+  type ManagerEffect,
+  type ManagerEvent,
+  managerPath,
+  oldestPlacement,
+} from '../../packages/singleton/src/index.js';
+
+/**
+ * The singleton manager alone: events in, effects out. Its decisions read nothing but its
+ * events (the instance's backlog comes back as an event too), so every path through its states
+ * can be enumerated with xstate/graph and replayed, and the safety rules checked on each.
+ */
+
+const node = (i: number): UniqueNodeAddress => ({ host: `10.0.0.${i}`, port: 2552, uid: `u${i}` });
+const A = node(1); // older than us
+const SELF = node(2);
+const C = node(3); // younger than us
+const key = (n: UniqueNodeAddress) => nodeKey(n);
+
+const member = (n: UniqueNodeAddress, age: number, status: Member['status'] = 'up'): Member => ({
+  address: `${n.host}:${n.port}`,
+  uid: n.uid,
+  name: n.host,
+  age,
+  status,
+  roles: [],
+});
+let version = 0;
+const membership = (members: Member[], failed: Member[] = [], unreachable: string[] = []) =>
+  ({
+    type: 'singleton.membership',
+    membership: { version: ++version, nextAge: 10, members, failed, unreachable } as Membership,
+  }) as const;
+
+/** Refs that only carry an address: the machine sends through the effects, never through them here. */
+const refTo = (n: UniqueNodeAddress, path: string): ActorRef =>
+  ({ id: `${key(n)}${path}`, address: { cluster: 't', node: n, path }, send() {} }) as unknown as ActorRef;
+
+const system = {
+  node: SELF,
+  nodeName: `${SELF.host}:${SELF.port}`,
+  logger: { info() {}, warn() {}, debug() {}, error() {} },
+  remoteRef: (n: UniqueNodeAddress, path: string) => refTo(n, path),
+} as unknown as ActorSystem;
+
+const INBOX = refTo(SELF, '/user/singleton-s');
+
+function machine() {
+  return createManagerMachine(
+    system,
+    {
+      name: 's',
+      role: undefined,
+      handOverRetryIntervalMs: 100,
+      maxHandOverRetries: 3,
+      downRemovalMarginMs: 1000,
+      drainTimeoutMs: 1000,
+      placement: oldestPlacement,
+    },
+    { startInstance() {}, stopInstance: () => ({ state: 'last' }), instanceBacklog: () => 0, inbox: INBOX },
+  );
+}
+
+// the views this node goes through
+const together = membership([member(A, 1), member(SELF, 2), member(C, 3)]);
+const aLeaving = membership([member(A, 1, 'leaving'), member(SELF, 2), member(C, 3)]);
+const aRemoved = membership([member(SELF, 2), member(C, 3)]);
+const aDowned = membership([member(SELF, 2), member(C, 3)], [member(A, 1, 'down')]);
+const selfLeaving = membership([member(SELF, 2, 'leaving'), member(C, 3)]);
+const selfExiting = membership([member(SELF, 2, 'exiting'), member(C, 3)]);
+const selfDowned = membership([member(C, 3)], [member(SELF, 2, 'down')]);
+
+const after = (delay: string, state: string) => ({ type: `xstate.after.${delay}.singletonManager.${state}` });
+const EVENTS = [
+  together,
+  aLeaving,
+  aRemoved,
+  aDowned,
+  selfLeaving,
+  selfExiting,
+  selfDowned,
+  { type: 'singleton.hand-over-to-me', name: 's', replyTo: refTo(C, managerPath('s')) },
+  { type: 'singleton.hand-over-to-me', name: 's', replyTo: refTo(A, managerPath('s')) },
+  { type: 'singleton.handed-over', name: 's', snapshot: { state: 'from A' }, from: key(A) },
+  { type: 'singleton.handed-over', name: 's', snapshot: null, from: key(C) }, // not the one asked
+  { type: 'singleton.identify', name: 's', replyTo: refTo(C, '/system/singleton-proxy-s') },
+  { type: 'singleton.drain-progress', proxy: key(SELF) },
+  { type: 'singleton.drain-progress', proxy: key(C) },
+  { type: 'singleton.backlog', size: 3 },
+  { type: 'singleton.backlog', size: 0 },
+  after('retry', 'becomingOldest'),
+  after('margin', 'takingOver'),
+  after('drainTimeout', 'handingOver.draining'),
+  after('drainTimeout', 'handingOver.finishing'),
+  after('backlogPoll', 'handingOver.finishing.measuring'),
+] as unknown as ManagerEvent[];
+
+const stateOf = (value: unknown): string =>
+  typeof value === 'string'
+    ? value
+    : Object.entries(value as Record<string, unknown>)
+        .map(([k, v]) => `${k}.${stateOf(v)}`)
+        .join();
+
+/** Replays events on a live actor of the machine, recording every effect its action `run` gets. */
+function replay(events: readonly ManagerEvent[]) {
+  const effects: { effect: ManagerEffect; state: string; oldest: boolean }[] = [];
+  const logic = machine().provide({
+    actions: {
+      run: ({ context }, effect: ManagerEffect) =>
+        effects.push({ effect, state: '', oldest: context.oldestKey === key(SELF) }),
+    },
+  });
+  const actor = createActor(logic, { clock: new SimulatedClock() });
+  actor.start();
+  const states: string[] = [stateOf(actor.getSnapshot().value)];
+  for (const event of events) {
+    const before = effects.length;
+    actor.send(event);
+    const state = stateOf(actor.getSnapshot().value);
+    for (const e of effects.slice(before)) e.state = state;
+    states.push(state);
+  }
+  return { actor, effects, states };
+}
+
+describe('singleton manager machine, alone', () => {
+  const paths = getShortestPaths(machine().provide({ actions: { run: () => {} } }), {
+    events: EVENTS,
+    serializeState: (s) =>
+      JSON.stringify({
+        v: s.value,
+        o: s.context.oldestKey,
+        f: s.context.formerOldest,
+        i: s.context.inbox !== undefined,
+        h: s.context.handOverTo?.id,
+        p: s.context.pendingDrains,
+        m: s.context.membership?.version,
+      }),
+  });
+
+  it('every state is reachable (path coverage from xstate/graph)', () => {
+    const reached = new Set(paths.map((p) => stateOf(p.state.value)));
+    expect([...reached].sort()).toEqual(
+      [
+        'start',
+        'younger',
+        'becomingOldest',
+        'takingOver',
+        'oldest',
+        'handingOver.draining',
+        'handingOver.finishing.measuring',
+        'end',
+      ].sort(),
+    );
+    expect(paths.length).toBeGreaterThan(50);
+  });
+
+  it('on every path: one instance at most, started only as the oldest, stopped before the end; hand-overs never to itself', () => {
+    let checked = 0;
+    for (const path of paths) {
+      const events = path.steps.map((s) => s.event).filter((e) => !e.type.startsWith('xstate.init'));
+      const { actor, effects, states } = replay(events);
+      // the replay reaches the state the traversal found
+      expect(states.at(-1), JSON.stringify(events.map((e) => e.type))).toBe(stateOf(path.state.value));
+      let running = 0;
+      for (const { effect, oldest } of effects) {
+        if (effect.kind === 'start-instance') {
+          running++;
+          expect(running, 'two instances on one node').toBe(1);
+          expect(oldest, 'started while not the oldest').toBe(true);
+        }
+        if (effect.kind === 'stop-instance') running--;
+        expect(running).toBeGreaterThanOrEqual(0);
+        // hand-overs go between this node and another member, never to itself
+        if (effect.kind === 'stop-instance' && effect.confirmTo)
+          expect(key(effect.confirmTo.address.node)).not.toBe(key(SELF));
+        if (effect.kind === 'ask-hand-over') expect(effect.formerKey).not.toBe(key(SELF));
+      }
+      const snapshot = actor.getSnapshot();
+      const holds = ['oldest', 'handingOver.draining', 'handingOver.finishing.measuring'].includes(
+        stateOf(snapshot.value),
+      );
+      expect(running, `instance running in ${stateOf(snapshot.value)}`).toBe(holds ? 1 : 0);
+      expect(snapshot.context.inbox !== undefined).toBe(holds);
+      checked++;
+    }
+    expect(checked).toBe(paths.length);
+  });
+
+  it('graceful hand-over from the leaving oldest: ask, only its confirmation counts, start with its snapshot', () => {
+    const { effects, states } = replay([
+      together,
+      aLeaving,
+      { type: 'singleton.handed-over', name: 's', snapshot: null, from: key(C) },
+      after('retry', 'becomingOldest'),
+      { type: 'singleton.handed-over', name: 's', snapshot: { state: 'from A' }, from: key(A) },
+    ] as unknown as ManagerEvent[]);
+    expect(states).toEqual([
+      'start',
+      'younger',
+      'becomingOldest',
+      'becomingOldest',
+      'becomingOldest',
+      'oldest',
+    ]);
+    expect(effects.map((e) => e.effect.kind)).toEqual([
+      'log',
+      'ask-hand-over',
+      'ask-hand-over',
+      'start-instance',
+      'log',
+    ]);
+    expect(effects.find((e) => e.effect.kind === 'start-instance')!.effect).toEqual({
+      kind: 'start-instance',
+      snapshot: { state: 'from A' },
+    });
+  });
+
+  it('a downed former oldest: wait the margin before starting; a removed one too', () => {
+    for (const gone of [aDowned, aRemoved]) {
+      const { effects, states } = replay([together, aLeaving, gone, after('margin', 'takingOver')]);
+      expect(states.slice(-3)).toEqual(['becomingOldest', 'takingOver', 'oldest']);
+      expect(effects.filter((e) => e.effect.kind === 'start-instance').map((e) => e.state)).toEqual([
+        'oldest',
+      ]);
+    }
+  });
+
+  it('handing over waits for every proxy to drain and for the backlog to empty, then stops and confirms', () => {
+    const askC = { type: 'singleton.hand-over-to-me', name: 's', replyTo: refTo(C, managerPath('s')) };
+    const { effects, states } = replay([
+      aRemoved,
+      after('margin', 'takingOver'),
+      selfLeaving,
+      askC,
+      { type: 'singleton.drain-progress', proxy: key(SELF) },
+      { type: 'singleton.drain-progress', proxy: key(C) },
+      { type: 'singleton.backlog', size: 3 },
+      after('backlogPoll', 'handingOver.finishing.measuring'),
+      { type: 'singleton.backlog', size: 0 },
+    ] as unknown as ManagerEvent[]);
+    expect(states.slice(1, 4)).toEqual(['oldest', 'oldest', 'oldest']);
+    expect(states.slice(4)).toEqual([
+      'handingOver.draining',
+      'handingOver.draining',
+      'handingOver.finishing.measuring',
+      'handingOver.finishing.measuring',
+      'handingOver.finishing.measuring',
+      'younger',
+    ]);
+    const kinds = effects.map((e) => e.effect.kind);
+    expect(kinds.filter((k) => k === 'check-backlog')).toHaveLength(2);
+    const stop = effects.find((e) => e.effect.kind === 'stop-instance')!.effect;
+    expect(stop).toMatchObject({ reason: 'handed over' });
+    expect((stop as { confirmTo: ActorRef }).confirmTo.address.node).toEqual(C);
+  });
+
+  it('the backlog is measured again every backlogPoll and the drain timeout ends a hand-over whose backlog never empties', () => {
+    let backlog = 5;
+    let stopped = 0;
+    const logic = createManagerMachine(
+      system,
+      {
+        name: 's',
+        role: undefined,
+        handOverRetryIntervalMs: 100,
+        maxHandOverRetries: 3,
+        downRemovalMarginMs: 0,
+        drainTimeoutMs: 1000,
+        placement: oldestPlacement,
+      },
+      {
+        startInstance() {},
+        stopInstance: () => void stopped++,
+        instanceBacklog: () => backlog,
+        inbox: INBOX,
+      },
+    );
+    const clock = new SimulatedClock();
+    const actor = createActor(logic, { clock }).start();
+    actor.send(membership([member(SELF, 2), member(C, 3)]));
+    expect(stateOf(actor.getSnapshot().value)).toBe('oldest');
+    actor.send(selfLeaving);
+    actor.send({ type: 'singleton.hand-over-to-me', name: 's', replyTo: refTo(C, managerPath('s')) });
+    actor.send({ type: 'singleton.drain-progress', proxy: key(SELF) });
+    actor.send({ type: 'singleton.drain-progress', proxy: key(C) });
+    expect(stateOf(actor.getSnapshot().value)).toBe('handingOver.finishing.measuring');
+    // the real effect executor measures the backlog and sends it back: not empty yet
+    for (let t = 0; t < 500; t += 5) clock.increment(5);
+    expect(stateOf(actor.getSnapshot().value)).toBe('handingOver.finishing.measuring');
+    backlog = 0; // the instance worked through it: the next poll finishes
+    clock.increment(5);
+    expect(stateOf(actor.getSnapshot().value)).toBe('younger');
+    expect(stopped).toBe(1);
+
+    // a backlog that never empties: the drain timeout still ends the hand-over
+    backlog = 7;
+    const stuck = createActor(logic, { clock: new SimulatedClock() });
+    const stuckClock = (stuck as unknown as { clock: SimulatedClock }).clock;
+    stuck.start();
+    stuck.send(membership([member(SELF, 2), member(C, 3)]));
+    stuck.send(selfLeaving);
+    stuck.send({ type: 'singleton.hand-over-to-me', name: 's', replyTo: refTo(C, managerPath('s')) });
+    stuck.send({ type: 'singleton.drain-progress', proxy: key(SELF) });
+    stuck.send({ type: 'singleton.drain-progress', proxy: key(C) });
+    for (let t = 0; t < 995; t += 5) stuckClock.increment(5);
+    expect(stateOf(stuck.getSnapshot().value)).toBe('handingOver.finishing.measuring');
+    stuckClock.increment(10);
+    expect(stateOf(stuck.getSnapshot().value)).toBe('younger');
+    expect(stopped).toBe(2);
+  });
+});
