@@ -81,7 +81,9 @@ const selfLeaving = membership([member(SELF, 2, 'leaving'), member(C, 3)]);
 const selfExiting = membership([member(SELF, 2, 'exiting'), member(C, 3)]);
 const selfDowned = membership([member(C, 3)], [member(SELF, 2, 'down')]);
 
-const after = (delay: string, state: string) => ({ type: `xstate.after.${delay}.singletonManager.${state}` });
+/** A delayed transition's event, as xstate raises it when the delay is over. */
+const after = (delay: string, state: string) =>
+  ({ type: `xstate.after.${delay}.singletonManager.${state}` }) as unknown as ManagerEvent;
 const EVENTS = [
   together,
   aLeaving,
