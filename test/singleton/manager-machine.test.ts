@@ -82,7 +82,7 @@ const selfExiting = membership([member(SELF, 2, 'exiting'), member(C, 3)]);
 const selfDowned = membership([member(C, 3)], [member(SELF, 2, 'down')]);
 
 /** A delayed transition's event, as xstate raises it when the delay is over. */
-const after = (delay: string, state: string) =>
+const delayed = (delay: string, state: string) =>
   ({ type: `xstate.after.${delay}.singletonManager.${state}` }) as unknown as ManagerEvent;
 const EVENTS = [
   together,
@@ -101,11 +101,11 @@ const EVENTS = [
   { type: 'singleton.drain-progress', proxy: key(C) },
   { type: 'singleton.backlog', size: 3 },
   { type: 'singleton.backlog', size: 0 },
-  after('retry', 'becomingOldest'),
-  after('margin', 'takingOver'),
-  after('drainTimeout', 'handingOver.draining'),
-  after('drainTimeout', 'handingOver.finishing'),
-  after('backlogPoll', 'handingOver.finishing.measuring'),
+  delayed('retry', 'becomingOldest'),
+  delayed('margin', 'takingOver'),
+  delayed('drainTimeout', 'handingOver.draining'),
+  delayed('drainTimeout', 'handingOver.finishing'),
+  delayed('backlogPoll', 'handingOver.finishing.measuring'),
 ] as unknown as ManagerEvent[];
 
 const stateOf = (value: unknown): string =>
@@ -206,7 +206,7 @@ describe('singleton manager machine, alone', () => {
       together,
       aLeaving,
       { type: 'singleton.handed-over', name: 's', snapshot: null, from: key(C) },
-      after('retry', 'becomingOldest'),
+      delayed('retry', 'becomingOldest'),
       { type: 'singleton.handed-over', name: 's', snapshot: { state: 'from A' }, from: key(A) },
     ] as unknown as ManagerEvent[]);
     expect(states).toEqual([
@@ -232,7 +232,7 @@ describe('singleton manager machine, alone', () => {
 
   it('a downed former oldest: wait the margin before starting; a removed one too', () => {
     for (const gone of [aDowned, aRemoved]) {
-      const { effects, states } = replay([together, aLeaving, gone, after('margin', 'takingOver')]);
+      const { effects, states } = replay([together, aLeaving, gone, delayed('margin', 'takingOver')]);
       expect(states.slice(-3)).toEqual(['becomingOldest', 'takingOver', 'oldest']);
       expect(effects.filter((e) => e.effect.kind === 'start-instance').map((e) => e.state)).toEqual([
         'oldest',
@@ -244,13 +244,13 @@ describe('singleton manager machine, alone', () => {
     const askC = { type: 'singleton.hand-over-to-me', name: 's', replyTo: refTo(C, managerPath('s')) };
     const { effects, states } = replay([
       aRemoved,
-      after('margin', 'takingOver'),
+      delayed('margin', 'takingOver'),
       selfLeaving,
       askC,
       { type: 'singleton.drain-progress', proxy: key(SELF) },
       { type: 'singleton.drain-progress', proxy: key(C) },
       { type: 'singleton.backlog', size: 3 },
-      after('backlogPoll', 'handingOver.finishing.measuring'),
+      delayed('backlogPoll', 'handingOver.finishing.measuring'),
       { type: 'singleton.backlog', size: 0 },
     ] as unknown as ManagerEvent[]);
     expect(states.slice(1, 4)).toEqual(['oldest', 'oldest', 'oldest']);

@@ -1,5 +1,5 @@
 import type { ActorRef, ActorSystem, Message, UniqueNodeAddress } from '@doyen/core';
-import { assign, enqueueActions, setup } from 'xstate';
+import { setup } from 'xstate';
 import type { ClusterConfig } from './config.js';
 import { DOWNING_PATH, sbrViewMessage } from './downing/downing-machine.js';
 import { isLive } from './member.js';
@@ -64,7 +64,8 @@ export type MembershipLocalEvent =
       readonly type: 'sbr.execute';
       readonly down: readonly string[];
       readonly unreachable: readonly string[];
-    };
+    }
+  | { readonly type: 'sbr.down-self' };
 
 export type MembershipEvent =
   | Join
@@ -85,40 +86,24 @@ export interface MembershipDeps {
   readonly self: SelfInfo;
 }
 
+type EventOf<T extends MembershipEvent['type']> = Extract<MembershipEvent, { readonly type: T }>;
+
+/** Views the resolver and the checker get after every change of membership or observations. */
+interface Views {
+  readonly downing: Message;
+  readonly checker: Message;
+}
+
 /**
  * The membership machine (the seed's MembershipService): joining with retries, then up as the
  * coordinator or a member, then leaving → exiting → removed, or down. Decisions are the pure
- * functions of membership-protocol.ts; this file wires them to states, delays and effects.
+ * functions of membership-protocol.ts, each listed once in `steps` below; this file wires them
+ * to states and delays, and its actions `deliver` and `publish` only send what a step returned.
  */
 export function createMembershipMachine(deps: MembershipDeps) {
   const { system, config, self } = deps;
   const selfRef = system.remoteRef(self.node, MEMBERSHIP_PATH) as ActorRef;
   const env: Env = { self, config, selfRef };
-
-  /** Applies a step: new context, messages out, collector timeouts scheduled on the actor clock. */
-  // Typed loosely for xstate: each use narrows the event itself; the step functions are fully typed.
-  const apply = (step: (ctx: MembershipContext, event: MembershipEvent) => Step): any =>
-    enqueueActions(
-      ({ context, event, enqueue }: { context: MembershipContext; event: MembershipEvent; enqueue: any }) => {
-        const result = step(context, event);
-        if (result.context !== context) enqueue.assign(() => result.context);
-        if (result.out.length > 0) enqueue(() => deliver(result.out));
-        const changed =
-          result.context.membership !== context.membership ||
-          result.context.observations !== context.observations;
-        if (changed && result.context.membership) {
-          const view = sbrViewMessage(self.key, result.context);
-          const checkerView = sbcView(self.key, result.context);
-          enqueue(() => {
-            system.lookup(DOWNING_PATH)?.send(view);
-            system.lookup(SPLIT_BRAIN_CHECKER_PATH)?.send(checkerView);
-          });
-        }
-        for (const id of result.timeouts) {
-          enqueue.raise({ type: 'membership.collector-timeout', id }, { delay: config.ackTimeoutMs });
-        }
-      },
-    );
 
   function deliver(out: Step['out']): void {
     for (const { to, message } of out) {
@@ -141,51 +126,17 @@ export function createMembershipMachine(deps: MembershipDeps) {
 
   const selfStatus = (ctx: MembershipContext) => selfMember(env, ctx)?.status;
 
-  /** While joining or backing off: a welcome, or an update that names us, lets us in. */
-  const letIn = {
-    'membership.welcome': {
-      target: 'up',
-      guard: ({ event }: { event: MembershipEvent }) =>
-        admittedBy(env, (event as Welcome).membership, (event as Welcome).from),
-      actions: apply((c, e) => welcomed(env, c, (e as Welcome).membership)),
-    },
-    'membership.redirect': { actions: apply((c, e) => onRedirect(env, c, e as Redirect)) },
-    'membership.update': {
-      target: 'up',
-      guard: 'updateNamesSelf',
-      actions: apply((c, e) => welcomedByUpdate(env, c, e as Update)),
-    },
-  } as const;
-
-  /**
-   * A leaving node is still a member: it keeps observing, and a split-brain decision (or the
-   * news that it was downed) must still take it out, or it would outlive a partition as a
-   * second side with its singletons running.
-   */
-  const stillDeciding = {
-    'sbr.execute': {
-      actions: apply((c, e) => {
-        const x = e as { down: readonly string[]; unreachable: readonly string[] };
-        return executeDowning(env, c, x.down, x.unreachable);
-      }),
-    },
-    'membership.downed-notice': { actions: apply((c, e) => onDownedNotice(env, c, (e as DownedNotice).by)) },
-    'sbr.down-self': { actions: apply((c) => downSelf(env, c)) },
-    'membership.reachability': {
-      actions: apply((c, e) => onReachabilityReport(env, c, e as ReachabilityReport)),
-    },
-    'fd.reachability': {
-      actions: apply((c, e) => {
-        const r = e as { subject: string; reachable: boolean };
-        return onOwnReachability(env, c, r.subject, r.reachable);
-      }),
-    },
-  } as const;
-
-  return setup({
+  const machineSetup = setup({
     types: {
       context: {} as MembershipContext,
       events: {} as MembershipEvent,
+    },
+    actions: {
+      deliver: (_, out: Step['out']) => deliver(out),
+      publish: (_, views: Views) => {
+        system.lookup(DOWNING_PATH)?.send(views.downing);
+        system.lookup(SPLIT_BRAIN_CHECKER_PATH)?.send(views.checker);
+      },
     },
     delays: {
       joinTimeout: config.joinTimeoutMs,
@@ -195,14 +146,18 @@ export function createMembershipMachine(deps: MembershipDeps) {
       // leaves are not forwarded: a leaver whose coordinator changed asks the new one on a retry
       leaveRetry: Math.max(100, Math.min(250, config.leaveTimeoutMs / 10)),
       leaveTimeout: config.leaveTimeoutMs,
+      ackTimeout: config.ackTimeoutMs,
     },
     guards: {
       mayFormCluster: () => config.mayFormCluster && isFirstSeed(env),
       isOnlySeed: () => config.mayFormCluster && isFirstSeed(env) && config.seeds.length === 1,
       hasAttemptsLeft: ({ context }) => context.attempt < config.maxJoinAttempts,
+      welcomeAdmits: ({ event }) =>
+        event.type === 'membership.welcome' && admittedBy(env, event.membership, event.from),
       updateNamesSelf: ({ event }) =>
         event.type === 'membership.update' && admittedBy(env, event.membership, event.replyTo.address.node),
       isCoordinator: ({ context }) => isCoordinator(env, context),
+      notCoordinator: ({ context }) => !isCoordinator(env, context),
       selfGoneAfterLeaving: ({ context }) => {
         const s = selfStatus(context);
         return s === undefined || s === 'removed';
@@ -215,28 +170,110 @@ export function createMembershipMachine(deps: MembershipDeps) {
       selfLeaving: ({ context }) => selfStatus(context) === 'leaving',
       nobodyUp: ({ context }) => !context.membership?.members.some((m) => m.status === 'up'),
     },
-  }).createMachine({
+  });
+
+  /** Assigns a step's context; its messages, new views and collector timeouts go to the actions. */
+  const apply = (step: (ctx: MembershipContext, event: MembershipEvent) => Step) =>
+    machineSetup.enqueueActions(({ context, event, enqueue }) => {
+      const result = step(context, event);
+      if (result.context !== context) enqueue.assign(() => result.context);
+      if (result.out.length > 0) enqueue({ type: 'deliver', params: result.out });
+      const changed =
+        result.context.membership !== context.membership ||
+        result.context.observations !== context.observations;
+      if (changed && result.context.membership) {
+        enqueue({
+          type: 'publish',
+          params: {
+            downing: sbrViewMessage(self.key, result.context) as unknown as Message,
+            checker: sbcView(self.key, result.context) as unknown as Message,
+          },
+        });
+      }
+      for (const id of result.timeouts) {
+        enqueue.raise({ type: 'membership.collector-timeout', id }, { delay: 'ackTimeout' });
+      }
+    });
+
+  /** The step each event runs, wherever it is handled (listed once). */
+  const steps: { [T in MembershipEvent['type']]?: (ctx: MembershipContext, event: EventOf<T>) => Step } = {
+    'membership.pull': (c, e) => onPull(env, c, e),
+    'membership.join': (c, e) => onJoin(env, c, e),
+    'membership.update': (c, e) => onUpdate(env, c, e),
+    'membership.ack': (c, e) => onAck(env, c, e),
+    'membership.collector-timeout': (c, e) => completeCollector(env, c, e.id),
+    'membership.leave': (c, e) => onLeave(env, c, e),
+    'membership.down': (c, e) => onDownRequest(env, c, e.member, e.by),
+    'membership.downed-notice': (c, e) => onDownedNotice(env, c, e.by),
+    'membership.redirect': (c, e) => onRedirect(env, c, e),
+    'membership.reachability': (c, e) => onReachabilityReport(env, c, e),
+    'cluster.down': (c, e) => onDownRequest(env, c, e.member),
+    'fd.reachability': (c, e) => onOwnReachability(env, c, e.subject, e.reachable),
+    'fd.version-seen': (c, e) => onVersionSeen(env, c, e.peer, e.version),
+    'sbr.execute': (c, e) => executeDowning(env, c, e.down, e.unreachable),
+    'sbr.down-self': (c) => downSelf(env, c),
+  };
+  /** The action running `step` on events of `type` (xstate routes only those to it: the one narrowing). */
+  const on = <T extends MembershipEvent['type']>(
+    _type: T,
+    step: (ctx: MembershipContext, event: EventOf<T>) => Step,
+  ) => apply((c, e) => step(c, e as EventOf<T>));
+  const run = <T extends MembershipEvent['type']>(type: T) => on(type, steps[type]!);
+  /** `on` entries that run their steps and stay in the state. */
+  const handle = <T extends MembershipEvent['type']>(...types: T[]) =>
+    Object.fromEntries(types.map((t) => [t, { actions: run(t) }])) as {
+      [K in T]: { actions: ReturnType<typeof run> };
+    };
+
+  /** While joining or backing off: a welcome, or an update that names us, lets us in. */
+  const letIn = {
+    'membership.welcome': {
+      target: 'up',
+      guard: 'welcomeAdmits',
+      actions: on('membership.welcome', (c, e) => welcomed(env, c, e.membership)),
+    },
+    ...handle('membership.redirect'),
+    'membership.update': {
+      target: 'up',
+      guard: 'updateNamesSelf',
+      actions: on('membership.update', (c, e) => welcomedByUpdate(env, c, e)),
+    },
+  } as const;
+
+  /**
+   * A leaving node is still a member: it keeps observing, and a split-brain decision (or the
+   * news that it was downed) must still take it out, or it would outlive a partition as a
+   * second side with its singletons running.
+   */
+  const stillDeciding = handle(
+    'sbr.execute',
+    'sbr.down-self',
+    'membership.downed-notice',
+    'membership.reachability',
+    'fd.reachability',
+    'membership.update',
+  );
+
+  const formNew = apply((c) => formNewCluster(env, c));
+
+  return machineSetup.createMachine({
     id: 'membership',
     context: initialContext,
     initial: 'joining',
-    on: {
-      'membership.pull': { actions: apply((c, e) => onPull(env, c, e as Pull)) },
-    },
+    on: handle('membership.pull'),
     states: {
       joining: {
         entry: apply((c) => joinAttempt(env, c)),
         // the only seed is this node: nobody to ask, form at once
-        always: [{ guard: 'isOnlySeed', target: 'up', actions: apply((c) => formNewCluster(env, c)) }],
-        on: {
-          ...letIn,
-        },
+        always: [{ guard: 'isOnlySeed', target: 'up', actions: formNew }],
+        on: letIn,
         after: {
           joinTimeout: [
-            { guard: 'mayFormCluster', target: 'up', actions: apply((c) => formNewCluster(env, c)) },
+            { guard: 'mayFormCluster', target: 'up', actions: formNew },
             { guard: 'hasAttemptsLeft', target: 'backingOff' },
             {
               target: 'joinFailed',
-              actions: assign({
+              actions: machineSetup.assign({
                 failure: ({ context }) =>
                   `no seed answered after ${context.attempt} attempts (seeds: ${config.seeds
                     .map((s) => `${s.host}:${s.port}`)
@@ -247,9 +284,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
         },
       },
       backingOff: {
-        on: {
-          ...letIn,
-        },
+        on: letIn,
         after: { joinBackoff: 'joining' },
       },
       joinFailed: {},
@@ -257,45 +292,17 @@ export function createMembershipMachine(deps: MembershipDeps) {
         initial: 'member',
         always: [{ guard: 'selfDowned', target: 'down' }],
         on: {
-          'membership.join': { actions: apply((c, e) => onJoin(env, c, e as Join)) },
-          'membership.update': { actions: apply((c, e) => onUpdate(env, c, e as Update)) },
-          'membership.ack': { actions: apply((c, e) => onAck(env, c, e as Ack)) },
-          'membership.collector-timeout': {
-            actions: apply((c, e) => completeCollector(env, c, (e as { id: number }).id)),
-          },
-          'membership.leave': { actions: apply((c, e) => onLeave(env, c, e as Leave)) },
-          'membership.down': {
-            actions: apply((c, e) => onDownRequest(env, c, (e as DownRequest).member, (e as DownRequest).by)),
-          },
-          'membership.downed-notice': {
-            actions: apply((c, e) => onDownedNotice(env, c, (e as DownedNotice).by)),
-          },
-          'cluster.down': {
-            actions: apply((c, e) => onDownRequest(env, c, (e as { member: string }).member)),
-          },
-          'membership.reachability': {
-            actions: apply((c, e) => onReachabilityReport(env, c, e as ReachabilityReport)),
-          },
-          'fd.reachability': {
-            actions: apply((c, e) => {
-              const r = e as { subject: string; reachable: boolean };
-              return onOwnReachability(env, c, r.subject, r.reachable);
-            }),
-          },
-          'fd.version-seen': {
-            actions: apply((c, e) => {
-              const v = e as { peer: UniqueNodeAddress; version: number };
-              return onVersionSeen(env, c, v.peer, v.version);
-            }),
-          },
+          ...stillDeciding,
+          ...handle(
+            'membership.join',
+            'membership.ack',
+            'membership.collector-timeout',
+            'membership.leave',
+            'membership.down',
+            'cluster.down',
+            'fd.version-seen',
+          ),
           'cluster.leave': { target: 'leaving', actions: apply((c) => requestLeave(env, c)) },
-          'sbr.execute': {
-            actions: apply((c, e) => {
-              const x = e as { down: readonly string[]; unreachable: readonly string[] };
-              return executeDowning(env, c, x.down, x.unreachable);
-            }),
-          },
-          'sbr.down-self': { actions: apply((c) => downSelf(env, c)) },
         },
         states: {
           member: {
@@ -315,7 +322,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
             entry: apply((c) => evaluate(env, c)),
             always: [
               { guard: 'selfLeaving', target: '#membership.leaving' },
-              { guard: ({ context }) => !isCoordinator(env, context), target: 'member' },
+              { guard: 'notCoordinator', target: 'member' },
             ],
             after: {
               leaderActionsInterval: {
@@ -336,10 +343,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
         ],
         on: {
           ...stillDeciding,
-          'membership.update': { actions: apply((c, e) => onUpdate(env, c, e as Update)) },
-          'membership.join': { actions: apply((c, e) => onJoin(env, c, e as Join)) },
-          'membership.ack': { actions: apply((c, e) => onAck(env, c, e as Ack)) },
-          'membership.leave': { actions: apply((c, e) => onLeave(env, c, e as Leave)) },
+          ...handle('membership.join', 'membership.ack', 'membership.leave'),
         },
         // the retry loop lives in a child state: re-entering it must not restart leaveTimeout
         initial: 'asking',
@@ -354,10 +358,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
       },
       exiting: {
         always: [{ guard: 'selfGoneAfterLeaving', target: 'removed' }],
-        on: {
-          ...stillDeciding,
-          'membership.update': { actions: apply((c, e) => onUpdate(env, c, e as Update)) },
-        },
+        on: stillDeciding,
         after: { leaveTimeout: 'removed' },
       },
       removed: { type: 'final' },
