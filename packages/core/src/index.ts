@@ -6,6 +6,7 @@ export * from './chunked-queue.js';
 export * from './clock.js';
 export * from './dead-letters.js';
 export * from './deadline.js';
+export * from './decision-step.js';
 export * from './dispatcher.js';
 export * from './errors.js';
 export * from './logger.js';

@@ -1,4 +1,4 @@
-import type { Message } from '@doyen/core';
+import { enqueueDecision, type Message } from '@doyen/core';
 import { assign, setup } from 'xstate';
 import type { ElectionDeps, PeersChanged } from './election.js';
 import { peerAt } from './peers.js';
@@ -97,8 +97,7 @@ export function createQuorumMachine(deps: ElectionDeps) {
   const apply = (decide: (c: QuorumContext, event: QuorumEvent, readings: Readings) => QuorumStep) =>
     machineSetup.enqueueActions(({ context, event, enqueue }) => {
       const result = decide(context, event, { now: now(), lastIndex: options.lastIndex() });
-      if (result.context !== context) enqueue.assign(() => result.context);
-      for (const effect of result.effects) enqueue({ type: 'run', params: effect });
+      enqueueDecision(enqueue, context, result);
       if (result.leaseTimer !== undefined) {
         enqueue.cancel(LEASE_TIMER);
         if (result.leaseTimer !== 'cancel')

@@ -1,6 +1,6 @@
 import { memberKey, nodeOfKey } from '@doyen/cluster';
-import type { ActorRef, ActorSystem, Message } from '@doyen/core';
-import { enqueueActions, setup } from 'xstate';
+import { type ActorRef, type ActorSystem, enqueueDecision, type Message } from '@doyen/core';
+import { setup } from 'xstate';
 import {
   acceptHandOverRequest,
   answerNotRunning,
@@ -121,6 +121,9 @@ export function createManagerMachine(
         return;
       }
       case 'start-instance':
+        // Spawning from an action makes xstate's development build warn that "custom actions
+        // should not call assign()" when the instance's machine has a context function: a false
+        // positive of its module-global flag (statelyai/xstate#5343); production builds are silent.
         effects.startInstance(effect.snapshot);
         return;
       case 'stop-instance': {
@@ -158,19 +161,7 @@ export function createManagerMachine(
     from: selfKey,
   });
 
-  /** Assigns a step's context and runs its effects through the named action `run`. */
-  // Typed loosely for xstate (as in the downing machine): the step functions are fully typed.
-  const apply = (step: (context: ManagerContext, event: ManagerEvent) => ManagerStep): any =>
-    enqueueActions(
-      ({ context, event, enqueue }: { context: ManagerContext; event: ManagerEvent; enqueue: any }) => {
-        const result = step(context, event);
-        if (result.context !== context) enqueue.assign(() => result.context);
-        for (const effect of result.effects) enqueue({ type: 'run', params: effect });
-      },
-    );
-  const take = apply((c, e) => takeMembership(policy, c, e));
-
-  return setup({
+  const machineSetup = setup({
     types: { context: {} as ManagerContext, events: {} as ManagerEvent },
     actions: {
       run: ({ self }, effect: ManagerEffect) => execute(effect, self as { send(event: ManagerEvent): void }),
@@ -196,7 +187,16 @@ export function createManagerMachine(
       askedByNewOldest: ({ context, event }) => askedByNewOldest(context, event),
       handedOverByFormer: ({ context, event }) => handedOverByFormer(context, event),
     },
-  }).createMachine({
+  });
+
+  /** Applies a decision: its context assigned, its effects to `run`. */
+  const apply = (step: (context: ManagerContext, event: ManagerEvent) => ManagerStep) =>
+    machineSetup.enqueueActions(({ context, event, enqueue }) =>
+      enqueueDecision(enqueue, context, step(context, event)),
+    );
+  const take = apply((c, e) => takeMembership(policy, c, e));
+
+  return machineSetup.createMachine({
     id: 'singletonManager',
     context: initialManagerContext,
     initial: 'start',

@@ -1,5 +1,5 @@
-import type { ActorSystem, Message } from '@doyen/core';
-import { enqueueActions, fromPromise, setup } from 'xstate';
+import { type ActorSystem, enqueueDecision, type Message } from '@doyen/core';
+import { fromPromise, setup } from 'xstate';
 import type { ClusterConfig } from '../config.js';
 import {
   type DowningContext,
@@ -133,40 +133,7 @@ export function createDowningMachine(deps: DowningDeps) {
     }
   };
 
-  /** Assigns a step's context and runs its effects through the named action `run`. */
-  // Typed loosely for xstate (as in membership-machine.ts): the step functions are fully typed.
-  const apply = (step: (context: DowningContext, event: DowningEvent) => DowningStep): any =>
-    enqueueActions(
-      ({ context, event, enqueue }: { context: DowningContext; event: DowningEvent; enqueue: any }) => {
-        const result = step(context, event);
-        if (result.context !== context) enqueue.assign(() => result.context);
-        for (const effect of result.effects) enqueue({ type: 'run', params: effect });
-      },
-    );
-
-  const take = apply((c, e) => observe(policy, c, e));
-
-  /**
-   * While unstable (in `waiting` or `healed`; never by re-entering `unstable`, which would restart
-   * the down-all-when-unstable limit): everyone reachable again → `healed`, and stable once that
-   * lasts; a member becoming up is no instability: both timers start over; a reachability
-   * change restarts the stable-after wait only.
-   */
-  const whileUnstable = {
-    'sbr.view': [
-      { guard: 'calmAfter', target: '#downing.unstable.healed', actions: take },
-      { guard: 'membershipChanges', target: '#downing.unstable', reenter: true, actions: take },
-      { guard: 'reachabilityChanges', target: '#downing.unstable.waiting', reenter: true, actions: take },
-      { actions: take },
-    ],
-    'sbr.own-reachability': [
-      { guard: 'calmAfter', target: '#downing.unstable.healed', actions: take },
-      { guard: 'reachabilityChanges', target: '#downing.unstable.waiting', reenter: true, actions: take },
-      { actions: take },
-    ],
-  } as const;
-
-  return setup({
+  const machineSetup = setup({
     types: { context: {} as DowningContext, events: {} as DowningEvent },
     actions: {
       run: (_, effect: DowningEffect) => execute(effect),
@@ -200,7 +167,39 @@ export function createDowningMachine(deps: DowningDeps) {
         sbr.lease!.acquire(input.owner),
       ),
     },
-  }).createMachine({
+  });
+
+  /** Applies a decision: its context assigned, its effects to `run`. */
+  const apply = (step: (context: DowningContext, event: DowningEvent) => DowningStep) =>
+    machineSetup.enqueueActions(({ context, event, enqueue }) =>
+      enqueueDecision(enqueue, context, step(context, event)),
+    );
+  const take = apply((c, e) => observe(policy, c, e));
+  const leaseAnswer = apply((c, e) =>
+    decideWithLease(c, (e as unknown as { output: boolean }).output === true),
+  );
+
+  /**
+   * While unstable (in `waiting` or `healed`; never by re-entering `unstable`, which would restart
+   * the down-all-when-unstable limit): everyone reachable again → `healed`, and stable once that
+   * lasts; a member becoming up is no instability: both timers start over; a reachability
+   * change restarts the stable-after wait only.
+   */
+  const whileUnstable = {
+    'sbr.view': [
+      { guard: 'calmAfter', target: '#downing.unstable.healed', actions: take },
+      { guard: 'membershipChanges', target: '#downing.unstable', reenter: true, actions: take },
+      { guard: 'reachabilityChanges', target: '#downing.unstable.waiting', reenter: true, actions: take },
+      { actions: take },
+    ],
+    'sbr.own-reachability': [
+      { guard: 'calmAfter', target: '#downing.unstable.healed', actions: take },
+      { guard: 'reachabilityChanges', target: '#downing.unstable.waiting', reenter: true, actions: take },
+      { actions: take },
+    ],
+  } as const;
+
+  return machineSetup.createMachine({
     id: 'downing',
     context: initialDowningContext,
     initial: 'checking',
@@ -273,13 +272,9 @@ export function createDowningMachine(deps: DowningDeps) {
         invoke: {
           src: 'acquireLease',
           input: ({ context }) => ({ owner: context.view!.selfKey }),
-          onDone: {
-            target: 'decided',
-            actions: apply((c, e) =>
-              decideWithLease(c, (e as unknown as { output: boolean }).output === true),
-            ),
-          },
-          onError: { target: 'decided', actions: apply((c) => decideWithLease(c, false)) },
+          // the lease's answer (xstate types invoke results apart from the machine's events)
+          onDone: { target: 'decided', actions: leaseAnswer as never },
+          onError: { target: 'decided', actions: apply((c) => decideWithLease(c, false)) as never },
         },
       },
       decided: {
