@@ -12,7 +12,14 @@ import type {
   InvitationWelcome,
 } from './invitation-messages.js';
 import { peerAt } from './peers.js';
-import { flushStep, newStep, type StepEnqueue, type Step as StepOf } from './step.js';
+import {
+  effect,
+  flushStep,
+  newStep,
+  runElectionEffect,
+  type StepEnqueue,
+  type Step as StepOf,
+} from './step.js';
 
 export interface InvitationContext {
   readonly peers: readonly ElectionPeer[];
@@ -57,8 +64,6 @@ export function createInvitationMachine(deps: ElectionDeps) {
   const { self, options, system } = deps;
   const { timing } = options;
   const me = self.address;
-  const log = (event: string, fields: Record<string, unknown>, msg: string) =>
-    system.logger.info({ event, algorithm: 'invitation', node: me, ...fields }, msg);
   const randomId = () => Math.floor(system.random() * 2 ** 31);
   const rankOf = (c: InvitationContext, address: string) => peerAt(c.peers, address)?.rank ?? -1;
   /** Heartbeat rounds a member may miss before it is dropped. */
@@ -71,10 +76,9 @@ export function createInvitationMachine(deps: ElectionDeps) {
         : { role: 'following', leader: c.leader, term: 0, acting: false },
     );
 
-  const effect = (s: Step, fn: () => void) => s.ops.push({ op: 'do', fn });
   const sendTo = (s: Step, address: string, message: InvitationMessage) => {
     const peer = peerAt(s.ctx.peers, address);
-    if (peer && address !== me) effect(s, () => deps.send(peer, message as unknown as Message));
+    if (peer && address !== me) effect(s, { kind: 'send', peer, message: message as unknown as Message });
   };
   const leading = (c: InvitationContext) => c.leader === me;
   const invite = (s: Step, to: string) =>
@@ -90,13 +94,12 @@ export function createInvitationMachine(deps: ElectionDeps) {
     s.ctx.members = [me];
     s.ctx.missed = {};
     s.ctx.joining = null;
-    effect(s, () =>
-      log(
-        'election.invitation.alone',
-        { former, reason },
-        `invitation: leading a group of myself (${reason})`,
-      ),
-    );
+    effect(s, {
+      kind: 'log',
+      event: 'election.invitation.alone',
+      fields: { former, reason },
+      msg: `invitation: leading a group of myself (${reason})`,
+    });
     s.ops.push({ op: 'raise', event: { type: 'invitation.lead' } });
   };
 
@@ -149,13 +152,12 @@ export function createInvitationMachine(deps: ElectionDeps) {
     s.ctx.missed = missed;
     sendTo(s, m.from, { type: 'election.invitation.welcome', from: me, id: m.id });
     if (joined.length > 0) {
-      effect(s, () =>
-        log(
-          'election.invitation.merged',
-          { from: m.from, joined: joined.length, size: s.ctx.members.length },
-          `invitation: ${m.from} merged ${joined.length} into my group (now ${s.ctx.members.length})`,
-        ),
-      );
+      effect(s, {
+        kind: 'log',
+        event: 'election.invitation.merged',
+        fields: { from: m.from, joined: joined.length, size: s.ctx.members.length },
+        msg: `invitation: ${m.from} merged ${joined.length} into my group (now ${s.ctx.members.length})`,
+      });
     }
   };
 
@@ -244,6 +246,7 @@ export function createInvitationMachine(deps: ElectionDeps) {
       invite: () => timing.inviteIntervalMs * (0.75 + 0.5 * system.random()),
     },
     actions: {
+      run: runElectionEffect(deps, { algorithm: 'invitation', node: me }),
       report: ({ context }) => report(context),
       heartbeat: run((s) => {
         const missed: Record<string, number> = {};

@@ -10,7 +10,14 @@ import {
   type RingVariant,
   ringTypes,
 } from './ring-messages.js';
-import { flushStep, newStep, type StepEnqueue, type Step as StepOf } from './step.js';
+import {
+  effect,
+  flushStep,
+  newStep,
+  runElectionEffect,
+  type StepEnqueue,
+  type Step as StepOf,
+} from './step.js';
 
 /** A circulation as the machine keeps it, whatever the variant puts on the wire. */
 export interface Circulation {
@@ -89,8 +96,6 @@ export function createRingMachine(deps: ElectionDeps, variant: RingVariant) {
   const { timing } = options;
   const types = ringTypes(variant);
   const collectsSet = variant === 'ring';
-  const log = (event: string, fields: Record<string, unknown>, msg: string) =>
-    system.logger.info({ event, algorithm: variant, ...fields }, msg);
   const randomId = () => Math.floor(system.random() * 2 ** 31);
   const rankOf = (c: RingContext, address: string | null) =>
     address === null ? -1 : (peerAt(c.peers, address)?.rank ?? -1);
@@ -127,10 +132,9 @@ export function createRingMachine(deps: ElectionDeps, variant: RingVariant) {
   };
   const keyOf = (b: Circulation) => `${b.kind}:${b.initiator}:${b.id}`;
 
-  const effect = (s: Step, fn: () => void) => s.ops.push({ op: 'do', fn });
   const sendTo = (s: Step, address: string, message: Message) => {
     const peer = peerAt(s.ctx.peers, address);
-    if (peer) effect(s, () => deps.send(peer, message));
+    if (peer) effect(s, { kind: 'send', peer, message });
   };
   const remember = (s: Step, key: string) => {
     s.ctx.seen = [...s.ctx.seen.filter((k) => k !== key), key].slice(-SEEN_LIMIT);
@@ -215,13 +219,12 @@ export function createRingMachine(deps: ElectionDeps, variant: RingVariant) {
       leader,
     };
     const circled = collectsSet ? ` of ${body.live.length} live` : '';
-    effect(s, () =>
-      log(
-        'election.ring.elected',
-        { initiator: body.initiator, leader, live: collectsSet ? body.live.length : null },
-        `${variant}: election of ${body.initiator} went round, ${leader} leads${circled}`,
-      ),
-    );
+    effect(s, {
+      kind: 'log',
+      event: 'election.ring.elected',
+      fields: { initiator: body.initiator, leader, live: collectsSet ? body.live.length : null },
+      msg: `${variant}: election of ${body.initiator} went round, ${leader} leads${circled}`,
+    });
     remember(s, keyOf(elected));
     adopt(s, leader, elected.live);
     forward(s, elected);
@@ -241,9 +244,12 @@ export function createRingMachine(deps: ElectionDeps, variant: RingVariant) {
       leader: '',
     };
     remember(s, keyOf(body));
-    effect(s, () =>
-      log('election.ring.started', { reason, id }, `${variant}: starting an election (${reason})`),
-    );
+    effect(s, {
+      kind: 'log',
+      event: 'election.ring.started',
+      fields: { reason, id },
+      msg: `${variant}: starting an election (${reason})`,
+    });
     s.ops.push({ op: 'raise', event: { type: 'ring.look' } });
     armRound(s);
     forward(s, body);
@@ -334,6 +340,7 @@ export function createRingMachine(deps: ElectionDeps, variant: RingVariant) {
       leaderTimeout: timing.leaderTimeoutMs,
     },
     actions: {
+      run: runElectionEffect(deps, { algorithm: variant }),
       report: ({ context }) => report(context),
       heartbeat: ({ context }) => {
         const beat: RingHeartbeat = { type: types.heartbeat, from: self.address };
