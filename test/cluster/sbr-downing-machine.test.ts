@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, SimulatedClock } from 'xstate';
+import { getShortestPaths } from 'xstate/graph';
 import {
   createDowningMachine,
   type DowningEffect,
@@ -199,5 +200,81 @@ describe('the downing machine alone: events in, effects as data out', () => {
     const first = run();
     expect(first.map((e) => e.effect.kind)).toEqual(['log-decision', 'execute']);
     expect(run()).toEqual(first);
+  });
+});
+
+describe('the downing machine alone: every path (xstate/graph)', () => {
+  // node 1 of five; members 4 and 5 may become unreachable (the majority side), or 2..5 (alone)
+  const all = range(1, 5).map((i) => member(i));
+  const EVENTS: DowningEvent[] = [
+    view(1, all),
+    view(1, all, reports(1, [4, 5]), 2),
+    view(1, all, reports(1, [2, 3, 4, 5]), 3),
+    reach([2, 3, 4, 5]),
+    reach([2, 3]),
+    reach([]),
+    ...['unstable', 'unstable.waiting', 'unstable.healed', 'decided'].flatMap((state) =>
+      ['stableAfter', 'unstableLimit', 'calmFor', 'retryAfterDecision'].map(
+        (delay) => ({ type: `xstate.after.${delay}.downing.${state}` }) as unknown as DowningEvent,
+      ),
+    ),
+  ];
+  const logic = (run: (effect: DowningEffect) => void) =>
+    createDowningMachine({
+      system: {} as ActorSystem,
+      config: resolveClusterConfig({
+        seeds: [{ host: '10.0.0.1', port: 2552 }],
+        downing: 'keep-majority',
+        sbr: { downIfAlone: true, acquireLeaseDelayForMinorityMs: 0 },
+      }),
+    }).provide({ actions: { run: (_: unknown, effect: DowningEffect) => run(effect) } });
+  const valueOf = (value: unknown): string =>
+    typeof value === 'string'
+      ? value
+      : Object.entries(value as Record<string, unknown>)
+          .map(([k, v]) => `${k}.${valueOf(v)}`)
+          .join();
+  const paths = getShortestPaths(
+    logic(() => {}),
+    {
+      events: EVENTS,
+      serializeState: (s) =>
+        JSON.stringify({
+          v: s.value,
+          r: s.context.reachability,
+          o: s.context.ownReachable,
+          w: s.context.view?.version,
+        }),
+    },
+  );
+
+  it('reaches stable, waiting, healed and decided', () => {
+    const reached = new Set(paths.map((p) => valueOf(p.state.value)));
+    for (const state of ['stable', 'unstable.waiting', 'unstable.healed', 'decided'])
+      expect(reached).toContain(state);
+  });
+
+  it('on every path: each execution is the decision just logged; down-unreachable spares this node, the others take it down too', () => {
+    let executions = 0;
+    for (const path of paths) {
+      const effects: DowningEffect[] = [];
+      const actor = createActor(
+        logic((e) => effects.push(e)),
+        { clock: new SimulatedClock() },
+      ).start();
+      for (const step of path.steps) if (!step.event.type.startsWith('xstate.init')) actor.send(step.event);
+      expect(valueOf(actor.getSnapshot().value)).toBe(valueOf(path.state.value));
+      let decided: (DowningEffect & { kind: 'log-decision' }) | undefined;
+      for (const e of effects) {
+        if (e.kind === 'log-decision') decided = e;
+        if (e.kind !== 'execute') continue;
+        executions++;
+        expect(decided, 'an execution without a logged decision').toBeDefined();
+        expect([...e.down].sort()).toEqual([...decided!.resolution.down].sort());
+        const spared = decided!.resolution.decision === 'down-unreachable';
+        expect(e.down.includes(key(1))).toBe(!spared);
+      }
+    }
+    expect(executions).toBeGreaterThan(0); // positive control: decisions were reached and executed
   });
 });
