@@ -228,11 +228,11 @@ describe('the downing machine alone: every path (xstate/graph)', () => {
         sbr: { downIfAlone: true, acquireLeaseDelayForMinorityMs: 0 },
       }),
     }).provide({ actions: { run: (_: unknown, effect: DowningEffect) => run(effect) } });
-  const valueOf = (value: unknown): string =>
+  const stateName = (value: unknown): string =>
     typeof value === 'string'
       ? value
       : Object.entries(value as Record<string, unknown>)
-          .map(([k, v]) => `${k}.${valueOf(v)}`)
+          .map(([k, v]) => `${k}.${stateName(v)}`)
           .join();
   const paths = getShortestPaths(
     logic(() => {}),
@@ -249,7 +249,7 @@ describe('the downing machine alone: every path (xstate/graph)', () => {
   );
 
   it('reaches stable, waiting, healed and decided', () => {
-    const reached = new Set(paths.map((p) => valueOf(p.state.value)));
+    const reached = new Set(paths.map((p) => stateName(p.state.value)));
     for (const state of ['stable', 'unstable.waiting', 'unstable.healed', 'decided'])
       expect(reached).toContain(state);
   });
@@ -263,7 +263,7 @@ describe('the downing machine alone: every path (xstate/graph)', () => {
         { clock: new SimulatedClock() },
       ).start();
       for (const step of path.steps) if (!step.event.type.startsWith('xstate.init')) actor.send(step.event);
-      expect(valueOf(actor.getSnapshot().value)).toBe(valueOf(path.state.value));
+      expect(stateName(actor.getSnapshot().value)).toBe(stateName(path.state.value));
       let decided: (DowningEffect & { kind: 'log-decision' }) | undefined;
       for (const e of effects) {
         if (e.kind === 'log-decision') decided = e;
