@@ -15,6 +15,7 @@ import {
   setStatus,
 } from '../../packages/cluster/src/index.js';
 import type { ActorRef, ActorSystem, UniqueNodeAddress } from '../../packages/core/src/index.js';
+import { delayedEvent, stateName } from '../support/machine-paths.js';
 
 /**
  * The membership machine alone: this node (n2) joins through seed n1 and lives through the
@@ -67,8 +68,7 @@ const update = (membership: Membership, from = 1) =>
     membership,
     replyTo: refTo(addr(from), '/system/membership'),
   }) as MembershipEvent;
-const after = (delay: string, state: string) =>
-  ({ type: `xstate.after.${delay}.membership.${state}` }) as unknown as MembershipEvent;
+const after = (delay: string, state: string) => delayedEvent<MembershipEvent>(delay, `membership.${state}`);
 
 const EVENTS: MembershipEvent[] = [
   { type: 'membership.welcome', membership: together, from: addr(1) },
@@ -87,13 +87,6 @@ const EVENTS: MembershipEvent[] = [
   after('leaveTimeout', 'exiting'),
 ];
 
-const stateOf = (value: unknown): string =>
-  typeof value === 'string'
-    ? value
-    : Object.entries(value as Record<string, unknown>)
-        .map(([k, v]) => `${k}.${stateOf(v)}`)
-        .join();
-
 describe('membership machine, alone', () => {
   const paths = getShortestPaths(machine(), {
     events: EVENTS,
@@ -107,7 +100,7 @@ describe('membership machine, alone', () => {
   });
 
   it('reaches every state (path coverage from xstate/graph)', () => {
-    const reached = new Set(paths.map((p) => stateOf(p.state.value)));
+    const reached = new Set(paths.map((p) => stateName(p.state.value)));
     expect([...reached].sort()).toEqual(
       [
         'joining',
@@ -138,9 +131,9 @@ describe('membership machine, alone', () => {
         )
           admitted = true;
         actor.send(e);
-        states.push(stateOf(actor.getSnapshot().value));
+        states.push(stateName(actor.getSnapshot().value));
       }
-      expect(states.at(-1) ?? 'joining').toBe(stateOf(path.state.value));
+      expect(states.at(-1) ?? 'joining').toBe(stateName(path.state.value));
       const upAt = states.findIndex((s) => s.startsWith('up.'));
       if (upAt >= 0) expect(admitted, `up without admission: ${states.join(' → ')}`).toBe(true);
       const downAt = states.indexOf('down');
@@ -155,10 +148,10 @@ describe('membership machine, alone', () => {
   it('a welcome from anyone but the coordinator is not believed', () => {
     const actor = createActor(machine(), { clock: new SimulatedClock() }).start();
     actor.send({ type: 'membership.welcome', membership: together, from: addr(3) });
-    expect(stateOf(actor.getSnapshot().value)).toBe('joining');
+    expect(stateName(actor.getSnapshot().value)).toBe('joining');
     actor.send({ type: 'membership.welcome', membership: together, from: addr(1) });
-    expect(stateOf(actor.getSnapshot().value)).toBe('up.member');
+    expect(stateName(actor.getSnapshot().value)).toBe('up.member');
     actor.send(update(coordinatorGone));
-    expect(stateOf(actor.getSnapshot().value)).toBe('up.coordinator');
+    expect(stateName(actor.getSnapshot().value)).toBe('up.coordinator');
   });
 });

@@ -9,6 +9,7 @@ import {
   type SbrMember,
 } from '../../packages/cluster/src/index.js';
 import type { ActorSystem } from '../../packages/core/src/index.js';
+import { delayedEvent, stateName } from '../support/machine-paths.js';
 
 /**
  * The downing machine alone, on a simulated clock: events in, effects out. Its decisions read
@@ -214,8 +215,8 @@ describe('the downing machine alone: every path (xstate/graph)', () => {
     reach([2, 3]),
     reach([]),
     ...['unstable', 'unstable.waiting', 'unstable.healed', 'decided'].flatMap((state) =>
-      ['stableAfter', 'unstableLimit', 'calmFor', 'retryAfterDecision'].map(
-        (delay) => ({ type: `xstate.after.${delay}.downing.${state}` }) as unknown as DowningEvent,
+      ['stableAfter', 'unstableLimit', 'calmFor', 'retryAfterDecision'].map((delay) =>
+        delayedEvent<DowningEvent>(delay, `downing.${state}`),
       ),
     ),
   ];
@@ -228,12 +229,6 @@ describe('the downing machine alone: every path (xstate/graph)', () => {
         sbr: { downIfAlone: true, acquireLeaseDelayForMinorityMs: 0 },
       }),
     }).provide({ actions: { run: (_: unknown, effect: DowningEffect) => run(effect) } });
-  const stateName = (value: unknown): string =>
-    typeof value === 'string'
-      ? value
-      : Object.entries(value as Record<string, unknown>)
-          .map(([k, v]) => `${k}.${stateName(v)}`)
-          .join();
   const paths = getShortestPaths(
     logic(() => {}),
     {

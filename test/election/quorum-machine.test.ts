@@ -6,6 +6,7 @@ import type { ElectionPeer, ResolvedElectionOptions } from '../../packages/elect
 import { DEFAULT_TIMING } from '../../packages/election/src/election.js';
 import type { QuorumEffect } from '../../packages/election/src/quorum-decisions.js';
 import { createQuorumMachine, type QuorumEvent } from '../../packages/election/src/quorum-machine.js';
+import { delayedEvent, stateName } from '../support/machine-paths.js';
 
 /**
  * The quorum election machine alone, on a fixed clock: events in, effects out. xstate/graph
@@ -35,8 +36,7 @@ function machine(now: { t: number }) {
   return createQuorumMachine({ system, self: A, options, send() {}, report() {} });
 }
 
-const after = (delay: string, state: string) =>
-  ({ type: `xstate.after.${delay}.quorum.${state}` }) as unknown as QuorumEvent;
+const after = (delay: string, state: string) => delayedEvent<QuorumEvent>(delay, `quorum.${state}`);
 const from = (p: ElectionPeer) => p.address;
 const EVENTS: QuorumEvent[] = [
   after('electionTimeout', 'following'),
@@ -59,13 +59,6 @@ const EVENTS: QuorumEvent[] = [
   { type: 'election.quorum.pre-vote', from: from(C), generation: 3, lastIndex: 0 },
 ];
 
-const stateOf = (value: unknown): string =>
-  typeof value === 'string'
-    ? value
-    : Object.entries(value as Record<string, unknown>)
-        .map(([k, v]) => `${k}.${stateOf(v)}`)
-        .join();
-
 describe('quorum election machine, alone', () => {
   // a clock past the start's loyalty window: a follower may vote from the first event on
   const now = { t: 10_000 };
@@ -83,7 +76,7 @@ describe('quorum election machine, alone', () => {
   });
 
   it('reaches every state (path coverage from xstate/graph)', () => {
-    const reached = new Set(paths.map((p) => stateOf(p.state.value)));
+    const reached = new Set(paths.map((p) => stateName(p.state.value)));
     expect([...reached].sort()).toEqual(
       ['following', 'candidate.preVoting', 'candidate.voting', 'leading.beating'].sort(),
     );
@@ -102,7 +95,7 @@ describe('quorum election machine, alone', () => {
         const before = effects.length;
         actor.send(step.event);
         const s = actor.getSnapshot();
-        const state = stateOf(s.value);
+        const state = stateName(s.value);
         if (
           state === 'leading.beating' &&
           step.event.type !== after('heartbeatInterval', 'leading.beating').type
@@ -114,7 +107,7 @@ describe('quorum election machine, alone', () => {
           if (e.kind === 'report' && e.view.acting) expect(state).toBe('leading.beating');
         }
       }
-      expect(stateOf(actor.getSnapshot().value)).toBe(stateOf(path.state.value));
+      expect(stateName(actor.getSnapshot().value)).toBe(stateName(path.state.value));
       // votes: per generation one candidate, and the persisted vote precedes the grant it backs
       const votedFor = new Map<number, string>();
       const persisted = new Set<string>();

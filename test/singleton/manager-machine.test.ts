@@ -15,6 +15,7 @@ import {
   managerPath,
   oldestPlacement,
 } from '../../packages/singleton/src/index.js';
+import { delayedEvent, stateName } from '../support/machine-paths.js';
 
 /**
  * The singleton manager alone: events in, effects out. Its decisions read nothing but its
@@ -81,9 +82,8 @@ const selfLeaving = membership([member(SELF, 2, 'leaving'), member(C, 3)]);
 const selfExiting = membership([member(SELF, 2, 'exiting'), member(C, 3)]);
 const selfDowned = membership([member(C, 3)], [member(SELF, 2, 'down')]);
 
-/** A delayed transition's event, as xstate raises it when the delay is over. */
 const delayed = (delay: string, state: string) =>
-  ({ type: `xstate.after.${delay}.singletonManager.${state}` }) as unknown as ManagerEvent;
+  delayedEvent<ManagerEvent>(delay, `singletonManager.${state}`);
 const EVENTS = [
   together,
   aLeaving,
@@ -108,13 +108,6 @@ const EVENTS = [
   delayed('backlogPoll', 'handingOver.finishing.measuring'),
 ] as unknown as ManagerEvent[];
 
-const stateOf = (value: unknown): string =>
-  typeof value === 'string'
-    ? value
-    : Object.entries(value as Record<string, unknown>)
-        .map(([k, v]) => `${k}.${stateOf(v)}`)
-        .join();
-
 /** Replays events on a live actor of the machine, recording every effect its action `run` gets. */
 function replay(events: readonly ManagerEvent[]) {
   const effects: { effect: ManagerEffect; state: string; oldest: boolean }[] = [];
@@ -126,11 +119,11 @@ function replay(events: readonly ManagerEvent[]) {
   });
   const actor = createActor(logic, { clock: new SimulatedClock() });
   actor.start();
-  const states: string[] = [stateOf(actor.getSnapshot().value)];
+  const states: string[] = [stateName(actor.getSnapshot().value)];
   for (const event of events) {
     const before = effects.length;
     actor.send(event);
-    const state = stateOf(actor.getSnapshot().value);
+    const state = stateName(actor.getSnapshot().value);
     for (const e of effects.slice(before)) e.state = state;
     states.push(state);
   }
@@ -153,7 +146,7 @@ describe('singleton manager machine, alone', () => {
   });
 
   it('every state is reachable (path coverage from xstate/graph)', () => {
-    const reached = new Set(paths.map((p) => stateOf(p.state.value)));
+    const reached = new Set(paths.map((p) => stateName(p.state.value)));
     expect([...reached].sort()).toEqual(
       [
         'start',
@@ -175,7 +168,7 @@ describe('singleton manager machine, alone', () => {
       const events = path.steps.map((s) => s.event).filter((e) => !e.type.startsWith('xstate.init'));
       const { actor, effects, states } = replay(events);
       // the replay reaches the state the traversal found
-      expect(states.at(-1), JSON.stringify(events.map((e) => e.type))).toBe(stateOf(path.state.value));
+      expect(states.at(-1), JSON.stringify(events.map((e) => e.type))).toBe(stateName(path.state.value));
       let running = 0;
       for (const { effect, oldest } of effects) {
         if (effect.kind === 'start-instance') {
@@ -192,9 +185,9 @@ describe('singleton manager machine, alone', () => {
       }
       const snapshot = actor.getSnapshot();
       const holds = ['oldest', 'handingOver.draining', 'handingOver.finishing.measuring'].includes(
-        stateOf(snapshot.value),
+        stateName(snapshot.value),
       );
-      expect(running, `instance running in ${stateOf(snapshot.value)}`).toBe(holds ? 1 : 0);
+      expect(running, `instance running in ${stateName(snapshot.value)}`).toBe(holds ? 1 : 0);
       expect(snapshot.context.inbox !== undefined).toBe(holds);
       checked++;
     }
@@ -293,18 +286,18 @@ describe('singleton manager machine, alone', () => {
     const clock = new SimulatedClock();
     const actor = createActor(logic, { clock }).start();
     actor.send(membership([member(SELF, 2), member(C, 3)]));
-    expect(stateOf(actor.getSnapshot().value)).toBe('oldest');
+    expect(stateName(actor.getSnapshot().value)).toBe('oldest');
     actor.send(selfLeaving);
     actor.send({ type: 'singleton.hand-over-to-me', name: 's', replyTo: refTo(C, managerPath('s')) });
     actor.send({ type: 'singleton.drain-progress', proxy: key(SELF) });
     actor.send({ type: 'singleton.drain-progress', proxy: key(C) });
-    expect(stateOf(actor.getSnapshot().value)).toBe('handingOver.finishing.measuring');
+    expect(stateName(actor.getSnapshot().value)).toBe('handingOver.finishing.measuring');
     // the real effect executor measures the backlog and sends it back: not empty yet
     for (let t = 0; t < 500; t += 5) clock.increment(5);
-    expect(stateOf(actor.getSnapshot().value)).toBe('handingOver.finishing.measuring');
+    expect(stateName(actor.getSnapshot().value)).toBe('handingOver.finishing.measuring');
     backlog = 0; // the instance worked through it: the next poll finishes
     clock.increment(5);
-    expect(stateOf(actor.getSnapshot().value)).toBe('younger');
+    expect(stateName(actor.getSnapshot().value)).toBe('younger');
     expect(stopped).toBe(1);
 
     // a backlog that never empties: the drain timeout still ends the hand-over
@@ -318,9 +311,9 @@ describe('singleton manager machine, alone', () => {
     stuck.send({ type: 'singleton.drain-progress', proxy: key(SELF) });
     stuck.send({ type: 'singleton.drain-progress', proxy: key(C) });
     for (let t = 0; t < 995; t += 5) stuckClock.increment(5);
-    expect(stateOf(stuck.getSnapshot().value)).toBe('handingOver.finishing.measuring');
+    expect(stateName(stuck.getSnapshot().value)).toBe('handingOver.finishing.measuring');
     stuckClock.increment(10);
-    expect(stateOf(stuck.getSnapshot().value)).toBe('younger');
+    expect(stateName(stuck.getSnapshot().value)).toBe('younger');
     expect(stopped).toBe(2);
   });
 });
