@@ -7,7 +7,7 @@
 //  4. a 2|8-shaped partition (the youngest fifth cut off), then a 50/50 one of what is left,
 //     through the nodes' fault-injection routes: time from the resolver's decision to the last
 //     process of the losing side gone (`--on-downed exit`).
-// Then heartbeat traffic in the deterministic simulation at 100 and 250 members.
+// Then the idle traffic (messages per member per second) in the deterministic simulation at 100 and 250 members.
 // The last line is one JSON object; each figure sits beside its target or baseline as a ratio.
 import { readFileSync } from 'node:fs';
 import { freePorts } from '../packages/testkit/src/index.js';
@@ -215,7 +215,7 @@ async function lone() {
   return figures;
 }
 
-/** Heartbeat frames per member per second in the simulation (ring of K = 9), idle, at `n` members. */
+/** Messages per member per second in the simulation (ring of K = 9; heartbeats and everything else), idle, at `n` members. */
 async function simulated(n: number): Promise<number> {
   const c = new SimCluster(
     { seed: n },
