@@ -67,13 +67,25 @@ describe('forged membership messages from an authenticated member', () => {
     });
   });
 
+  it("a downed-notice in the sender's own name is believed: a down is final, whoever took it", async () => {
+    const { b, c } = await threeNodes();
+    // C is not B's coordinator; its word alone takes B out, as C asking the coordinator would
+    membershipRef(c, b).send({ type: 'membership.downed-notice', by: c.cluster.self.key } as Message);
+    await eventually(() => b.cluster.state().status === 'down', { what: 'B took itself out' });
+    expect(forged(b)).toBe(0);
+  });
+
   it('a member that is not the coordinator cannot rewrite the membership', async () => {
     const { a, b, c } = await threeNodes();
     const m = b.cluster.state().membership!;
+    // C makes itself the oldest and drops A (B stays in it: an update leaving B out would be C's
+    // word that it downed B, which B believes, as it would if C asked A to down it)
     const coordinatorOnly: Membership = {
       ...m,
       version: m.version + 100,
-      members: m.members.filter((x) => memberKey(x) === c.cluster.self.key).map((x) => ({ ...x, age: 0 })),
+      members: m.members
+        .filter((x) => memberKey(x) !== a.cluster.self.key)
+        .map((x) => (memberKey(x) === c.cluster.self.key ? { ...x, age: 0 } : x)),
     };
     // in C's own name (its replyTo is its own membership actor): passes the boundary, the
     // protocol refuses it because B takes A, not C, for its coordinator

@@ -56,8 +56,6 @@ export interface MembershipContext {
   /** subject key -> observers (keys) that currently report it unreachable. */
   readonly observations: Readonly<Record<string, readonly string[]>>;
   readonly failure: string | undefined;
-  /** Live members (keys) that told us we were downed, while the coordinator we believe has not. */
-  readonly downedBy: readonly string[];
   /**
    * Every membership adopted, newest last (bounded): one step may adopt several versions
    * (unreachable, then downed), and the edge turns each consecutive pair into events.
@@ -100,7 +98,6 @@ export const initialContext: MembershipContext = {
   nextCollectorId: 1,
   observations: {},
   failure: undefined,
-  downedBy: [],
   journal: [],
 };
 
@@ -397,7 +394,7 @@ export function onUpdate(env: Env, ctx: MembershipContext, update: Update): Step
   if (theirs.version > mine.version) {
     // Only the coordinator we believe in publishes: a member cannot rewrite the membership. An
     // update from another live member that leaves us out counts as its downed-notice: the side
-    // that downed us may not be the one we believe in, and most of it will say so.
+    // that downed us may not be the one we believe in.
     if (!fromBelievedCoordinator(env, ctx, update.replyTo)) {
       if (includesSelfLive(env, theirs)) return noop(ctx);
       const step = onDownedNotice(env, ctx, memberKey(update.replyTo.address.node));
@@ -574,23 +571,18 @@ export function executeDowning(
 
 /**
  * A member of our cluster says it downed us (we still heartbeat it, or its update leaves us
- * out): take ourselves out at once, as Akka does on quarantine, when the coordinator we believe
- * says so or once most of the other live members have. One member alone cannot down another.
+ * out): take ourselves out at once, as Akka does when it learns it was marked down. A down is
+ * final whoever took it: the side that took it starts our singletons after the down-removal
+ * margin, so staying up on the word of the rest (views that went stale while a node stalled
+ * make two sides down each other) would run them twice. It is no more than any member can get
+ * by asking the coordinator to down us, and only a live member of our cluster, speaking for
+ * itself on its own connection, is heard.
  */
 export function onDownedNotice(env: Env, ctx: MembershipContext, by: string): Step {
   const m = ctx.membership;
   const sender = m && findMember(m, by);
   if (!m || !sender || !isLive(sender.status) || by === env.self.key) return noop(ctx);
-  const believed = believedCoordinator(env, ctx);
-  const downedBy = ctx.downedBy.includes(by) ? ctx.downedBy : [...ctx.downedBy, by];
-  const others = liveMembers(m)
-    .filter((x) => memberKey(x) !== env.self.key)
-    .map(memberKey);
-  const told = others.filter((k) => downedBy.includes(k)).length;
-  if ((believed && memberKey(believed) === by) || told > others.length / 2) {
-    return adopt({ ...ctx, downedBy: [] }, downMembers(m, [env.self.key]));
-  }
-  return noop({ ...ctx, downedBy });
+  return adopt(ctx, downMembers(m, [env.self.key]));
 }
 
 /**
