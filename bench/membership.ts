@@ -11,7 +11,7 @@
 //   4. heartbeat traffic of the converged N = 10 and N = 50 clusters, beside the all-to-all figure
 // Node processes, ports and sockets are all on 127.0.0.1, ports picked at run time; every wait is bounded,
 // and no node process outlives the bench (see lib/membership-processes.ts).
-import { defaultClusterConfig } from '../packages/cluster/src/index.js';
+import { DEFAULT_HEARTBEAT_INTERVAL_MS, defaultClusterConfig } from '../packages/cluster/src/index.js';
 import {
   type KillSample,
   ProcessCluster,
@@ -39,7 +39,7 @@ const JOIN_RUNS = args['join-runs'] ?? 3;
 const JOIN_SIZES = [10, 25, 50];
 const TRAFFIC_SIZES = new Set([10, 50]);
 const TRAFFIC_MS = 5_000;
-const HEARTBEATS_PER_SEC = 10; // ClusterConfig.heartbeatIntervalMs = 100
+const HEARTBEATS_PER_SEC = 1000 / DEFAULT_HEARTBEAT_INTERVAL_MS;
 const STALL = { busyMs: 100, everyMs: 500 };
 const TARGET_CRASH_P99_MS = 2_000;
 const TARGET_JOIN_50_MS = 5_000;

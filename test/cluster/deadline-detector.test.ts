@@ -15,9 +15,9 @@ import { PhiAccrualFailureDetector } from '../../packages/cluster/src/failure-de
 import { FailureDetectorRegistry } from '../../packages/cluster/src/failure-detector/registry.js';
 
 describe('DeadlineFailureDetector', () => {
-  it('defaults to a 1 s deadline (100 ms interval + 900 ms pause)', () => {
+  it('defaults to a 1 s deadline (200 ms interval + 800 ms pause)', () => {
     const detector = new DeadlineFailureDetector();
-    expect(detector.config).toEqual({ heartbeatIntervalMs: 100, acceptableHeartbeatPauseMs: 900 });
+    expect(detector.config).toEqual({ heartbeatIntervalMs: 200, acceptableHeartbeatPauseMs: 800 });
     expect(DEFAULT_DEADLINE_CONFIG).toEqual(detector.config);
     expect(detector.deadlineMs).toBe(1000);
   });
@@ -97,7 +97,7 @@ describe('createFailureDetector', () => {
     const deadline = createFailureDetector({ kind: 'deadline', acceptableHeartbeatPauseMs: 200 });
     expect(deadline).toBeInstanceOf(DeadlineFailureDetector);
     expect(deadline.kind).toBe('deadline');
-    expect((deadline as DeadlineFailureDetector).deadlineMs).toBe(300);
+    expect((deadline as DeadlineFailureDetector).deadlineMs).toBe(400); // + the 200 ms default interval
   });
 
   it('rejects an unknown kind or bad settings with a typed error', () => {

@@ -11,6 +11,8 @@ import {
 import { memberKey } from '../../packages/cluster/src/member.js';
 
 const K = DEFAULT_HEARTBEAT_RING_CONFIG.monitoredByNrOfMembers;
+/** Members monitored on each side of a node. */
+const HALF = Math.ceil(K / 2);
 
 function cluster(n: number, seed = 0): RingMember[] {
   return Array.from({ length: n }, (_, i) => ({
@@ -98,34 +100,40 @@ describe('heartbeatPeers: all-to-all', () => {
 });
 
 describe('heartbeatPeers: ring', () => {
-  it.each([11, 50, 200])('with %d members: K targets, the next K on the ring', (n) => {
+  it.each([12, 50, 200])('with %d members: the nearest K/2 on each side of the ring', (n) => {
     const members = cluster(n);
     const order = ringOrder(members);
     for (const self of members) {
       const { targets, monitoredBy } = heartbeatPeers(self, members);
       const at = order.indexOf(memberKey(self));
-      const next = Array.from({ length: K }, (_, i) => order[(at + 1 + i) % n]);
-      const previous = Array.from({ length: K }, (_, i) => order[(at - 1 - i + n) % n]);
-      expect(keys(targets)).toEqual(next);
-      expect(keys(monitoredBy)).toEqual(previous);
+      const next = Array.from({ length: HALF }, (_, i) => order[(at + 1 + i) % n]);
+      const previous = Array.from({ length: HALF }, (_, i) => order[(at - 1 - i + n) % n]);
+      expect(keys(targets)).toEqual([...next, ...previous]);
+      expect(keys(monitoredBy)).toEqual([...previous, ...next]);
     }
   });
 
-  it.each([11, 50, 200])('with %d members each member is monitored by exactly K, symmetrically', (n) => {
+  it.each([12, 50, 200])('with %d members each member is monitored by exactly K, its own targets', (n) => {
     const members = cluster(n, n);
     const peers = allPeers(members);
     const monitorCount = new Map<string, number>();
-    for (const [x, { targets }] of peers) {
+    for (const [x, { targets, monitoredBy }] of peers) {
+      // symmetric: whoever I ping pings me, so nobody owes a reply
+      expect([...targets].sort()).toEqual([...monitoredBy].sort());
       for (const y of targets) {
         monitorCount.set(y, (monitorCount.get(y) ?? 0) + 1);
-        expect(peers.get(y)!.monitoredBy.has(x)).toBe(true);
+        expect(peers.get(y)!.targets.has(x)).toBe(true);
       }
     }
     for (const [x, { monitoredBy }] of peers) {
-      expect(monitorCount.get(x)).toBe(K);
-      expect(monitoredBy.size).toBe(K);
-      for (const y of monitoredBy) expect(peers.get(y)!.targets.has(x)).toBe(true);
+      expect(monitorCount.get(x)).toBe(2 * HALF);
+      expect(monitoredBy.size).toBe(2 * HALF);
     }
+  });
+
+  it('is all-to-all while K covers everyone else (11 members, K = 9 rounds up to 10)', () => {
+    const members = cluster(11);
+    for (const self of members) expect(heartbeatPeers(self, members).targets).toHaveLength(10);
   });
 
   it('gives the same answer whatever the order of the member list', () => {
@@ -146,12 +154,16 @@ describe('heartbeatPeers: ring', () => {
     );
   });
 
-  it('respects a configured K', () => {
+  it.each([
+    [4, 4],
+    [3, 4], // odd K rounds up: two on each side
+    [1, 2],
+  ])('respects a configured K = %d (%d monitors each)', (k, monitors) => {
     const members = cluster(40);
-    const peers = allPeers(members, { config: { monitoredByNrOfMembers: 3, allToAllMax: 0 } });
+    const peers = allPeers(members, { config: { monitoredByNrOfMembers: k, allToAllMax: 0 } });
     for (const { targets, monitoredBy } of peers.values()) {
-      expect(targets.size).toBe(3);
-      expect(monitoredBy.size).toBe(3);
+      expect(targets.size).toBe(monitors);
+      expect(monitoredBy.size).toBe(monitors);
     }
   });
 
@@ -169,9 +181,9 @@ describe('heartbeatPeers: ring', () => {
 });
 
 describe('heartbeatPeers: unreachable members', () => {
-  // Akka's HeartbeatNodeRingSpec "pick specified number of nodes + unreachable as receivers",
-  // with aa..ff named in ring order, K = 3 and aa, dd, ee unreachable.
-  it('matches Akka HeartbeatNodeRing receivers', () => {
+  // After Akka's HeartbeatNodeRingSpec "pick specified number of nodes + unreachable as receivers":
+  // aa..ff named in ring order, K = 3 (two on each side) and aa, dd, ee unreachable; worked by hand.
+  it('walks both ways, taking unreachable members only while the side is short', () => {
     const members = cluster(6, 7);
     const order = ringOrder(members);
     const byKey = new Map(members.map((m) => [memberKey(m), m]));
@@ -181,21 +193,30 @@ describe('heartbeatPeers: unreachable members', () => {
       config: { monitoredByNrOfMembers: 3, allToAllMax: 0 },
     };
     const targets = (self: RingMember) => keys(heartbeatPeers(self, members, options).targets);
-    expect(targets(aa!)).toEqual(keys([bb!, cc!, dd!, ff!])); // ee skipped
-    expect(targets(bb!)).toEqual(keys([cc!, dd!, ee!, ff!])); // aa skipped
-    expect(targets(cc!)).toEqual(keys([dd!, ee!, ff!, bb!])); // aa skipped
-    expect(targets(dd!)).toEqual(keys([ee!, ff!, aa!, bb!, cc!]));
-    expect(targets(ee!)).toEqual(keys([ff!, aa!, bb!, cc!]));
-    expect(targets(ff!)).toEqual(keys([aa!, bb!, cc!])); // dd and ee skipped
+    expect(targets(aa!)).toEqual(keys([bb!, cc!, ff!, ee!])); // dd skipped (after ee, the side is full)
+    expect(targets(bb!)).toEqual(keys([cc!, dd!, ff!, aa!])); // ee skipped
+    expect(targets(cc!)).toEqual(keys([dd!, ee!, ff!, bb!, aa!]));
+    expect(targets(dd!)).toEqual(keys([ee!, ff!, bb!, cc!])); // aa skipped
+    expect(targets(ee!)).toEqual(keys([ff!, aa!, bb!, dd!, cc!]));
+    expect(targets(ff!)).toEqual(keys([aa!, bb!, cc!, ee!, dd!]));
+    // the reachable ones (bb, cc, ff) all monitor each other: no replies owed among them
+    for (const [x, y] of [
+      [bb!, cc!],
+      [bb!, ff!],
+      [cc!, ff!],
+    ] as const) {
+      expect(targets(x)).toContain(memberKey(y));
+      expect(targets(y)).toContain(memberKey(x));
+    }
   });
 
-  it('keeps unreachable successors as targets and adds reachable ones until K are reachable', () => {
+  it('keeps unreachable neighbours as targets and adds reachable ones until K/2 a side are reachable', () => {
     const members = cluster(30);
     const order = ringOrder(members);
     const self = members.find((m) => memberKey(m) === order[0])!;
     const unreachable = new Set([order[1]!, order[2]!]);
     const { targets } = heartbeatPeers(self, members, { unreachable, config: { monitoredByNrOfMembers: 3 } });
-    expect(keys(targets)).toEqual(order.slice(1, 6));
+    expect(keys(targets)).toEqual([...order.slice(1, 5), order[29], order[28]]);
   });
 
   it('monitors every reachable member when fewer than K are reachable', () => {
@@ -207,7 +228,7 @@ describe('heartbeatPeers: unreachable members', () => {
     expect(reachableTargets.sort()).toEqual(keys(members.slice(15)).sort());
   });
 
-  it('properties: K successors kept, K reachable monitored, monitoredBy is the inverse', () => {
+  it('properties: K/2 neighbours a side kept, K reachable monitored, reachable pairs mutual, monitoredBy the inverse', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 11, max: 50 }),
@@ -215,6 +236,7 @@ describe('heartbeatPeers: unreachable members', () => {
         fc.array(fc.boolean(), { minLength: 50, maxLength: 50 }),
         fc.nat(),
         (n, k, unreachableFlags, seed) => {
+          const half = Math.ceil(k / 2);
           const members = cluster(n, seed);
           const unreachable = new Set(keys(members.filter((_, i) => unreachableFlags[i])));
           const options = { unreachable, config: { monitoredByNrOfMembers: k } };
@@ -222,19 +244,25 @@ describe('heartbeatPeers: unreachable members', () => {
           const order = ringOrder(members);
           for (const [x, { targets, monitoredBy }] of peers) {
             const at = order.indexOf(x);
-            const successors = Array.from({ length: Math.min(k, n - 1) }, (_, i) => order[(at + 1 + i) % n]!);
+            const neighbours = Array.from({ length: half }, (_, i) => [
+              order[(at + 1 + i) % n]!,
+              order[(at - 1 - i + n) % n]!,
+            ]).flat();
             const reachableOthers = order.filter((y) => y !== x && !unreachable.has(y)).length;
             const reachableTargets = [...targets].filter((y) => !unreachable.has(y));
-            if (n - 1 > k) {
-              for (const y of successors) expect(targets.has(y)).toBe(true);
-              expect(reachableTargets).toHaveLength(Math.min(k, reachableOthers));
-              // Beyond the K successors only reachable members are added.
-              for (const y of targets) if (!successors.includes(y)) expect(unreachable.has(y)).toBe(false);
+            if (n - 1 > 2 * half) {
+              for (const y of neighbours) expect(targets.has(y)).toBe(true);
+              expect(reachableTargets).toHaveLength(Math.min(2 * half, reachableOthers));
+              // Beyond the nearest K/2 on each side only reachable members are added.
+              for (const y of targets) if (!neighbours.includes(y)) expect(unreachable.has(y)).toBe(false);
             }
             expect(targets.has(x)).toBe(false);
-            expect(monitoredBy.size).toBeGreaterThanOrEqual(Math.min(k, n - 1));
+            expect(monitoredBy.size).toBeGreaterThanOrEqual(Math.min(2 * half, n - 1));
             for (const y of monitoredBy) expect(peers.get(y)!.targets.has(x)).toBe(true);
-            for (const y of targets) expect(peers.get(y)!.monitoredBy.has(x)).toBe(true);
+            for (const y of targets) {
+              expect(peers.get(y)!.monitoredBy.has(x)).toBe(true);
+              if (!unreachable.has(x) && !unreachable.has(y)) expect(peers.get(y)!.targets.has(x)).toBe(true);
+            }
           }
         },
       ),

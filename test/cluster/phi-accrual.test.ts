@@ -105,7 +105,7 @@ describe('phi (the formula)', () => {
         },
       ),
     );
-    // The default: mean 100 + pause 400, sd 100, threshold 8 -> y* = 5.226.
+    // The default: mean 200 + pause 300, sd 100, threshold 8 -> y* = 5.226.
     expect(phiCrossingMs(8, 500, 100)).toBeCloseTo(1022.6, 1);
   });
 });
@@ -145,10 +145,10 @@ describe('PhiAccrualFailureDetector', () => {
       threshold: 8,
       maxSampleSize: 1000,
       minStdDeviationMs: 100,
-      acceptableHeartbeatPauseMs: 400,
-      firstHeartbeatEstimateMs: 100,
+      acceptableHeartbeatPauseMs: 300,
+      firstHeartbeatEstimateMs: 200,
     });
-    expect(DEFAULT_PHI_ACCRUAL_CONFIG.acceptableHeartbeatPauseMs).toBe(400);
+    expect(DEFAULT_PHI_ACCRUAL_CONFIG.acceptableHeartbeatPauseMs).toBe(300);
   });
 
   it('is available and not monitoring before the first heartbeat', () => {
@@ -163,13 +163,18 @@ describe('PhiAccrualFailureDetector', () => {
     const detector = fed([1000], { firstHeartbeatEstimateMs: 200 });
     expect(detector.isMonitoring).toBe(true);
     expect(detector.intervalStats).toEqual({ meanMs: 200, stdDeviationMs: 50, samples: 2 });
-    // sd 50 is below the 100 ms floor: phi(t) = phi(t - 1000, 200 + 400, 100)
-    expect(detector.phi(1700)).toBeCloseTo(0.7995083208395598, 12);
+    // sd 50 is below the 100 ms floor: phi(t) = phi(t - 1000, 200 + 300, 100); y = 2
+    expect(detector.phi(1700)).toBeCloseTo(1.6428278854871123, 12);
   });
 
   it('computes phi from mean + pause and the std dev (hand-computed table)', () => {
-    // Intervals 100, 100, ... after the seed (75, 125): mean 100, sd < 100 -> clamped to 100.
-    const detector = fed(every100ms(11), { maxSampleSize: 10 });
+    // Intervals 100, 100, ... after the seed (75, 125): mean 100, sd < 100 -> clamped to 100;
+    // with a 400 ms pause, mean + pause = 500.
+    const detector = fed(every100ms(11), {
+      maxSampleSize: 10,
+      firstHeartbeatEstimateMs: 100,
+      acceptableHeartbeatPauseMs: 400,
+    });
     expect(detector.intervalStats.meanMs).toBe(100);
     const last = 1000;
     expect(detector.phi(last + 500)).toBeCloseTo(0.3010299956639812, 12);
@@ -193,28 +198,36 @@ describe('PhiAccrualFailureDetector', () => {
   });
 
   it('respects the minimum std dev for a perfectly regular peer', () => {
-    const detector = fed(every100ms(2000)); // 1999 identical intervals evict the seed: sd = 0
+    const hundredMs = { firstHeartbeatEstimateMs: 100, acceptableHeartbeatPauseMs: 400 };
+    const detector = fed(every100ms(2000), hundredMs); // 1999 identical intervals evict the seed: sd = 0
     expect(detector.intervalStats.stdDeviationMs).toBe(0);
     const last = 199_900;
     for (const dt of [0, 150, 300, 500, 700, 1000]) {
       expect(detector.phi(last + dt)).toBeCloseTo(phi(dt, 500, 100), 12);
     }
     // With a 1 ms floor the same history would be hair-trigger.
-    const tight = fed(every100ms(2000), { minStdDeviationMs: 1 });
+    const tight = fed(every100ms(2000), { ...hundredMs, minStdDeviationMs: 1 });
     expect(tight.isAvailable(last + 510)).toBe(false);
     expect(detector.isAvailable(last + 510)).toBe(true);
   });
 
-  it('detects a silent peer (100 ms heartbeats) in about one second', () => {
-    const times = every100ms(100);
+  it('detects a silent peer (200 ms heartbeats, the default) in about one second', () => {
+    const times = every100ms(200).filter((t) => t % 200 === 0);
     const last = times[times.length - 1]!;
     const detector = fed(times);
     const detectedAfter = firstSuspicion(detector, last) - last;
     expect(detectedAfter).toBeGreaterThanOrEqual(500);
     expect(detectedAfter).toBeLessThanOrEqual(1500);
     expect(detectedAfter).toBeCloseTo(phiCrossingMs(8, 500, 100), -1); // 1022.6 ms
-    // Crashed anywhere between two heartbeats: detected 0.92-1.02 s after the crash.
-    for (const crashAfter of [1, 50, 99]) {
+    // The same instant as 100 ms heartbeats with a 400 ms pause: the pause absorbs the longer mean.
+    const hundredMs = fed(every100ms(100), {
+      firstHeartbeatEstimateMs: 100,
+      acceptableHeartbeatPauseMs: 400,
+    });
+    const lastAt100 = 9900;
+    expect(firstSuspicion(hundredMs, lastAt100) - lastAt100).toBe(detectedAfter);
+    // Crashed anywhere between two heartbeats: detected 0.82-1.02 s after the crash.
+    for (const crashAfter of [1, 100, 199]) {
       const fromCrash = firstSuspicion(fed(times), last + crashAfter) - (last + crashAfter);
       expect(fromCrash).toBeGreaterThanOrEqual(500);
       expect(fromCrash).toBeLessThanOrEqual(1500);

@@ -1,6 +1,7 @@
 import { InvalidConfigError, type NodeAddress } from '@doyen/core';
 import type { DowningStrategyName } from './downing/resolver.js';
 import type { FailureDetectorConfig } from './failure-detector/detector.js';
+import { DEFAULT_HEARTBEAT_INTERVAL_MS } from './failure-detector/heartbeat-interval.js';
 import { DEFAULT_HEARTBEAT_RING_CONFIG, type HeartbeatRingConfig } from './heartbeat-ring.js';
 
 /**
@@ -100,7 +101,7 @@ export const defaultClusterConfig: Omit<ClusterConfig, 'seeds'> = {
   pullIntervalMs: 1000,
   leaderActionsIntervalMs: 100,
   leaveTimeoutMs: 10_000,
-  heartbeatIntervalMs: 100,
+  heartbeatIntervalMs: DEFAULT_HEARTBEAT_INTERVAL_MS,
   splitBrainProbeIntervalMs: 1000,
   minimumClusterSize: 1,
   failureDetector: { kind: 'phi-accrual' },

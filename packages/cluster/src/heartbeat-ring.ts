@@ -4,8 +4,11 @@
  *
  * Small clusters heartbeat all-to-all (the Emergent Leader seed, Hazelcast). Beyond `allToAllMax`
  * members that is O(N²) traffic, so, like Akka's HeartbeatNodeRing, members are placed on a ring by
- * a stable hash of `address#uid` and each node monitors the K that follow it; each node is then
- * monitored by the K that precede it, and a failure is still noticed by K independent observers.
+ * a stable hash of `address#uid`. Unlike Akka's ring, where a node monitors the K that follow it and
+ * is monitored by the K that precede it, a node here monitors the K/2 nearest on each side: the
+ * relation is symmetric, so each pair pings each other and each side's pings are the other's
+ * heartbeats. Akka's one-way ring needs a reply to every ping (4K frames per node per interval);
+ * this one needs none (2K). A failure is still noticed by K independent observers.
  */
 import { memberKey } from './member.js';
 
@@ -19,11 +22,14 @@ export interface RingMember {
 export interface HeartbeatRingConfig {
   /** Clusters of at most this many members (self included) heartbeat all-to-all. */
   readonly allToAllMax: number;
-  /** K: how many members monitor each member (Akka's monitored-by-nr-of-members). */
+  /**
+   * K: how many members monitor each member (Akka's monitored-by-nr-of-members), half on each side
+   * of it on the ring; an odd K is rounded up to the next even number.
+   */
   readonly monitoredByNrOfMembers: number;
 }
 
-/** Akka's K of 9; all-to-all up to 10 members, where the ring would pick all 9 others anyway. */
+/** Akka's K of 9 (so 10: five on each side); all-to-all up to 10 members, where the ring would pick all others anyway. */
 export const DEFAULT_HEARTBEAT_RING_CONFIG: HeartbeatRingConfig = Object.freeze({
   allToAllMax: 10,
   monitoredByNrOfMembers: 9,
@@ -61,9 +67,10 @@ export interface HeartbeatRingOptions {
 /**
  * Chooses self's heartbeat targets and monitors among `members` (self is added if absent; duplicates
  * are ignored). Unreachable members stay targets, so that they are noticed when they come back; and
- * as in Akka, walking the ring only counts reachable members towards K, so at least K reachable
- * members are always monitored. Unreachable members are taken while fewer than K members have been
- * picked: the K ring successors are always targets, so every member keeps K observers.
+ * as in Akka, walking the ring only counts reachable members, so at least K/2 reachable members on
+ * each side are always monitored. Unreachable members are taken while fewer than K/2 members have
+ * been picked on that side: the K/2 ring neighbours on each side are always targets, so every
+ * member keeps K observers. Targets come nearest first, the following side before the preceding.
  */
 export function heartbeatPeers<M extends RingMember>(
   self: RingMember,
@@ -76,42 +83,49 @@ export function heartbeatPeers<M extends RingMember>(
   const selfIndex = ring.findIndex((node) => node.member === undefined);
   const n = ring.length;
   const memberAt = (i: number): M => ring[i]!.member!;
+  const half = Math.ceil(k / 2);
 
-  if (n <= allToAllMax || k >= n - 1) {
+  if (n <= allToAllMax || 2 * half >= n - 1) {
     const others = Array.from({ length: n - 1 }, (_, step) => memberAt((selfIndex + step + 1) % n));
     return { targets: others, monitoredBy: others };
   }
 
   const isUnreachable = (i: number): boolean => unreachable.has(ring[i]!.key);
-  const targetsOf = (from: number): number[] => receivers(from, n, k, isUnreachable);
+  const targetsOf = (from: number): number[] => receivers(from, n, half, isUnreachable);
 
-  // Walk back from self; once K reachable members lie between a candidate and self, the candidate's
-  // own walk ends before reaching self, and so does every candidate further back.
-  const monitoredBy: M[] = [];
-  let reachableBetween = 0;
-  for (let step = 1; step < n && reachableBetween < k; step++) {
-    const candidate = (selfIndex - step + n) % n;
-    if (targetsOf(candidate).includes(selfIndex)) monitoredBy.push(memberAt(candidate));
-    if (!isUnreachable(candidate)) reachableBetween++;
+  // Whoever takes self walked towards it from one side: walk out from self on each side; once
+  // K/2 reachable members lie between a candidate and self, the candidate's walk (and that of
+  // every candidate further out) ends before reaching self.
+  const monitoredBy: number[] = [];
+  for (const direction of [-1, 1]) {
+    let reachableBetween = 0;
+    for (let step = 1; step < n && reachableBetween < half; step++) {
+      const candidate = (selfIndex + direction * step + n) % n;
+      if (!monitoredBy.includes(candidate) && targetsOf(candidate).includes(selfIndex))
+        monitoredBy.push(candidate);
+      if (!isUnreachable(candidate)) reachableBetween++;
+    }
   }
-  return { targets: targetsOf(selfIndex).map(memberAt), monitoredBy };
+  return { targets: targetsOf(selfIndex).map(memberAt), monitoredBy: monitoredBy.map(memberAt) };
 }
 
 /**
- * Akka's HeartbeatNodeRing.receivers: walk the ring after `from` until K reachable members are
- * taken; unreachable members met on the way are taken too (not counted) while fewer than K members
- * have been taken in all, and skipped after that.
+ * Akka's HeartbeatNodeRing.receivers, walked both ways: on each side of `from`, take members until
+ * `half` reachable ones are taken; unreachable members met on the way are taken too (not counted)
+ * while fewer than `half` members have been taken on that side, and skipped after that.
  */
-function receivers(from: number, n: number, k: number, isUnreachable: (i: number) => boolean): number[] {
+function receivers(from: number, n: number, half: number, isUnreachable: (i: number) => boolean): number[] {
   const taken: number[] = [];
-  let reachableLeft = k;
-  for (let step = 1; step < n && reachableLeft > 0; step++) {
-    const i = (from + step) % n;
-    if (!isUnreachable(i)) {
-      taken.push(i);
-      reachableLeft--;
-    } else if (taken.length < k) {
-      taken.push(i);
+  for (const direction of [1, -1]) {
+    let reachableLeft = half;
+    let takenThisSide = 0;
+    for (let step = 1; step < n && reachableLeft > 0; step++) {
+      const i = (from + direction * step + n) % n;
+      const reachable = !isUnreachable(i);
+      if (!reachable && takenThisSide >= half) continue;
+      if (reachable) reachableLeft--;
+      takenThisSide++;
+      if (!taken.includes(i)) taken.push(i);
     }
   }
   return taken;

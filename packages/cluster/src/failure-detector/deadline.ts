@@ -10,11 +10,11 @@ export interface DeadlineConfig {
 }
 
 /**
- * 100 ms heartbeats and 900 ms of pause: a silent peer is suspected 1 s after its last heartbeat,
- * the same ~1 s as the phi accrual defaults, tolerating stalls of up to 900 ms.
+ * 200 ms heartbeats and 800 ms of pause: a silent peer is suspected 1 s after its last heartbeat,
+ * the same ~1 s as the phi accrual defaults, tolerating stalls of up to 800 ms.
  */
 export const DEFAULT_DEADLINE_CONFIG: DeadlineConfig = Object.freeze({
-  acceptableHeartbeatPauseMs: 900,
+  acceptableHeartbeatPauseMs: 800,
   heartbeatIntervalMs: DEFAULT_HEARTBEAT_INTERVAL_MS,
 });
 

@@ -25,9 +25,11 @@ export interface HeartbeaterDeps {
  * The per-heartbeat work of the failure detector, on the cheapest path: one timer on the actor
  * clock sends every target its ping and judges every peer once per interval; pings and pongs are
  * handled synchronously as they arrive. A peer that is also a target answers nothing: its own
- * pings are its heartbeats (so all-to-all clusters send one frame per peer per interval). Nothing goes through a state machine, and nobody hears
- * of it, unless something changed (a peer's status, the monitored set). An idle cluster then
- * costs a timer and a few small frames per peer per interval.
+ * pings are its heartbeats. All-to-all and the symmetric ring (heartbeat-ring.ts) make every
+ * target such a peer, so a node sends one frame per target per interval; replies are owed only
+ * while views differ. Nothing goes through a state machine, and nobody hears of it, unless
+ * something changed (a peer's status, the monitored set). An idle cluster then costs a timer and
+ * one small frame per target per interval.
  */
 export class Heartbeater {
   private readonly system: ActorSystem;
@@ -187,8 +189,8 @@ export class Heartbeater {
     }
     if (ping.version !== this.version && this.version > 0) this.versionSeen(ping);
     if (this.targets.has(from)) {
-      // We ping it every interval as it pings us (all-to-all, or a mutual ring pair): each
-      // side's pings are the other's heartbeats, so no answer is owed. Half the frames.
+      // We ping it every interval as it pings us (all-to-all, or ring neighbours): each side's
+      // pings are the other's heartbeats, so no answer is owed. Half the frames.
       this.arrived(from);
       return;
     }

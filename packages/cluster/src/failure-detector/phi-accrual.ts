@@ -18,22 +18,22 @@ export interface PhiAccrualConfig {
 }
 
 /**
- * LAN defaults for heartbeats every 100 ms. Once heartbeats flow steadily the measured deviation of a
- * LAN (a few ms) is below the floor, so the detector sees mean 100 ms and std dev = min 100 ms, and a
- * silent peer is suspected when (t - (100 + pause)) / 100 reaches y* = 5.226, the root of
- * y (1.5976 + 0.070566 y²) = ln(10^8 - 1) = 18.42 for threshold 8. With pause 400 ms that is
- * t = 100 + 400 + 522.6 = 1022.6 ms after the last heartbeat, i.e. 0.92-1.02 s after a crash
- * (pause 300 would give 0.92 s, 500 would give 1.12 s). A 100 ms event-loop stall turns one interval
- * into 200 ms: y = (200 - 500) / 100 = -3 gives phi = 0.0005, far from 8; phi only reaches 1 (10%
- * odds of a false suspicion) after 628 ms of silence, and a stall must exceed ~920 ms to be suspected.
- * Threshold 8 and the 100 ms floor are Akka's cluster defaults; Akka's 3 s pause is for its 1 s
- * interval, scaled down here with the interval. 1000 samples is Akka's window, 100 s of history.
+ * LAN defaults for heartbeats every 200 ms. Once heartbeats flow steadily the measured deviation of a
+ * LAN (a few ms) is below the floor, so the detector sees mean 200 ms and std dev = min 100 ms, and a
+ * silent peer is suspected when (t - (200 + pause)) / 100 reaches y* = 5.226, the root of
+ * y (1.5976 + 0.070566 y²) = ln(10^8 - 1) = 18.42 for threshold 8. With pause 300 ms that is
+ * t = 200 + 300 + 522.6 = 1022.6 ms after the last heartbeat, i.e. 0.82-1.02 s after a crash: the
+ * same instant as 100 ms heartbeats with a 400 ms pause, for half the frames (the interval moves the
+ * mean, the pause moves it back). A 100 ms event-loop stall turns one interval into 300 ms:
+ * y = (300 - 500) / 100 = -2 gives phi = 0.02, far from 8; a stall must exceed ~820 ms to be
+ * suspected. Threshold 8 and the 100 ms floor are Akka's cluster defaults; Akka's 3 s pause is for
+ * its 1 s interval, scaled down here. 1000 samples is Akka's window, 200 s of history.
  */
 export const DEFAULT_PHI_ACCRUAL_CONFIG: PhiAccrualConfig = Object.freeze({
   threshold: 8,
   maxSampleSize: 1000,
   minStdDeviationMs: 100,
-  acceptableHeartbeatPauseMs: 400,
+  acceptableHeartbeatPauseMs: 300,
   firstHeartbeatEstimateMs: DEFAULT_HEARTBEAT_INTERVAL_MS,
 });
 
