@@ -2,7 +2,8 @@
 // for N = 10, 25, 50 by default (or SCALE_SIZES=10,25). For each N, in one cluster:
 //  1. a rolling start of all N at one per 200 ms: time from the last start to all up, and false
 //     downings (any sbr.decision or member.downed while nothing failed: the optimum is 0);
-//  2. idle CPU (% of one core) and RSS per node over 10 s, beside one lone node measured first;
+//  2. idle CPU (% of one core) and RSS per node over 10 s, beside one lone node measured first and
+//     beside N bare ws + msgpackr processes sending the same heartbeat frames (raw-heartbeat-peer.mjs);
 //  3. kill -9 of the coordinator: time until every survivor agrees on the next one;
 //  4. a 2|8-shaped partition (the youngest fifth cut off), then a 50/50 one of what is left,
 //     through the nodes' fault-injection routes: time from the resolver's decision to the last
@@ -10,10 +11,13 @@
 // Then the idle traffic (messages per member per second) in the deterministic simulation at 100 and 250 members.
 // The last line is one JSON object; each figure sits beside its target or baseline as a ratio.
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { heartbeatPeers } from '../packages/cluster/src/heartbeat-ring.js';
+import { DEFAULT_HEARTBEAT_INTERVAL_MS } from '../packages/cluster/src/index.js';
 import { freePorts } from '../packages/testkit/src/index.js';
 import { SimCluster } from '../test/support/sim-cluster.js';
 import { allUp, type CliNode, clusterView, killCliNodes, spawnCliNode } from './lib/cli-nodes.js';
-import { installSignalCleanup, liveProcesses } from './lib/node-processes.js';
+import { installSignalCleanup, liveProcesses, OwnedProcess } from './lib/node-processes.js';
 import { median, printResult } from './lib/stats.js';
 import { waitFor } from './lib/timeout.js';
 
@@ -76,7 +80,9 @@ function rssMb(pid: number): number {
   return kb / 1024;
 }
 
-async function idle(nodes: readonly Node[]): Promise<{ cpuPct: number; cpuPctMax: number; rssMb: number }> {
+async function idle(
+  nodes: readonly { readonly pid: number | undefined }[],
+): Promise<{ cpuPct: number; cpuPctMax: number; rssMb: number }> {
   const pids = nodes.map((n) => n.pid!);
   const before = pids.map(cpuMs);
   const t0 = Date.now();
@@ -205,6 +211,40 @@ async function scenario(n: number) {
   return { n, convergeMs, falseDownings, ...idleFigures, agreementMs, twoEight, fifty };
 }
 
+const RAW_PEER = fileURLToPath(new URL('./lib/raw-heartbeat-peer.mjs', import.meta.url));
+
+/**
+ * The floor under the idle figures: N processes of bare ws + msgpackr, each sending the targets
+ * doyen's heartbeat ring gives it one heartbeat-shaped frame per interval. Every peer must report
+ * heartbeats received, or the baseline measured nothing.
+ */
+async function rawIdle(n: number): Promise<{ cpuPct: number; rssMb: number }> {
+  const ports = await freePorts(n);
+  const members = ports.map((port, i) => ({ address: `127.0.0.1:${port}`, uid: `raw${i}` }));
+  const received: number[] = [];
+  const peers = members.map((self, i) => {
+    const targets = heartbeatPeers(self, members).targets.map((t) => t.address.split(':')[1]);
+    return OwnedProcess.spawn({
+      args: [RAW_PEER, String(ports[i]), targets.join(','), String(DEFAULT_HEARTBEAT_INTERVAL_MS)],
+      keepLogs: false,
+      onLine: ({ text }) => {
+        const report = /^\{"received":(\d+)\}$/.exec(text);
+        if (report) received.push(Number(report[1]));
+        else process.stderr.write(`[raw peer] ${text}\n`);
+      },
+    });
+  });
+  await new Promise((r) => setTimeout(r, 3000));
+  const figures = await idle(peers);
+  await Promise.all(peers.map((p) => p.stop(5000)));
+  if (received.length !== n || received.some((r) => r === 0)) {
+    throw new Error(
+      `raw baseline: peers reported ${JSON.stringify(received)} heartbeats received (want ${n} reports, none 0)`,
+    );
+  }
+  return { cpuPct: figures.cpuPct, rssMb: figures.rssMb };
+}
+
 async function lone() {
   const [port, httpPort] = await freePorts(2);
   const node = spawnNode(0, port!, httpPort!, [port!]);
@@ -244,6 +284,8 @@ const base = await lone();
 process.stderr.write(`lone node: ${JSON.stringify(base)}\n`);
 const result: Record<string, unknown> = { bench: 'scale', loneCpuPct: base.cpuPct, loneRssMb: base.rssMb };
 for (const n of sizes) {
+  const raw = await rawIdle(n);
+  process.stderr.write(`N=${n} raw ws + msgpackr heartbeats: ${JSON.stringify(raw)}\n`);
   const r = await scenario(n);
   process.stderr.write(`N=${n}: ${JSON.stringify(r)}\n`);
   const cpuTarget = n <= 5 ? TARGETS.cpuAt5 : TARGETS.cpuAt50;
@@ -253,9 +295,13 @@ for (const n of sizes) {
     [`falseDownings@${n}`]: r.falseDownings,
     [`idleCpuPctPerNode@${n}`]: r.cpuPct,
     [`idleCpuVsLone@${n}`]: ratio(r.cpuPct, Math.max(base.cpuPct, 0.01)),
+    [`rawIdleCpuPctPerNode@${n}`]: raw.cpuPct,
+    [`idleCpuVsRaw@${n}`]: ratio(r.cpuPct, Math.max(raw.cpuPct, 0.01)),
     [`idleCpuVsTarget@${n}`]: ratio(r.cpuPct, cpuTarget),
     [`rssMbPerNode@${n}`]: r.rssMb,
     [`rssVsLone@${n}`]: ratio(r.rssMb, base.rssMb),
+    [`rawRssMbPerNode@${n}`]: raw.rssMb,
+    [`rssVsRaw@${n}`]: ratio(r.rssMb, raw.rssMb),
     [`rssVsTarget@${n}`]: ratio(r.rssMb, TARGETS.rssMb),
     [`crashAgreementMs@${n}`]: r.agreementMs,
     [`crashAgreementVsTarget@${n}`]: ratio(r.agreementMs, TARGETS.agreementMs),
