@@ -183,12 +183,22 @@ async function scenario(n: number) {
     50,
     async () => {
       const views = await Promise.all(survivors.map(view));
-      return JSON.stringify(
+      const agree = views.filter(
+        (v) =>
+          v?.coordinator === next &&
+          !v.members.some((m) => m.address === address(coordinator) && m.status === 'up'),
+      ).length;
+      const exited = survivors.filter((x) => x.exitedAt !== undefined).length;
+      const decisions = survivors
+        .flatMap((x) => x.events())
+        .filter((e) => e.event === 'sbr.decision' && e.time >= killedAt)
+        .map((e) => ({ node: e.node, decision: e.decision, reason: e.reason, down: (e.down as string[]).length }));
+      return `next ${next}: ${agree} of ${survivors.length} agree, ${exited} exited; decisions ${JSON.stringify(decisions.slice(0, 5))}; ${JSON.stringify(
         views.slice(0, 3).map((v) => ({
           coordinator: v?.coordinator,
           members: v?.members.map((m) => `${m.address}:${m.status}`).slice(0, 4),
         })),
-      );
+      )}`;
     },
   );
   const agreementMs = round(agreedAt + performance.timeOrigin - killedAt);
