@@ -192,7 +192,12 @@ async function scenario(n: number) {
       const decisions = survivors
         .flatMap((x) => x.events())
         .filter((e) => e.event === 'sbr.decision' && e.time >= killedAt)
-        .map((e) => ({ node: e.node, decision: e.decision, reason: e.reason, down: (e.down as string[]).length }));
+        .map((e) => ({
+          node: e.node,
+          decision: e.decision,
+          reason: e.reason,
+          down: (e.down as string[]).length,
+        }));
       return `next ${next}: ${agree} of ${survivors.length} agree, ${exited} exited; decisions ${JSON.stringify(decisions.slice(0, 5))}; ${JSON.stringify(
         views.slice(0, 3).map((v) => ({
           coordinator: v?.coordinator,
