@@ -25,7 +25,7 @@ export interface PhiAccrualConfig {
  * t = 200 + 300 + 522.6 = 1022.6 ms after the last heartbeat, i.e. 0.82-1.02 s after a crash: the
  * same instant as 100 ms heartbeats with a 400 ms pause, for half the frames (the interval moves the
  * mean, the pause moves it back). A 100 ms event-loop stall turns one interval into 300 ms:
- * y = (300 - 500) / 100 = -2 gives phi = 0.02, far from 8; a stall must exceed ~820 ms to be
+ * y = (300 - 500) / 100 = -2 gives phi = 0.01, far from 8; a stall must exceed ~820 ms to be
  * suspected. Threshold 8 and the 100 ms floor are Akka's cluster defaults; Akka's 3 s pause is for
  * its 1 s interval, scaled down here. 1000 samples is Akka's window, 200 s of history.
  */
