@@ -16,6 +16,7 @@ import {
 } from '../../packages/cluster/src/index.js';
 import type { ActorRef, ActorSystem, UniqueNodeAddress } from '../../packages/core/src/index.js';
 import { delayedEvent, stateName } from '../support/machine-paths.js';
+import { key, node } from '../support/member-fixtures.js';
 
 /**
  * The membership machine alone: this node (n2) joins through seed n1 and lives through the
@@ -24,13 +25,6 @@ import { delayedEvent, stateName } from '../support/machine-paths.js';
  * recorded, and the lifecycle rules are checked on every path.
  */
 
-const node = (n: number) => ({
-  address: `10.0.0.${n}:2552`,
-  uid: `u${n}`,
-  name: `n${n}`,
-  roles: [] as string[],
-});
-const key = (n: number) => memberKey(node(n));
 const addr = (n: number): UniqueNodeAddress => nodeOf(node(n));
 
 const sent: { to: string; type: string }[] = [];

@@ -12,14 +12,7 @@ import {
   setStatus,
   setUnreachable,
 } from '../../packages/cluster/src/index.js';
-
-const node = (n: number) => ({
-  address: `10.0.0.${n}:2552`,
-  uid: `u${n}`,
-  name: `n${n}`,
-  roles: [] as string[],
-});
-const key = (n: number) => memberKey(node(n));
+import { key, node } from '../support/member-fixtures.js';
 
 function grown(count: number): Membership {
   let m = formCluster(node(1));
