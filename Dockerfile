@@ -6,7 +6,7 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /src
 COPY . .
 RUN npx -y pnpm@10.34.9 install --frozen-lockfile \
- && npx tsc -b tsconfig.build.json \
+ && npx tsc -b tsconfig.build.json && node packages/doyen/scripts/bundle-cli.mjs \
  && mkdir /packs \
  && for p in core wire cluster lease election singleton partitions doyen; do \
       (cd packages/$p && npx -y pnpm@10.34.9 pack --pack-destination /packs); \
@@ -22,5 +22,5 @@ RUN npm init -y >/dev/null \
 # the node image's unprivileged user (uid 1000, as the manifests' runAsUser)
 USER node
 EXPOSE 25520 8558
-ENTRYPOINT ["node", "/app/node_modules/doyen/dist/cli.js"]
+ENTRYPOINT ["node", "/app/node_modules/doyen/dist/cli-bundle.js"]
 CMD ["node"]

@@ -6,8 +6,8 @@ import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** The compiled CLI, as a user runs it: JavaScript with no TypeScript loader (`pnpm test` builds it first). */
-export const COMPILED_CLI = join(ROOT, 'packages/doyen/dist/cli.js');
+/** The CLI as the `doyen` bin ships it: one bundled JavaScript file, no TypeScript loader (`pnpm test` builds it first). */
+export const COMPILED_CLI = join(ROOT, 'packages/doyen/dist/cli-bundle.js');
 
 /** The compiled CLI's path; a clear error when nothing built it. */
 export function compiledCli(): string {

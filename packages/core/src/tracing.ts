@@ -4,9 +4,23 @@
  * here is a no-op costing one check. The trace context travels in the envelope as a W3C
  * `traceparent` string, validated on arrival like every other field.
  */
+import { createRequire } from 'node:module';
+
 type OtelApi = typeof import('@opentelemetry/api');
 
-const api: OtelApi | undefined = await import('@opentelemetry/api').catch(() => undefined);
+/**
+ * Looked up synchronously (no top-level await, so a bundler can inline this module). The API keeps
+ * its registered SDK on a global, so this copy sees the one the app registered through ESM.
+ */
+function loadOtelApi(): OtelApi | undefined {
+  try {
+    return createRequire(import.meta.url)('@opentelemetry/api') as OtelApi;
+  } catch {
+    return undefined;
+  }
+}
+
+const api = loadOtelApi();
 
 /** `00-<trace id>-<span id>-<flags>`: W3C Trace Context, version 00 (lower-case hex). */
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;

@@ -62,7 +62,7 @@ function say(text: string): never {
 }
 
 function version(): string {
-  // src/cli.ts and dist/cli.js both sit one level below the package root
+  // src/cli.ts, dist/cli.js and the bin, dist/cli-bundle.js, all sit one level below the package root
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
     version: string;
   };
