@@ -13,6 +13,7 @@ import {
   activeTraceparent,
   isTraceparent,
   silentLogger,
+  tracingAvailable,
 } from '../../packages/core/src/index.js';
 import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
@@ -21,10 +22,13 @@ import { eventually } from '../support/wait.js';
 const exporter = new InMemorySpanExporter();
 const contextManager = new AsyncLocalStorageContextManager();
 beforeAll(() => {
+  // nothing registered yet: doyen has not even loaded the API (it would cost every node's start-up)
+  expect(tracingAvailable()).toBe(false);
   context.setGlobalContextManager(contextManager.enable());
   trace.setGlobalTracerProvider(
     new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }),
   );
+  expect(tracingAvailable()).toBe(true);
 });
 afterAll(() => {
   trace.disable();

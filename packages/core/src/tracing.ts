@@ -1,26 +1,32 @@
 /**
- * OpenTelemetry, when the app has it: `@opentelemetry/api` is an optional peer dependency,
- * looked up once when this module loads. Without it (or without a registered SDK) every helper
- * here is a no-op costing one check. The trace context travels in the envelope as a W3C
- * `traceparent` string, validated on arrival like every other field.
+ * OpenTelemetry, when the app has it: `@opentelemetry/api` is an optional peer dependency. Until
+ * something is registered with the API (an SDK's tracer provider, a context manager) there is
+ * nothing to trace or propagate, so every helper here is a no-op costing one check, and the API
+ * is not even loaded (that alone was ~45 ms of a node's start-up). The trace context travels in
+ * the envelope as a W3C `traceparent` string, validated on arrival like every other field.
  */
 import { createRequire } from 'node:module';
 
 type OtelApi = typeof import('@opentelemetry/api');
 
-/**
- * Looked up synchronously (no top-level await, so a bundler can inline this module). The API keeps
- * its registered SDK on a global, so this copy sees the one the app registered through ESM.
- */
-function loadOtelApi(): OtelApi | undefined {
-  try {
-    return createRequire(import.meta.url)('@opentelemetry/api') as OtelApi;
-  } catch {
-    return undefined;
-  }
-}
+/** Where every copy of the API (major version 1) keeps what was registered with it. */
+const OTEL_GLOBAL = Symbol.for('opentelemetry.js.api.1');
 
-const api = loadOtelApi();
+let api: OtelApi | undefined;
+let looked = false;
+
+/** The API, once anything was registered with it; looked up synchronously (a bundler keeps the lookup for run time). */
+function otel(): OtelApi | undefined {
+  if (looked) return api;
+  if ((globalThis as Record<symbol, unknown>)[OTEL_GLOBAL] === undefined) return undefined;
+  looked = true;
+  try {
+    api = createRequire(import.meta.url)('@opentelemetry/api') as OtelApi;
+  } catch {
+    api = undefined;
+  }
+  return api;
+}
 
 /** `00-<trace id>-<span id>-<flags>`: W3C Trace Context, version 00 (lower-case hex). */
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
@@ -34,6 +40,7 @@ export function isTraceparent(value: unknown): value is string {
 
 /** The traceparent of the span active now, if there is one to propagate. */
 export function activeTraceparent(): string | undefined {
+  const api = otel();
   if (!api) return undefined;
   const span = api.trace.getSpan(api.context.active());
   const ctx = span?.spanContext();
@@ -62,6 +69,7 @@ export function inSpan<T>(
   fn: () => T,
   parent?: string,
 ): { result: T; span: DoyenSpan } {
+  const api = otel();
   if (!api) return { result: fn(), span: NO_SPAN };
   let context = api.context.active();
   if (parent) {
@@ -73,18 +81,15 @@ export function inSpan<T>(
       isRemote: true,
     });
   }
-  const otel = api;
-  const span = otel.trace
-    .getTracer('doyen')
-    .startSpan(name, { kind: KINDS[kind](otel), attributes }, context);
-  const result = otel.context.with(otel.trace.setSpan(context, span), fn);
+  const span = api.trace.getTracer('doyen').startSpan(name, { kind: KINDS[kind](api), attributes }, context);
+  const result = api.context.with(api.trace.setSpan(context, span), fn);
   return {
     result,
     span: {
       end(error) {
         if (error) {
           span.recordException(error);
-          span.setStatus({ code: otel.SpanStatusCode.ERROR, message: error.message });
+          span.setStatus({ code: api.SpanStatusCode.ERROR, message: error.message });
         }
         span.end();
       },
@@ -99,7 +104,7 @@ const KINDS: Readonly<Record<SpanKind, (otel: OtelApi) => number>> = {
   consumer: (otel) => otel.SpanKind.CONSUMER,
 };
 
-/** Whether `@opentelemetry/api` was found (tracing still needs the app to register an SDK). */
+/** Whether tracing is on: something was registered with `@opentelemetry/api`, and doyen found the API. */
 export function tracingAvailable(): boolean {
-  return api !== undefined;
+  return otel() !== undefined;
 }

@@ -21,13 +21,13 @@ await build({
   banner: {
     js: "import { createRequire as __doyenCreateRequire } from 'node:module';\nconst require = __doyenCreateRequire(import.meta.url);",
   },
+  // @opentelemetry/api is bundled (prom-client requires it as it loads); tracing.ts looks up the
+  // app's copy at run time, and only once an SDK registered something
   external: [
     // optional native speed-ups of ws and msgpackr, used when installed next to doyen
     'bufferutil',
     'utf-8-validate',
     'msgpackr-extract',
-    // an optional peer: the app's copy, whose global holds the SDK the app registered
-    '@opentelemetry/api',
     // reads its .proto files from its own directory at run time
     'etcd3',
     // loaded only with --inspect, and large
