@@ -87,6 +87,48 @@ describe('the downing machine alone: events in, effects as data out', () => {
     expect(execute).toEqual({ kind: 'execute', down: [key(4), key(5)], unreachable: [key(4), key(5)] });
   });
 
+  it('a member counted here turning unreachable right after a decision: counted with the downed two, this side is the minority and goes at once', () => {
+    const m = start('keep-majority');
+    const all = range(1, 5).map((i) => member(i));
+    const three = range(1, 3).map((i) => member(i));
+    m.send(view(1, all));
+    m.send(reach([2, 3, 4, 5]));
+    m.send(reach([2, 3]));
+    m.send(view(1, all, reports(1, [4, 5]), 2));
+    m.advance(1500);
+    expect(m.kinds()).toEqual(['log-decision', 'execute']);
+    m.send(view(1, three, {}, 3)); // 4 and 5 downed and removed: calm again
+    expect(m.state()).toBe('"stable"');
+    m.advance(500);
+    // 3 had crossed to 4 and 5 before the decision: 2 here, 3 over there; no stable-after wait
+    m.send(reach([2]));
+    m.send(view(1, three, reports(1, [3]), 4));
+    expect(m.kinds()).toEqual(['log-decision', 'execute', 'log-decision', 'down-self']);
+    expect(m.effects[2]!.effect).toMatchObject({ by: 'self' });
+    expect((m.effects[2]!.effect as { resolution: { reason: string } }).resolution.reason).toBe(
+      'minority 2 < 3 (2 downed lately counted over there)',
+    );
+  });
+
+  it('once the detection time has passed, the downed are forgotten: a later loss is decided on the membership as it is', () => {
+    const m = start('keep-majority');
+    const all = range(1, 5).map((i) => member(i));
+    const three = range(1, 3).map((i) => member(i));
+    m.send(view(1, all));
+    m.send(reach([2, 3, 4, 5]));
+    m.send(reach([2, 3]));
+    m.send(view(1, all, reports(1, [4, 5]), 2));
+    m.advance(1500);
+    m.send(view(1, three, {}, 3));
+    m.advance(1500);
+    m.send(reach([2]));
+    m.send(view(1, three, reports(1, [3]), 4));
+    expect(m.kinds()).toEqual(['log-decision', 'execute']);
+    m.advance(1500);
+    expect(m.kinds()).toEqual(['log-decision', 'execute', 'log-decision', 'execute']);
+    expect(m.effects[3]!.effect).toEqual({ kind: 'execute', down: [key(3)], unreachable: [key(3)] });
+  });
+
   it('a member of the losing side that is not its decider downs itself on the same decision', () => {
     const m = start('keep-majority');
     const all = range(1, 5).map((i) => member(i));

@@ -1,6 +1,13 @@
 import { isLive, memberKey } from '../member.js';
 import type { MembershipContext } from '../membership-protocol.js';
-import { partitionView, resolve, resolveWithLease, type SbrInput, type SbrResolution } from './resolver.js';
+import {
+  countsAbsent,
+  partitionView,
+  resolve,
+  resolveWithLease,
+  type SbrInput,
+  type SbrResolution,
+} from './resolver.js';
 import type { SbrMember } from './sbr-view.js';
 import type { StrategyConfig } from './strategies.js';
 
@@ -51,6 +58,15 @@ export interface DowningContext {
   readonly memberSignature: string;
   readonly lastDecision: SbrResolution | undefined;
   readonly warnedClusterSize: number;
+  /**
+   * Members this node could not reach that left the view lately (downed, mostly by this side's
+   * own decision), forgotten one failure-detection time after the last of them left. A member
+   * counted on this side can have crossed to the other side within the detection window before
+   * the decision: both sides then counted it and both "won", and the other side still runs. Until
+   * such a member would have been found unreachable, counting strategies count the downed members
+   * over there.
+   */
+  readonly absent: readonly SbrMember[];
 }
 
 export const initialDowningContext: DowningContext = {
@@ -60,6 +76,7 @@ export const initialDowningContext: DowningContext = {
   memberSignature: '',
   lastDecision: undefined,
   warnedClusterSize: 0,
+  absent: [],
 };
 
 /** What the machine's named actions carry out. */
@@ -88,6 +105,16 @@ export interface DowningPolicy {
   readonly usesLease: boolean;
   /** static-quorum's quorum size: a larger cluster is warned about. */
   readonly quorumSize: number | undefined;
+  /** The strategy counts sides: members downed lately are remembered (DowningContext.absent). */
+  readonly remembersDowned: boolean;
+}
+
+export function downingPolicy(
+  strategy: StrategyConfig | undefined,
+  usesLease: boolean,
+  quorumSize: number | undefined,
+): DowningPolicy {
+  return { strategy, usesLease, quorumSize, remembersDowned: countsAbsent(strategy) };
 }
 
 export function inputOf(ctx: DowningContext): SbrInput | undefined {
@@ -98,6 +125,7 @@ export function inputOf(ctx: DowningContext): SbrInput | undefined {
     observations: view.observations,
     selfKey: view.selfKey,
     ownReachable: new Set(ctx.ownReachable),
+    absent: ctx.absent,
   };
 }
 
@@ -152,9 +180,30 @@ export function membershipChanges(ctx: DowningContext, event: DowningEvent): boo
   return after !== '' && after.split(',').some((k) => !before.has(k));
 }
 
+/**
+ * Who is absent after this event: members of the previous view that this node could not reach
+ * (unreachable or indirectly connected) and that are missing from the new one. Only those may
+ * still run elsewhere: a member that left while still talking to us (a graceful leave, a member
+ * of ours taking itself out) is really gone. A new incarnation at a remembered address proves the
+ * old process gone; a new incarnation of this node starts with no memory.
+ */
+function absentAfter(ctx: DowningContext, event: DowningEvent): readonly SbrMember[] {
+  if (event.type !== 'sbr.view') return ctx.absent;
+  if (ctx.view && ctx.view.selfKey !== event.selfKey) return [];
+  const keys = new Set(event.members.map((m) => m.key));
+  const addresses = new Set(event.members.map((m) => m.address));
+  const cutOff = new Set(ctx.reachability.split(/[|,]/).filter((k) => k !== ''));
+  const gone = (ctx.view?.members ?? []).filter((m) => !keys.has(m.key) && cutOff.has(m.key));
+  const known = new Set(ctx.absent.map((m) => m.key));
+  const merged = [...ctx.absent, ...gone.filter((m) => !known.has(m.key))];
+  const kept = merged.filter((m) => !keys.has(m.key) && !addresses.has(m.address));
+  return kept.length === ctx.absent.length && kept.every((m, i) => m === ctx.absent[i]) ? ctx.absent : kept;
+}
+
 /** The next context plus the static-quorum warning when the cluster grew past 2·quorum − 1. */
 export function observe(policy: DowningPolicy, ctx: DowningContext, event: DowningEvent): DowningStep {
-  const next = take(ctx, event);
+  const taken = take(ctx, event);
+  const next = policy.remembersDowned ? { ...taken, absent: absentAfter(ctx, event) } : taken;
   const size = next.view?.members.length ?? 0;
   const q = policy.quorumSize;
   if (q === undefined || size <= 2 * q - 1 || size === ctx.warnedClusterSize) {
@@ -164,6 +213,47 @@ export function observe(policy: DowningPolicy, ctx: DowningContext, event: Downi
     context: { ...next, warnedClusterSize: size },
     effects: [{ kind: 'warn-quorum-exceeded', size, quorumSize: q }],
   };
+}
+
+/** Does `after` remember a member as absent that `before` did not? */
+export function remembersNew(before: DowningContext, after: DowningContext): boolean {
+  const known = new Set(before.absent.map((m) => m.key));
+  return after.absent.some((m) => !known.has(m.key));
+}
+
+/**
+ * The detection time has passed since the last member was remembered: a member counted here that
+ * was already silent then would have been found unreachable by now.
+ */
+export function forgetAbsent(ctx: DowningContext): DowningStep {
+  return { context: ctx.absent.length === 0 ? ctx : { ...ctx, absent: [] }, effects: [] };
+}
+
+/**
+ * While members downed lately are remembered, a member counted on this side going unreachable
+ * can turn this side into the minority: the earlier decision counted a member that had already
+ * crossed over. The other side then survives and starts singletons after its down-removal
+ * margin, which may end before this side's next stable-after would. So a member this event puts
+ * on a losing side downs itself at once, without waiting (downing only itself is always safe).
+ * undefined when nothing is remembered or this side still survives.
+ */
+export function recant(
+  policy: DowningPolicy,
+  ctx: DowningContext,
+  event: DowningEvent,
+): DowningStep | undefined {
+  const seen = observe(policy, ctx, event);
+  if (seen.context.absent.length === 0) return undefined;
+  // already out: once is enough
+  const self = seen.context.view?.selfKey;
+  if (
+    self !== undefined &&
+    ctx.lastDecision?.decision !== 'down-unreachable' &&
+    ctx.lastDecision?.down.includes(self)
+  )
+    return undefined;
+  const own = selfDowning(policy.strategy, seen.context);
+  return own && { context: own.context, effects: [...seen.effects, ...own.effects] };
 }
 
 /**

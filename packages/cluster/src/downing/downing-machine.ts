@@ -1,6 +1,7 @@
 import { type ActorSystem, enqueueDecision, type Message } from '@doyen/core';
 import { fromPromise, setup } from 'xstate';
 import type { ClusterConfig } from '../config.js';
+import { detectionTimeMs } from '../failure-detector/detector.js';
 import {
   type DowningContext,
   type DowningEffect,
@@ -10,6 +11,8 @@ import {
   decideForSide,
   decideWithLease,
   downAllWhenUnstable,
+  downingPolicy,
+  forgetAbsent,
   initialDowningContext,
   inputOf,
   isDecider,
@@ -17,6 +20,8 @@ import {
   membershipChanges,
   observe,
   reachabilityChanges,
+  recant,
+  remembersNew,
   selfDowning,
   troubledAfter,
 } from './downing-decisions.js';
@@ -34,6 +39,15 @@ export {
 
 export const DOWNING_PATH = '/system/downing';
 const MEMBERSHIP_PATH = '/system/membership';
+const FORGET_ID = 'forget-absent';
+
+/** The machine's own delayed event: the members downed lately may be forgotten. */
+interface ForgetAbsent {
+  readonly type: 'sbr.forget-absent';
+}
+
+/** The event guards judge: they sit only on `sbr.view` and `sbr.own-reachability` transitions. */
+const seen = (event: DowningEvent | ForgetAbsent): DowningEvent => event as DowningEvent;
 
 export interface DowningDeps {
   readonly system: ActorSystem;
@@ -75,11 +89,11 @@ export function createDowningMachine(deps: DowningDeps) {
   const { system, config } = deps;
   const sbr = config.sbr;
   const strategy = strategyOf(config);
-  const policy: DowningPolicy = {
+  const policy: DowningPolicy = downingPolicy(
     strategy,
-    usesLease: config.downing === 'lease-majority',
-    quorumSize: config.downing === 'static-quorum' ? (sbr.quorumSize ?? 1) : undefined,
-  };
+    config.downing === 'lease-majority',
+    config.downing === 'static-quorum' ? (sbr.quorumSize ?? 1) : undefined,
+  );
   const active = strategy !== undefined || policy.usesLease;
   const stableAfter = (ctx: DowningContext) =>
     sbr.stableAfterMs ?? defaultStableAfterMs(ctx.view?.members.length ?? 1);
@@ -133,8 +147,14 @@ export function createDowningMachine(deps: DowningDeps) {
     }
   };
 
+  /**
+   * How long members downed lately are remembered: a member counted here that had already gone
+   * silent before they left the view is found unreachable within this (see recant).
+   */
+  const rememberMs = detectionTimeMs(config.failureDetector, config.heartbeatIntervalMs);
+
   const machineSetup = setup({
-    types: { context: {} as DowningContext, events: {} as DowningEvent },
+    types: { context: {} as DowningContext, events: {} as DowningEvent | ForgetAbsent },
     actions: {
       run: (_, effect: DowningEffect) => execute(effect),
     },
@@ -150,12 +170,13 @@ export function createDowningMachine(deps: DowningDeps) {
     },
     guards: {
       active: () => active,
-      troubledAfter: ({ context, event }) => troubledAfter(context, event),
-      calmAfter: ({ context, event }) => !troubledAfter(context, event),
-      membershipChanges: ({ context, event }) => membershipChanges(context, event),
-      reachabilityChanges: ({ context, event }) => reachabilityChanges(context, event),
+      troubledAfter: ({ context, event }) => troubledAfter(context, seen(event)),
+      recants: ({ context, event }) => recant(policy, context, seen(event)) !== undefined,
+      calmAfter: ({ context, event }) => !troubledAfter(context, seen(event)),
+      membershipChanges: ({ context, event }) => membershipChanges(context, seen(event)),
+      reachabilityChanges: ({ context, event }) => reachabilityChanges(context, seen(event)),
       anyChange: ({ context, event }) =>
-        membershipChanges(context, event) || reachabilityChanges(context, event),
+        membershipChanges(context, seen(event)) || reachabilityChanges(context, seen(event)),
       isDecider: ({ context }) => isDecider(context),
       usesLease: () => policy.usesLease,
       downsOwnSide: ({ context }) => selfDowning(strategy, context) !== undefined,
@@ -169,12 +190,23 @@ export function createDowningMachine(deps: DowningDeps) {
     },
   });
 
-  /** Applies a decision: its context assigned, its effects to `run`. */
+  /**
+   * Applies a decision: its context assigned, its effects to `run`. When it remembers someone new
+   * as absent, the forgetting (a delayed event on the actor clock) starts over.
+   */
   const apply = (step: (context: DowningContext, event: DowningEvent) => DowningStep) =>
-    machineSetup.enqueueActions(({ context, event, enqueue }) =>
-      enqueueDecision(enqueue, context, step(context, event)),
-    );
+    machineSetup.enqueueActions(({ context, event, enqueue }) => {
+      const next = step(context, event as DowningEvent);
+      enqueueDecision(enqueue, context, next);
+      if (remembersNew(context, next.context)) {
+        enqueue.cancel(FORGET_ID);
+        enqueue.raise({ type: 'sbr.forget-absent' }, { id: FORGET_ID, delay: rememberMs });
+      }
+    });
   const take = apply((c, e) => observe(policy, c, e));
+  const recanting = apply((c, e) => recant(policy, c, e)!);
+  /** First on every event while active: a member counted here crossed over (see recant). */
+  const recants = { guard: 'recants', target: '#downing.decided', actions: recanting } as const;
   const leaseAnswer = apply((c, e) =>
     decideWithLease(c, (e as unknown as { output: boolean }).output === true),
   );
@@ -187,12 +219,14 @@ export function createDowningMachine(deps: DowningDeps) {
    */
   const whileUnstable = {
     'sbr.view': [
+      recants,
       { guard: 'calmAfter', target: '#downing.unstable.healed', actions: take },
       { guard: 'membershipChanges', target: '#downing.unstable', reenter: true, actions: take },
       { guard: 'reachabilityChanges', target: '#downing.unstable.waiting', reenter: true, actions: take },
       { actions: take },
     ],
     'sbr.own-reachability': [
+      recants,
       { guard: 'calmAfter', target: '#downing.unstable.healed', actions: take },
       { guard: 'reachabilityChanges', target: '#downing.unstable.waiting', reenter: true, actions: take },
       { actions: take },
@@ -206,6 +240,7 @@ export function createDowningMachine(deps: DowningDeps) {
     on: {
       'sbr.view': { actions: take },
       'sbr.own-reachability': { actions: take },
+      'sbr.forget-absent': { actions: apply((c) => forgetAbsent(c)) },
     },
     states: {
       checking: {
@@ -214,8 +249,13 @@ export function createDowningMachine(deps: DowningDeps) {
       inactive: {},
       stable: {
         on: {
-          'sbr.view': [{ guard: 'troubledAfter', target: 'unstable', actions: take }, { actions: take }],
+          'sbr.view': [
+            recants,
+            { guard: 'troubledAfter', target: 'unstable', actions: take },
+            { actions: take },
+          ],
           'sbr.own-reachability': [
+            recants,
             { guard: 'troubledAfter', target: 'unstable', actions: take },
             { actions: take },
           ],
@@ -280,11 +320,13 @@ export function createDowningMachine(deps: DowningDeps) {
       decided: {
         on: {
           'sbr.view': [
+            recants,
             { guard: 'calmAfter', target: 'stable', actions: take },
             { guard: 'anyChange', target: 'unstable', actions: take },
             { actions: take },
           ],
           'sbr.own-reachability': [
+            recants,
             { guard: 'calmAfter', target: 'stable', actions: take },
             { guard: 'reachabilityChanges', target: 'unstable', actions: take },
             { actions: take },

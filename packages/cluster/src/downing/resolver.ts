@@ -20,6 +20,11 @@ export interface SbrInput {
   readonly selfKey: string;
   /** Peers this node's own failure detector monitors and finds reachable. */
   readonly ownReachable: ReadonlySet<string>;
+  /**
+   * Members this side downed lately (no longer in `members`): they may still run over there,
+   * so counting strategies count them on the other side (see downing-decisions.ts).
+   */
+  readonly absent?: readonly SbrMember[];
 }
 
 export interface SbrResolution {
@@ -67,12 +72,33 @@ export function resolve(strategy: StrategyConfig, input: SbrInput): SbrResolutio
       reason: 'only indirectly connected members',
     };
   }
-  const outcome = decideStrategy(strategy, { members: clean, unreachable });
+  const absent = countsAbsent(strategy) ? (input.absent ?? []) : [];
+  const outcome = decideStrategy(
+    strategy,
+    absent.length === 0
+      ? { members: clean, unreachable }
+      : {
+          members: [...clean, ...absent],
+          unreachable: new Set([...unreachable, ...absent.map((m) => m.key)]),
+        },
+  );
   return {
     ...base,
+    // absent members are gone from the membership already: nothing to down there
     ...downSet(outcome.decision, input.members, unreachable, indirect),
-    reason: outcome.reason,
+    reason:
+      absent.length === 0
+        ? outcome.reason
+        : `${outcome.reason} (${absent.length} downed lately counted over there)`,
   };
+}
+
+/**
+ * Strategies that count sides. keep-oldest asks where the oldest is, which a member downed here
+ * cannot change (and a downed lone oldest must not look "over there"); down-all counts nothing.
+ */
+export function countsAbsent(strategy: StrategyConfig | undefined): boolean {
+  return strategy?.strategy === 'keep-majority' || strategy?.strategy === 'static-quorum';
 }
 
 /** lease-majority: does this side look like the minority (then it waits before trying the lease)? */

@@ -1,5 +1,6 @@
 import { type DeadlineConfig, DeadlineFailureDetector } from './deadline.js';
 import { FailureDetectorConfigError } from './errors.js';
+import { phiCrossingMs } from './phi.js';
 import { type PhiAccrualConfig, PhiAccrualFailureDetector } from './phi-accrual.js';
 
 /**
@@ -43,4 +44,16 @@ export function createFailureDetector(
       throw new FailureDetectorConfigError('kind', kind, "'phi-accrual' or 'deadline'");
     }
   }
+}
+
+/**
+ * The longest silence before a steadily heartbeating peer is found unreachable: the detector's
+ * crossing for the steady mean (one interval) plus one interval, as peers are judged once per
+ * interval. A peer silent since before some instant is found unreachable by then + this.
+ */
+export function detectionTimeMs(config: FailureDetectorConfig, heartbeatIntervalMs: number): number {
+  if (config.kind === 'deadline') return new DeadlineFailureDetector(config).deadlineMs + heartbeatIntervalMs;
+  const c = new PhiAccrualFailureDetector(config).config;
+  const mean = heartbeatIntervalMs + c.acceptableHeartbeatPauseMs;
+  return phiCrossingMs(c.threshold, mean, c.minStdDeviationMs) + heartbeatIntervalMs;
 }
