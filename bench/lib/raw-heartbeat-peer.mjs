@@ -13,6 +13,8 @@ const packr = new Packr();
 let received = 0;
 
 const server = new WebSocketServer({ host: '127.0.0.1', port: Number(port), perMessageDeflate: false });
+// the bench times a start from spawn to this line (the floor under doyen's start-up)
+server.on('listening', () => process.stderr.write('{"listening":true}\n'));
 server.on('connection', (socket) =>
   socket.on('message', (data) => {
     const batch = packr.unpack(data);
