@@ -87,7 +87,8 @@ describe('the downing machine alone: events in, effects as data out', () => {
     expect(execute).toEqual({ kind: 'execute', down: [key(4), key(5)], unreachable: [key(4), key(5)] });
   });
 
-  it('a member counted here turning unreachable right after a decision: counted with the downed two, this side is the minority and goes at once', () => {
+  /** keep-majority on 1: 4 and 5 go unreachable, stable-after passes, 1 decides them away (1–3 left). */
+  function decideFourAndFiveAway() {
     const m = start('keep-majority');
     const all = range(1, 5).map((i) => member(i));
     const three = range(1, 3).map((i) => member(i));
@@ -96,6 +97,11 @@ describe('the downing machine alone: events in, effects as data out', () => {
     m.send(reach([2, 3]));
     m.send(view(1, all, reports(1, [4, 5]), 2));
     m.advance(1500);
+    return { m, three };
+  }
+
+  it('a member counted here turning unreachable right after a decision: counted with the downed two, this side is the minority and goes at once', () => {
+    const { m, three } = decideFourAndFiveAway();
     expect(m.kinds()).toEqual(['log-decision', 'execute']);
     m.send(view(1, three, {}, 3)); // 4 and 5 downed and removed: calm again
     expect(m.state()).toBe('"stable"');
@@ -111,14 +117,7 @@ describe('the downing machine alone: events in, effects as data out', () => {
   });
 
   it('once the detection time has passed, the downed are forgotten: a later loss is decided on the membership as it is', () => {
-    const m = start('keep-majority');
-    const all = range(1, 5).map((i) => member(i));
-    const three = range(1, 3).map((i) => member(i));
-    m.send(view(1, all));
-    m.send(reach([2, 3, 4, 5]));
-    m.send(reach([2, 3]));
-    m.send(view(1, all, reports(1, [4, 5]), 2));
-    m.advance(1500);
+    const { m, three } = decideFourAndFiveAway();
     m.send(view(1, three, {}, 3));
     m.advance(1500);
     m.send(reach([2]));

@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ClusterConfig } from '../../packages/cluster/src/index.js';
-import { GREEK, SimCluster } from '../support/sim-cluster.js';
-import { withNotebook } from '../support/sim-singletons.js';
+import { SimCluster } from '../support/sim-cluster.js';
+import { FIVE, fiveWithNotebook } from '../support/singleton-runs.js';
 
-const FIVE = GREEK.slice(0, 5) as unknown as string[];
 const addr = (name: string) => `10.0.0.${FIVE.indexOf(name) + 1}:2552`;
 /** Member keys (`address#uid`) as sorted addresses. */
 const addresses = (keys: string[] | undefined) => (keys ?? []).map((k) => k.split('#')[0]).sort();
@@ -38,13 +37,7 @@ describe('singleton when a member crosses sides within the detection window', ()
     second: [string[], string[]],
   ) {
     const c = new SimCluster({ seed, captureLogs: true, logLevel: 'info' }, config);
-    c.restartDowned = true;
-    for (const n of FIVE) {
-      c.start(n);
-      await c.sim.runFor(100);
-    }
-    await c.sim.runUntil(() => c.converged(FIVE), { description: 'initial convergence' });
-    const nb = withNotebook(c);
+    const nb = await fiveWithNotebook(c);
     const systems = (names: string[]) => names.map((n) => c.get(n).system);
     await c.sim.runFor(300);
     c.sim.partition(systems(first[0]), systems(first[1]));

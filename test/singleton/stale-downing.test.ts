@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { GREEK, SimCluster } from '../support/sim-cluster.js';
-import { withNotebook } from '../support/sim-singletons.js';
-
-const FIVE = GREEK.slice(0, 5) as unknown as string[];
+import { SimCluster } from '../support/sim-cluster.js';
+import { fiveWithNotebook } from '../support/singleton-runs.js';
 
 /**
  * A member downs the oldest on a view that went stale while it stalled; by the time its word
@@ -15,13 +13,7 @@ const FIVE = GREEK.slice(0, 5) as unknown as string[];
 describe('singleton when one member downed the oldest on a stale view', () => {
   async function scenario(seed: number) {
     const c = new SimCluster({ seed, captureLogs: true, logLevel: 'info' }, { downing: 'keep-oldest' });
-    c.restartDowned = true;
-    for (const n of FIVE) {
-      c.start(n);
-      await c.sim.runFor(100);
-    }
-    await c.sim.runUntil(() => c.converged(FIVE), { description: 'initial convergence' });
-    const nb = withNotebook(c);
+    const nb = await fiveWithNotebook(c);
     await c.sim.runFor(300);
     // athens (oldest, running the notebook) stalls: everyone else finds it unreachable
     c.sim.pause(c.get('athens').system, 2355);

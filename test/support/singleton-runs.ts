@@ -5,7 +5,24 @@ import { forEachSeed, SeededRandom } from '../../packages/testkit/src/index.js';
 import { GREEK, SimCluster, type SimNode } from './sim-cluster.js';
 import { withNotebook } from './sim-singletons.js';
 
-const FIVE = GREEK.slice(0, 5) as unknown as string[];
+export const FIVE = GREEK.slice(0, 5) as unknown as string[];
+
+/**
+ * Starts the five (athens … ephesus, 100 ms apart, restarted as new incarnations when downed) in
+ * `c`, waits for them to converge and puts the notebook singleton on them.
+ */
+export async function fiveWithNotebook(
+  c: SimCluster,
+  options: Parameters<typeof withNotebook>[1] = {},
+): Promise<ReturnType<typeof withNotebook>> {
+  c.restartDowned = true;
+  for (const n of FIVE) {
+    c.start(n);
+    await c.sim.runFor(100);
+  }
+  await c.sim.runUntil(() => c.converged(FIVE), { description: 'initial convergence' });
+  return withNotebook(c, options);
+}
 
 /** How many seeded runs per strategy (100 × 3 strategies = 300); DOYEN_SINGLETON_RUNS overrides (the CI budget: raise it in soaks). */
 export const SINGLETON_RUNS = Number(process.env.DOYEN_SINGLETON_RUNS ?? 100);
@@ -30,13 +47,7 @@ export async function singletonSeededRuns(
   const seeds = Array.from({ length: options.runs ?? SINGLETON_RUNS }, (_, i) => firstSeed + i);
   await forEachSeed(seeds, async (seed) => {
     const c = new SimCluster({ seed }, config);
-    c.restartDowned = true;
-    for (const n of FIVE) {
-      c.start(n);
-      await c.sim.runFor(100);
-    }
-    await c.sim.runUntil(() => c.converged(FIVE), { description: 'initial convergence' });
-    const nb = withNotebook(c, options.placement ? { placement: options.placement(c) } : {});
+    const nb = await fiveWithNotebook(c, options.placement ? { placement: options.placement(c) } : {});
     const rnd = new SeededRandom(seed).fork('singleton-faults');
     await c.sim.runFor(300);
     for (let step = 0; step < 3; step++) {
