@@ -166,14 +166,11 @@ describe('a consumer project installs the tarballs with plain npm', () => {
     const [port, httpPort] = await freePorts(2);
     const node = NodeProcess.spawn({
       command: join(project, 'node_modules/.bin/doyen'),
-      args: ['node', '--cluster', 'consumer', '--host', '127.0.0.1', '--port', String(port)].concat([
-        '--seeds',
-        `127.0.0.1:${port}`,
-        '--http-port',
-        String(httpPort),
-        '--partitions',
-        '0',
-      ]),
+      args: [
+        'node',
+        ...['--cluster', 'consumer', '--host', '127.0.0.1', '--port', String(port)],
+        ...['--seeds', `127.0.0.1:${port}`, '--http-port', String(httpPort), '--partitions', '0'],
+      ],
       cwd: project,
       env: { DOYEN_SECRET: 'consumer-test-secret-0123456789', DOYEN_LOG_LEVEL: 'info' },
       http: { host: '127.0.0.1', port: httpPort! },
