@@ -22,5 +22,5 @@ RUN npm init -y >/dev/null \
 # the node image's unprivileged user (uid 1000, as the manifests' runAsUser)
 USER node
 EXPOSE 25520 8558
-ENTRYPOINT ["node", "/app/node_modules/doyen/dist/cli-bundle.js"]
+ENTRYPOINT ["node", "/app/node_modules/doyen/dist/bin.js"]
 CMD ["node"]

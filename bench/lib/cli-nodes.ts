@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { ClusterView } from '../../packages/doyen/src/management-http.js';
 import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 
-const CLI = fileURLToPath(new URL('../../packages/doyen/dist/cli-bundle.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../packages/doyen/dist/bin.js', import.meta.url));
 
 export type CliNode = NodeProcess & {
   /** `host:port` of its cluster port. */

@@ -32,7 +32,7 @@ const REFUSED: unknown[] = [
 ];
 
 describe('the published JSON Schema of --config files', () => {
-  it('is the schema the node checks files against (regenerate: node packages/doyen/dist/cli-bundle.js config-schema > packages/doyen/config.schema.json)', () => {
+  it('is the schema the node checks files against (regenerate: node packages/doyen/dist/bin.js config-schema > packages/doyen/config.schema.json)', () => {
     expect(JSON.parse(readFileSync(PUBLISHED, 'utf8'))).toEqual(configFileJsonSchema());
   });
 

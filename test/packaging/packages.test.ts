@@ -97,15 +97,16 @@ describe('npm pack contents', () => {
     if (usesXstate) expect(manifest.peerDependencies?.xstate, manifest.name).toMatch(/^\^5\./);
   });
 
-  it('doyen: the bin is the bundled CLI with a node shebang; what it leaves out are dependencies', async () => {
+  it('doyen: the bin runs the bundled CLI; what the bundle leaves out are dependencies', async () => {
     const { manifest, files, tarball } = packed.get('doyen')!;
-    expect(manifest.bin).toEqual({ doyen: './dist/cli-bundle.js' });
-    expect(files).toContain('dist/cli-bundle.js');
-    const cli = (await run('tar', ['-xzOf', tarball, 'package/dist/cli-bundle.js'], { maxBuffer: 64 << 20 }))
-      .stdout;
-    expect(cli.startsWith('#!/usr/bin/env node\n')).toBe(true);
+    expect(manifest.bin).toEqual({ doyen: './dist/bin.js' });
+    for (const f of ['dist/bin.js', 'dist/compile-cache.js', 'dist/cli-bundle.cjs'])
+      expect(files).toContain(f);
+    const read = async (f: string) =>
+      (await run('tar', ['-xzOf', tarball, `package/${f}`], { maxBuffer: 64 << 20 })).stdout;
+    expect((await read('dist/bin.js')).startsWith('#!/usr/bin/env node\n')).toBe(true);
     // left out of the bundle (etcd3 reads its .proto files at run time): installed beside it
-    expect(cli).toMatch(/from "etcd3"|import\("etcd3"\)/);
+    expect(await read('dist/cli-bundle.cjs')).toMatch(/require\("etcd3"\)/);
     expect(manifest.dependencies.etcd3).toBeDefined();
     expect(manifest.dependencies['@statelyai/inspect']).toBeDefined();
     expect(files).toContain('config.schema.json');
@@ -172,19 +173,27 @@ describe('a consumer project installs the tarballs with plain npm', () => {
         ...['--seeds', `127.0.0.1:${port}`, '--http-port', String(httpPort), '--partitions', '0'],
       ],
       cwd: project,
-      env: { DOYEN_SECRET: 'consumer-test-secret-0123456789', DOYEN_LOG_LEVEL: 'info' },
+      env: {
+        DOYEN_SECRET: 'consumer-test-secret-0123456789',
+        DOYEN_LOG_LEVEL: 'info',
+        DOYEN_COMPILE_CACHE: join(work, 'compile-cache'),
+      },
       http: { host: '127.0.0.1', port: httpPort! },
     });
     try {
       expect(await node.waitForEvent('node.started', 30_000)).toBeDefined();
+      // the bin found the bundle and a cache directory of its own (a first start: nothing in it)
+      expect(node.events().filter((e) => e.event === 'node.compile-cache')).toEqual([
+        expect.objectContaining({ status: 'miss', directory: join(work, 'compile-cache') }),
+      ]);
       expect((await node.getJson<{ status: string }>('/cluster'))?.status).toBe('up');
     } finally {
       await node.stop();
     }
-    // what the lease package imports on first use, resolved from the bundle's own directory
+    // what the lease package requires on first use, resolved from the bundle's own directory
     const { stdout } = await run(
       process.execPath,
-      ['-e', "import('etcd3').then((m) => console.log(typeof m.Etcd3))"],
+      ['-e', "console.log(typeof require('etcd3').Etcd3)"],
       { cwd: join(project, 'node_modules/doyen/dist') },
     );
     expect(stdout.trim()).toBe('function');

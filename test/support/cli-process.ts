@@ -7,7 +7,7 @@ import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** The CLI as the `doyen` bin ships it: one bundled JavaScript file, no TypeScript loader (`pnpm test` builds it first). */
-export const COMPILED_CLI = join(ROOT, 'packages/doyen/dist/cli-bundle.js');
+export const COMPILED_CLI = join(ROOT, 'packages/doyen/dist/bin.js');
 
 /** The compiled CLI's path; a clear error when nothing built it. */
 export function compiledCli(): string {

@@ -41,7 +41,7 @@ export function nodeName(index: number): string {
 /** The repository root (this file is apps/partition-demo/src/cluster-processes.ts). */
 export const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 /** The compiled CLI (`pnpm build`): nodes run JavaScript, no TypeScript loader, as in production. */
-const CLI = 'packages/doyen/dist/cli-bundle.js';
+const CLI = 'packages/doyen/dist/bin.js';
 const GUARD = fileURLToPath(new URL('./orphan-guard.mjs', import.meta.url));
 
 export type ProcState = 'starting' | 'running' | 'paused' | 'leaving' | 'exited';

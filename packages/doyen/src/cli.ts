@@ -5,6 +5,7 @@ import { DoyenError, formatNodeAddress } from '@doyen/core';
 import { EtcdLease } from '@doyen/lease';
 import { parseDnsServers } from './bootstrap/discovery.js';
 import { type NodeOptionName, nodeOptionsUsage, type OptionValues, parseNodeArgs } from './cli-options.js';
+import { compileCacheReport } from './compile-cache.js';
 // config-file.js (TypeBox, yaml: ~150 ms to load) is imported only when a file is given
 import type { FileLease, readConfigFile } from './config-file.js';
 import { INSPECTOR_USAGE, runInspectorServerCommand } from './inspector/server-cli.js';
@@ -62,7 +63,8 @@ function say(text: string): never {
 }
 
 function version(): string {
-  // src/cli.ts, dist/cli.js and the bin, dist/cli-bundle.js, all sit one level below the package root
+  // src/cli.ts, dist/cli.js and the bundle the bin runs, dist/cli-bundle.cjs, all sit one level
+  // below the package root
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
     version: string;
   };
@@ -280,6 +282,9 @@ export async function main(argv: string[]): Promise<void> {
     ...(config.port !== 0 ? { node: formatNodeAddress({ host: config.host, port: config.port }) } : {}),
   });
   for (const w of secretWarnings) logger.warn({ event: w.event }, w.message);
+  const compileCache = compileCacheReport();
+  if (compileCache)
+    logger.info({ event: 'node.compile-cache', ...compileCache }, `compile cache: ${compileCache.status}`);
   let node: Awaited<ReturnType<typeof startNode>>;
   try {
     node = await startNode(config, { logger });
