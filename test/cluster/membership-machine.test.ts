@@ -55,6 +55,13 @@ const selfExiting = setStatus(together, [key(2)], 'exiting');
 const selfRemoved = removeMembers(selfExiting, [key(2)]);
 const selfDowned = downMembers(together, [key(2)]);
 const coordinatorGone = removeMembers(setStatus(together, [key(1)], 'exiting'), [key(1)]);
+// n2 takes over while n3 is leaving: the new coordinator has leader actions to run
+const withLeaver = setStatus(
+  setStatus(addJoiner(together, node(3)).membership, [key(3)], 'up'),
+  [key(3)],
+  'leaving',
+);
+const coordinatorGoneLeaverLeft = removeMembers(setStatus(withLeaver, [key(1)], 'exiting'), [key(1)]);
 
 const update = (membership: Membership, from = 1) =>
   ({
@@ -73,12 +80,14 @@ const EVENTS: MembershipEvent[] = [
   update(selfRemoved),
   update(selfDowned),
   update(coordinatorGone),
+  update(coordinatorGoneLeaverLeft),
   { type: 'cluster.leave' },
   { type: 'sbr.down-self' },
   after('joinTimeout', 'joining'),
   after('joinBackoff', 'backingOff'),
   after('leaveTimeout', 'leaving'),
   after('leaveTimeout', 'exiting'),
+  after('leaderActionsInterval', 'up.coordinator.acting'),
 ];
 
 describe('membership machine, alone', () => {
@@ -101,7 +110,8 @@ describe('membership machine, alone', () => {
         'backingOff',
         'joinFailed',
         'up.member',
-        'up.coordinator',
+        'up.coordinator.idle',
+        'up.coordinator.acting',
         'leaving.asking',
         'exiting',
         'removed',
@@ -146,6 +156,29 @@ describe('membership machine, alone', () => {
     actor.send({ type: 'membership.welcome', membership: together, from: addr(1) });
     expect(stateName(actor.getSnapshot().value)).toBe('up.member');
     actor.send(update(coordinatorGone));
-    expect(stateName(actor.getSnapshot().value)).toBe('up.coordinator');
+    expect(stateName(actor.getSnapshot().value)).toBe('up.coordinator.idle');
+  });
+
+  it('a coordinator runs leader actions only while there is work, one interval apart', () => {
+    const clock = new SimulatedClock();
+    const actor = createActor(machine(), { clock }).start();
+    actor.send({ type: 'membership.welcome', membership: together, from: addr(1) });
+    actor.send(update(coordinatorGoneLeaverLeft));
+    // n3 is leaving: the new coordinator moves it to exiting, then removes it
+    expect(stateName(actor.getSnapshot().value)).toBe('up.coordinator.acting');
+    const status = () =>
+      actor.getSnapshot().context.membership?.members.find((x) => memberKey(x) === key(3))?.status;
+    clock.increment(config.leaderActionsIntervalMs - 1);
+    expect(status()).toBe('leaving');
+    clock.increment(1);
+    expect(status()).toBe('exiting');
+    clock.increment(config.leaderActionsIntervalMs);
+    expect(status()).toBeUndefined();
+    // nothing left to do: no timer runs, and time passing changes nothing
+    expect(stateName(actor.getSnapshot().value)).toBe('up.coordinator.idle');
+    let snapshots = 0;
+    actor.subscribe(() => snapshots++);
+    clock.increment(60_000);
+    expect(snapshots).toBe(0);
   });
 });

@@ -9,9 +9,11 @@ import {
   completeCollector,
   downSelf,
   type Env,
-  evaluate,
+  evaluateChanges,
+  evaluationStale,
   executeDowning,
   formNewCluster,
+  hasLeaderWork,
   initialContext,
   isCoordinator,
   isFirstSeed,
@@ -157,6 +159,9 @@ export function createMembershipMachine(deps: MembershipDeps) {
       updateNamesSelf: ({ event }) =>
         event.type === 'membership.update' && admittedBy(env, event.membership, event.replyTo.address.node),
       isCoordinator: ({ context }) => isCoordinator(env, context),
+      evaluationStale: ({ context }) => evaluationStale(context),
+      hasLeaderWork: ({ context }) => hasLeaderWork(env, context),
+      noLeaderWork: ({ context }) => !hasLeaderWork(env, context),
       notCoordinator: ({ context }) => !isCoordinator(env, context),
       selfGoneAfterLeaving: ({ context }) => {
         const s = selfStatus(context);
@@ -310,6 +315,10 @@ export function createMembershipMachine(deps: MembershipDeps) {
               { guard: 'selfLeaving', target: '#membership.leaving' },
               { guard: 'isCoordinator', target: 'coordinator' },
             ],
+            // Only a backstop (pullIntervalMs, 5 s by default): every heartbeat carries its
+            // sender's membership version, so a member that missed an update hears of it within
+            // a heartbeat from any ring neighbour and pulls at once (fd.version-seen). This pull
+            // covers only what that cannot: a node none of whose neighbours is ahead of it.
             after: {
               pullInterval: {
                 target: 'member',
@@ -318,17 +327,31 @@ export function createMembershipMachine(deps: MembershipDeps) {
               },
             },
           },
+          // No timer runs while there is nothing to do: an idle, converged cluster costs the
+          // coordinator no transitions. Evaluation follows every change of the membership or
+          // the observations (right after the step that made it), and the leader actions run
+          // one interval apart only while some member is leaving, exiting or stuck joining.
           coordinator: {
-            entry: apply((c) => evaluate(env, c)),
+            entry: apply((c) => evaluateChanges(env, c)),
             always: [
               { guard: 'selfLeaving', target: '#membership.leaving' },
               { guard: 'notCoordinator', target: 'member' },
+              { guard: 'evaluationStale', actions: apply((c) => evaluateChanges(env, c)) },
             ],
-            after: {
-              leaderActionsInterval: {
-                target: 'coordinator',
-                reenter: true,
-                actions: apply((c) => leaderActions(env, c)),
+            initial: 'idle',
+            states: {
+              idle: {
+                always: [{ guard: 'hasLeaderWork', target: 'acting' }],
+              },
+              acting: {
+                always: [{ guard: 'noLeaderWork', target: 'idle' }],
+                after: {
+                  leaderActionsInterval: {
+                    target: 'acting',
+                    reenter: true,
+                    actions: apply((c) => leaderActions(env, c)),
+                  },
+                },
               },
             },
           },

@@ -48,19 +48,27 @@ export interface Collector {
   readonly replyTo: ActorRef;
 }
 
+/** subject key -> observers (keys) that currently report it unreachable. */
+type Observations = Readonly<Record<string, readonly string[]>>;
+
 export interface MembershipContext {
   readonly membership: Membership | undefined;
   readonly attempt: number;
   readonly collectors: readonly Collector[];
   readonly nextCollectorId: number;
   /** subject key -> observers (keys) that currently report it unreachable. */
-  readonly observations: Readonly<Record<string, readonly string[]>>;
+  readonly observations: Observations;
   readonly failure: string | undefined;
   /**
    * Every membership adopted, newest last (bounded): one step may adopt several versions
    * (unreachable, then downed), and the edge turns each consecutive pair into events.
    */
   readonly journal: readonly { readonly seq: number; readonly membership: Membership }[];
+  /**
+   * The membership version and observations the coordinator last evaluated (see
+   * `evaluateChanges`): it evaluates again only once either changed, not on a timer.
+   */
+  readonly evaluated: { readonly version: number; readonly observations: Observations } | undefined;
 }
 
 const JOURNAL_MAX = 32;
@@ -99,6 +107,7 @@ export const initialContext: MembershipContext = {
   observations: {},
   failure: undefined,
   journal: [],
+  evaluated: undefined,
 };
 
 const noop = (context: MembershipContext): Step => ({ context, out: [], timeouts: [] });
@@ -528,6 +537,33 @@ export function evaluate(env: Env, ctx: MembershipContext): Step {
   return chain(step, (c) => evaluate(env, c));
 }
 
+/**
+ * Whether `evaluate` has not yet seen this membership and these observations: the coordinator
+ * evaluates on every change of either (right after the step that made it), and never otherwise.
+ */
+export function evaluationStale(ctx: MembershipContext): boolean {
+  const seen = ctx.evaluated;
+  return (
+    ctx.membership !== undefined &&
+    (seen === undefined || seen.version !== ctx.membership.version || seen.observations !== ctx.observations)
+  );
+}
+
+/**
+ * `evaluate`, noting what it left behind as evaluated. It marks its own result, not its input:
+ * evaluate is idempotent (what it publishes, it would leave alone on a second pass), and a
+ * second pass must never be able to chase its own tail.
+ */
+export function evaluateChanges(env: Env, ctx: MembershipContext): Step {
+  const step = evaluate(env, ctx);
+  const after = step.context;
+  if (!after.membership) return step;
+  return {
+    ...step,
+    context: { ...after, evaluated: { version: after.membership.version, observations: after.observations } },
+  };
+}
+
 /** Operator or API: down a member (by key or by `host:port`). Only the coordinator acts on it. */
 export function onDownRequest(env: Env, ctx: MembershipContext, target: string, by = env.self.key): Step {
   const m = ctx.membership;
@@ -622,27 +658,49 @@ export function onLeave(env: Env, ctx: MembershipContext, leave: Leave): Step {
   return publish(env, ctx, setStatus(m, [leave.member], 'leaving'));
 }
 
+interface LeaderWork {
+  readonly exiting: readonly string[];
+  readonly leaving: readonly string[];
+  readonly stuck: readonly string[];
+}
+
 /**
- * The coordinator's periodic duties (Akka's leader actions): exiting members are removed,
- * leaving members move to exiting, and joiners whose collector was lost (the coordinator
- * changed mid-join) are moved up.
+ * What the coordinator's leader actions would do now: exiting members to remove, leaving ones
+ * to move to exiting, and joiners whose collector timed out or was lost (the coordinator changed
+ * mid-join) to move up once nobody is unreachable (convergence). Undefined when there is
+ * nothing: then no leader-actions timer runs at all (an idle cluster costs no transitions).
  */
-export function leaderActions(env: Env, ctx: MembershipContext): Step {
+function leaderWork(env: Env, ctx: MembershipContext): LeaderWork | undefined {
   const m = ctx.membership;
-  if (!m || !isCoordinator(env, ctx)) return noop(ctx);
-  let next = m;
+  if (!m || !isCoordinator(env, ctx)) return undefined;
   const exiting = m.members.filter((x) => x.status === 'exiting').map(memberKey);
-  if (exiting.length > 0) next = removeMembers(next, exiting);
   const leaving = m.members.filter((x) => x.status === 'leaving').map(memberKey);
-  if (leaving.length > 0) next = setStatus(next, leaving, 'exiting');
-  // joiners whose collector timed out or was lost: up once nobody is unreachable (convergence)
   const converged = unreachableKeys(ctx).length === 0;
   const stuck = converged
     ? m.members
         .filter((x) => x.status === 'joining' && !ctx.collectors.some((c) => c.joiner === memberKey(x)))
         .map(memberKey)
     : [];
-  if (stuck.length > 0) next = setStatus(next, stuck, 'up');
+  return exiting.length + leaving.length + stuck.length > 0 ? { exiting, leaving, stuck } : undefined;
+}
+
+/** Whether `leaderActions` would change anything now (the coordinator's timer runs only then). */
+export function hasLeaderWork(env: Env, ctx: MembershipContext): boolean {
+  return leaderWork(env, ctx) !== undefined;
+}
+
+/**
+ * The coordinator's duties (Akka's leader actions), run one interval apart while there are
+ * any: exiting members are removed, leaving members move to exiting, and stuck joiners move up.
+ */
+export function leaderActions(env: Env, ctx: MembershipContext): Step {
+  const m = ctx.membership;
+  const work = leaderWork(env, ctx);
+  if (!m || !work) return noop(ctx);
+  let next = m;
+  if (work.exiting.length > 0) next = removeMembers(next, work.exiting);
+  if (work.leaving.length > 0) next = setStatus(next, work.leaving, 'exiting');
+  if (work.stuck.length > 0) next = setStatus(next, work.stuck, 'up');
   if (next === m) return noop(ctx);
   // several changes, one new version
   const collapsed = { ...next, version: m.version + 1 };
