@@ -191,11 +191,9 @@ describe('a consumer project installs the tarballs with plain npm', () => {
       await node.stop();
     }
     // what the lease package requires on first use, resolved from the bundle's own directory
-    const { stdout } = await run(
-      process.execPath,
-      ['-e', "console.log(typeof require('etcd3').Etcd3)"],
-      { cwd: join(project, 'node_modules/doyen/dist') },
-    );
+    const { stdout } = await run(process.execPath, ['-e', "console.log(typeof require('etcd3').Etcd3)"], {
+      cwd: join(project, 'node_modules/doyen/dist'),
+    });
     expect(stdout.trim()).toBe('function');
   }, 60_000);
 });

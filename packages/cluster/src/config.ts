@@ -91,6 +91,13 @@ export interface ClusterConfig {
   readonly splitBrainProbeIntervalMs: number;
   /** Heartbeats go out this often. */
   readonly heartbeatIntervalMs: number;
+  /**
+   * A member not heard from yet (just admitted, still starting, its connections still being made)
+   * is judged this much later than one already heard (Akka's expected-response-after): on a loaded
+   * host a newcomer's first heartbeat can take seconds, and it must not look dead for that. A
+   * member that never heartbeats is found unreachable this long after a normal detection.
+   */
+  readonly firstHeartbeatGraceMs: number;
   readonly failureDetector: FailureDetectorConfig;
   readonly heartbeatRing: HeartbeatRingConfig;
 }
@@ -109,6 +116,7 @@ export const defaultClusterConfig: Omit<ClusterConfig, 'seeds'> = {
   leaderActionsIntervalMs: 100,
   leaveTimeoutMs: 10_000,
   heartbeatIntervalMs: DEFAULT_HEARTBEAT_INTERVAL_MS,
+  firstHeartbeatGraceMs: 3000,
   splitBrainProbeIntervalMs: 1000,
   minimumClusterSize: 1,
   failureDetector: { kind: 'phi-accrual' },
@@ -134,6 +142,10 @@ export function resolveClusterConfig(
   ] as const) {
     if (!(c[key] > 0)) throw new InvalidConfigError(`cluster.${key} must be > 0, got ${c[key]}`);
   }
+  if (!(c.firstHeartbeatGraceMs >= 0))
+    throw new InvalidConfigError(
+      `cluster.firstHeartbeatGraceMs must be >= 0, got ${c.firstHeartbeatGraceMs}`,
+    );
   if (!(Number.isInteger(c.minimumClusterSize) && c.minimumClusterSize >= 1)) {
     throw new InvalidConfigError('cluster.minimumClusterSize must be an integer >= 1');
   }

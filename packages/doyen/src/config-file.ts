@@ -54,6 +54,7 @@ const clusterOptions = object({
   minimumClusterSize: int(),
   splitBrainProbeIntervalMs: num(),
   heartbeatIntervalMs: num(),
+  firstHeartbeatGraceMs: num(),
   failureDetector: object({
     kind: oneOf('phi-accrual', 'deadline'),
     threshold: num(),

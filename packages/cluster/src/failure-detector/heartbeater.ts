@@ -52,6 +52,10 @@ export class Heartbeater {
   private stopped = false;
   /** When each peer last answered (for the inter-arrival histogram). */
   private readonly lastHeard = new Map<string, number>();
+  /** Targets that were new members when they became targets (see firstHeartbeatGraceMs). */
+  private readonly newcomers = new Set<string>();
+  /** Who pinged us, since the last membership, without being monitored (see pingedEarly). */
+  private readonly earlyPings = new Set<string>();
 
   constructor(deps: HeartbeaterDeps) {
     this.system = deps.system;
@@ -93,7 +97,12 @@ export class Heartbeater {
     for (const t of targets) {
       const key = memberKey(t);
       // A new target starts with a heartbeat "now": if none ever arrives it still gets detected.
-      if (!(key in this.peers)) this.registry.heartbeat(key, now);
+      if (!(key in this.peers)) {
+        this.registry.heartbeat(key, now);
+        if (this.earlyPings.has(key)) this.lastHeard.set(key, now);
+        // new to the cluster (not a member we knew, moving into our ring): judged after a grace
+        else if (!this.memberKeys.has(key)) this.newcomers.add(key);
+      }
       peers[key] = this.peers[key] ?? 'reachable';
       refs.set(key, this.targets.get(key) ?? this.system.remoteRef(nodeOf(t), HEARTBEAT_PULSE_PATH));
     }
@@ -101,8 +110,11 @@ export class Heartbeater {
       if (!(key in peers)) {
         this.registry.remove(key);
         this.lastHeard.delete(key);
+        this.newcomers.delete(key);
       }
+    this.earlyPings.clear();
     const changed = !sameKeys(this.peers, peers);
+    const previous = this.peers;
     this.version = membership.version;
     this.memberKeys = new Set(members.map((m) => m.key));
     this.failedKeys = new Set(membership.failed.map(memberKey));
@@ -110,6 +122,10 @@ export class Heartbeater {
     this.targets = refs;
     for (const key of this.replyRefs.keys()) if (!this.memberKeys.has(key)) this.replyRefs.delete(key);
     if (changed) this.onPeersChanged(peers);
+    // New targets get a ping now rather than at the next tick: a newcomer is heard as soon as it
+    // is in, and its first-heartbeat grace (firstHeartbeatGraceMs) ends at once.
+    const fresh = [...refs].filter(([key]) => !(key in previous)).map(([, ref]) => ref);
+    if (fresh.length > 0) this.ping(fresh);
     if (this.timer === undefined) this.schedule();
   }
 
@@ -140,8 +156,7 @@ export class Heartbeater {
   private tick(): void {
     this.timer = undefined;
     if (this.stopped || this.system.isTerminated) return;
-    const ping: HeartbeatPing = { type: 'heartbeat.ping', from: this.self.node, version: this.version };
-    for (const ref of this.targets.values()) ref.send(ping);
+    this.ping(this.targets.values());
     const now = this.system.clock.now();
     const late = now - this.dueAt > this.config.heartbeatIntervalMs;
     this.schedule();
@@ -154,6 +169,7 @@ export class Heartbeater {
     for (const [key, before] of Object.entries(this.peers)) {
       const after = this.statusOf(key, now);
       if (after === before) continue;
+      if ((after === 'unreachable') !== (before === 'unreachable')) this.logVerdict(key, after, now);
       next ??= { ...this.peers };
       next[key] = after;
     }
@@ -163,12 +179,38 @@ export class Heartbeater {
     }
   }
 
+  /** One ping message object for all of `refs`. */
+  private ping(refs: Iterable<ActorRef>): void {
+    const ping: HeartbeatPing = { type: 'heartbeat.ping', from: this.self.node, version: this.version };
+    for (const ref of refs) ref.send(ping);
+  }
+
   private statusOf(key: string, now: number): PeerStatus {
-    if (!this.registry.isAvailable(key, now)) return 'unreachable';
+    // a newcomer not heard from yet: judged as of the grace ago (its "heartbeat" is when
+    // monitoring began)
+    const grace = this.newcomers.has(key) && !this.lastHeard.has(key);
+    const at = grace ? now - this.config.firstHeartbeatGraceMs : now;
+    if (!this.registry.isAvailable(key, at)) return 'unreachable';
     const detector = this.registry.get(key) as PhiAccrualFailureDetector | undefined;
-    if (detector && typeof detector.phi === 'function' && detector.phi(now) > this.phiThreshold / 2)
+    if (detector && typeof detector.phi === 'function' && detector.phi(at) > this.phiThreshold / 2)
       return 'suspect';
     return 'reachable';
+  }
+
+  /** This node's own detector changed its mind about a peer: a cluster fact, with its evidence. */
+  private logVerdict(key: string, status: PeerStatus, now: number): void {
+    const heard = this.lastHeard.has(key);
+    const last = this.registry.get(key)?.lastHeartbeatMs;
+    this.system.logger.info(
+      {
+        event: status === 'unreachable' ? 'fd.peer-unreachable' : 'fd.peer-reachable',
+        peer: key,
+        // silence before the verdict; for a peer never heard, since monitoring began
+        silentMs: last === undefined ? undefined : Math.round(now - last),
+        heard,
+      },
+      `${key} ${status === 'unreachable' ? 'unreachable' : 'reachable again'} (own failure detector)`,
+    );
   }
 
   private answer(ping: HeartbeatPing): void {
@@ -184,9 +226,10 @@ export class Heartbeater {
         this.system
           .remoteRef(ping.from, '/system/membership')
           .send({ type: 'membership.downed-notice', by: this.self.key } as Message);
-      }
+      } else this.pingedEarly(from);
       return;
     }
+    if (!(from in this.peers)) this.pingedEarly(from);
     if (ping.version !== this.version && this.version > 0) this.versionSeen(ping);
     if (this.targets.has(from)) {
       // We ping it every interval as it pings us (all-to-all, or ring neighbours): each side's
@@ -201,6 +244,15 @@ export class Heartbeater {
     }
     const pong: HeartbeatPong = { type: 'heartbeat.pong', from: this.self.node, version: this.version };
     reply.send(pong);
+  }
+
+  /**
+   * A ping from a node we do not monitor (yet): a newcomer whose welcome overtook our update, or
+   * a member pinging a newcomer (us) before our own welcome arrived. Once it is a target, it
+   * counts as heard: its first-heartbeat grace does not apply.
+   */
+  private pingedEarly(from: string): void {
+    if (this.earlyPings.size < MAX_EARLY_PINGS) this.earlyPings.add(from);
   }
 
   private heard(pong: HeartbeatPong): void {
@@ -233,6 +285,9 @@ export class Heartbeater {
       ?.send({ type: 'fd.version-seen', peer: message.from, version: message.version } as Message);
   }
 }
+
+/** Bounds the early pings remembered between two memberships (only authenticated peers ping). */
+const MAX_EARLY_PINGS = 1024;
 
 /** Around the heartbeat interval (100 ms by default), and the pauses a failure detector judges. */
 const HEARTBEAT_BUCKETS_SECONDS = [0.05, 0.075, 0.1, 0.125, 0.15, 0.2, 0.3, 0.5, 1, 2, 5];
