@@ -82,7 +82,7 @@ const EVENTS: MembershipEvent[] = [
   update(coordinatorGone),
   update(coordinatorGoneLeaverLeft),
   { type: 'cluster.leave' },
-  { type: 'sbr.down-self' },
+  { type: 'sbr.down-self', side: [] },
   after('joinTimeout', 'joining'),
   after('joinBackoff', 'backingOff'),
   after('leaveTimeout', 'leaving'),

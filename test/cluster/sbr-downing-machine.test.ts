@@ -137,6 +137,8 @@ describe('the downing machine alone: events in, effects as data out', () => {
     m.advance(1500);
     expect(m.kinds()).toEqual(['log-decision', 'down-self']);
     expect(m.effects[0]!.effect).toMatchObject({ by: 'self' });
+    // it tells the rest of its side (4, which it reaches), never the other side (1, 2, 3)
+    expect(m.effects[1]!.effect).toEqual({ kind: 'down-self', side: [key(4)] });
   });
 
   it('a member of the surviving side that is not its decider leaves the decision to the decider', () => {

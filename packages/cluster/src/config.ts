@@ -37,7 +37,7 @@ export interface SbrSettings {
   readonly downIfAlone: boolean;
   /** No decision until membership and reachability were unchanged this long; default by cluster size. */
   readonly stableAfterMs?: number;
-  /** Down everything if still undecided this long after stable-after (default 2× stable-after); 'off' disables. */
+  /** Down everything if still undecided this long after stable-after (default 2× stable-after, at least 10 s); 'off' disables. */
   readonly downAllWhenUnstableMs?: number | 'off';
   /** lease-majority: the minority waits this long before trying the lease. */
   readonly acquireLeaseDelayForMinorityMs: number;

@@ -23,9 +23,10 @@ export type FailureDetectorEffect =
   | { readonly kind: 'tell-membership'; readonly subject: string; readonly reachable: boolean }
   | { readonly kind: 'tell-downing'; readonly reachable: readonly string[] };
 
+/** Peers heard from and not judged unreachable (an `unheard` one is no evidence either way). */
 const reachableKeys = (peers: Readonly<Record<string, PeerStatus>>): string[] =>
   Object.entries(peers)
-    .filter(([, s]) => s !== 'unreachable')
+    .filter(([, s]) => s === 'reachable' || s === 'suspect')
     .map(([k]) => k)
     .sort();
 

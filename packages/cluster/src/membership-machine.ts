@@ -67,7 +67,7 @@ export type MembershipLocalEvent =
       readonly down: readonly string[];
       readonly unreachable: readonly string[];
     }
-  | { readonly type: 'sbr.down-self' };
+  | { readonly type: 'sbr.down-self'; readonly side: readonly string[] };
 
 export type MembershipEvent =
   | Join
@@ -216,7 +216,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
     'fd.reachability': (c, e) => onOwnReachability(env, c, e.subject, e.reachable),
     'fd.version-seen': (c, e) => onVersionSeen(env, c, e.peer, e.version),
     'sbr.execute': (c, e) => executeDowning(env, c, e.down, e.unreachable),
-    'sbr.down-self': (c) => downSelf(env, c),
+    'sbr.down-self': (c, e) => downSelf(env, c, e.side),
   };
   /** The action running `step` on events of `type` (xstate routes only those to it: the one narrowing). */
   const on = <T extends MembershipEvent['type']>(

@@ -18,6 +18,7 @@ import {
 } from './membership.js';
 import type {
   Ack,
+  DownedNotice,
   DownRequest,
   Join,
   Leave,
@@ -623,13 +624,21 @@ export function onDownedNotice(env: Env, ctx: MembershipContext, by: string): St
 
 /**
  * This node's split-brain resolver found that its side loses (down-reachable, down-all) and it
- * is not the decider: it takes itself out at once, on its own authority over itself only.
+ * is not the decider: it tells the rest of its side (`side`: the members that decision takes down
+ * and this node still reaches), then takes itself out. The notices leave first, so they are on
+ * the wire before a node run with `--on-downed exit` stops.
  */
-export function downSelf(env: Env, ctx: MembershipContext): Step {
+export function downSelf(env: Env, ctx: MembershipContext, side: readonly string[] = []): Step {
   const m = ctx.membership;
   const me = m && findMember(m, env.self.key);
   if (!m || !me || !isLive(me.status)) return noop(ctx);
-  return adopt(ctx, downMembers(m, [env.self.key]));
+  const notice: DownedNotice = { type: 'membership.downed-notice', by: env.self.key };
+  const out = side
+    .map((key) => findMember(m, key))
+    .filter((x): x is Member => x !== undefined && isLive(x.status) && memberKey(x) !== env.self.key)
+    .map((x) => sendTo({ kind: 'member', node: nodeOf(x) }, notice));
+  const step = adopt(ctx, downMembers(m, [env.self.key]));
+  return { ...step, out: [...out, ...step.out] };
 }
 
 // ---- leaving ----------------------------------------------------------------------------------

@@ -90,7 +90,8 @@ export type DowningEffect =
       readonly version: number | undefined;
     }
   | { readonly kind: 'execute'; readonly down: readonly string[]; readonly unreachable: readonly string[] }
-  | { readonly kind: 'down-self' }
+  /** `side`: the other members this decision takes down that this node still reaches (told first). */
+  | { readonly kind: 'down-self'; readonly side: readonly string[] }
   | { readonly kind: 'warn-quorum-exceeded'; readonly size: number; readonly quorumSize: number };
 
 export interface DowningStep {
@@ -319,9 +320,12 @@ function decided(ctx: DowningContext, resolution: SbrResolution): DowningStep {
  * view. When the decision takes its whole side down (down-reachable, down-all), a member that is
  * not the decider downs itself on its own clock: the side goes down in one round even when the
  * decider's news is lost (the decider downs itself too and may stop before its updates leave).
- * Only ever itself: a member speaks only for itself, and taking itself out can never leave two
- * sides running. undefined when the decision does not take this member down (it waits for the
- * decider, as before).
+ * Views reach stability a few hundred ms apart, so the first member to decide tells the rest of
+ * its side (the members it still reaches) before it goes: otherwise its exit is a reachability
+ * change for them, their stable-after starts over, and the side goes down one round at a time.
+ * A down is final whoever took it (any live member's downed-notice takes its receiver out), and
+ * the side it tells is the one its decision takes down anyway. undefined when the decision does
+ * not take this member down (it waits for the decider, as before).
  */
 export function selfDowning(
   strategy: StrategyConfig | undefined,
@@ -332,9 +336,13 @@ export function selfDowning(
   const resolution = resolve(strategy, input);
   if (resolution.decision !== 'down-reachable' && resolution.decision !== 'down-all') return undefined;
   if (!resolution.down.includes(input.selfKey)) return undefined;
+  const across = new Set([...resolution.unreachable, ...resolution.indirectlyConnected, input.selfKey]);
   return {
     context: { ...ctx, lastDecision: resolution },
-    effects: [logged('self', resolution, ctx), { kind: 'down-self' }],
+    effects: [
+      logged('self', resolution, ctx),
+      { kind: 'down-self', side: resolution.down.filter((k) => !across.has(k)) },
+    ],
   };
 }
 

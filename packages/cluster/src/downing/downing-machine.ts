@@ -25,7 +25,7 @@ import {
   selfDowning,
   troubledAfter,
 } from './downing-decisions.js';
-import { defaultStableAfterMs, isMinoritySide } from './resolver.js';
+import { defaultDownAllWhenUnstableMs, defaultStableAfterMs, isMinoritySide } from './resolver.js';
 import type { StrategyConfig } from './strategies.js';
 
 export {
@@ -100,9 +100,7 @@ export function createDowningMachine(deps: DowningDeps) {
   const unstableLimit = (ctx: DowningContext) => {
     const extra = sbr.downAllWhenUnstableMs;
     if (extra === 'off') return 365 * 24 * 3600 * 1000;
-    // Akka's default is 3/4 of stable-after (15 s after its 20 s). Ours is 2×: with stable-after
-    // at 1.5 s, 3/4 of it would shut a cluster down for two unrelated failures seconds apart.
-    return stableAfter(ctx) + (extra ?? stableAfter(ctx) * 2);
+    return stableAfter(ctx) + (extra ?? defaultDownAllWhenUnstableMs(stableAfter(ctx)));
   };
 
   const execute = (effect: DowningEffect): void => {
@@ -136,7 +134,7 @@ export function createDowningMachine(deps: DowningDeps) {
           ?.send({ type: 'sbr.execute', down: effect.down, unreachable: effect.unreachable } as Message);
         return;
       case 'down-self':
-        system.lookup(MEMBERSHIP_PATH)?.send({ type: 'sbr.down-self' } as Message);
+        system.lookup(MEMBERSHIP_PATH)?.send({ type: 'sbr.down-self', side: effect.side } as Message);
         return;
       case 'warn-quorum-exceeded':
         system.logger.warn(

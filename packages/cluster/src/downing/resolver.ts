@@ -137,20 +137,34 @@ function downSet(
 }
 
 /**
- * Akka's recommended stable-after per cluster size (7 s at 5 nodes … 30 s at 1000), scaled by
- * doyen's detector, which notices a crash in ~1 s instead of Akka's ~5 s: membership news
- * spreads in one broadcast rather than gossip rounds, so the margin can shrink with it.
+ * Default stable-after per cluster size. Akka grows it with the cluster (7 s at 5 nodes … 30 s at
+ * 1000) because gossip needs more rounds to spread reachability as the cluster grows. doyen has
+ * no rounds to wait for: an observer sends its reachability report to every member directly, so
+ * every member has every report one hop after the observer's detector fired, at any size. The
+ * wait restarts at each change, so it must outlast the gaps between the observers' detections of
+ * one failure (one heartbeat interval, 200 ms, plus the phi curve's slack: in simulation every
+ * observer of a crash or a cut fires within ~150 ms of the first at 10, 25, 50 and 100 members)
+ * and a stalled event loop. 1.5 s does up to 250 members, and a crash is decided ~2.6 s after it
+ * (1.05 s detection + 1.5 s). Beyond 250 (not measured here) it grows as Akka's does.
  */
 const STABLE_AFTER_TABLE: readonly (readonly [number, number])[] = [
-  [5, 1500],
-  [10, 2000],
-  [20, 2800],
-  [50, 3600],
-  [100, 4300],
-  [1000, 6400],
+  [250, 1500],
+  [1000, 3000],
 ];
 
 export function defaultStableAfterMs(clusterSize: number): number {
   for (const [size, ms] of STABLE_AFTER_TABLE) if (clusterSize <= size) return ms;
   return STABLE_AFTER_TABLE.at(-1)![1];
+}
+
+/**
+ * How long after stable-after a side still undecided downs everything (down-all-when-unstable).
+ * Akka's default is 3/4 of stable-after: 15 s after its 20 s. Ours is 2× stable-after and at
+ * least 10 s. The multiple alone would be 3 s after a 1.5 s stable-after: two unrelated failures
+ * seconds apart, or a host so loaded during a rolling start of 50 nodes that event loops stall
+ * past the detector for a few seconds (measured: 5 s of flapping, then down-all of the whole
+ * cluster), would shut a cluster down that needed only patience.
+ */
+export function defaultDownAllWhenUnstableMs(stableAfterMs: number): number {
+  return Math.max(2 * stableAfterMs, 10_000);
 }

@@ -8,7 +8,13 @@ import type { HeartbeatPing, HeartbeatPong } from '../messages.js';
 import type { PhiAccrualFailureDetector } from './phi-accrual.js';
 import { FailureDetectorRegistry } from './registry.js';
 
-export type PeerStatus = 'reachable' | 'suspect' | 'unreachable';
+/**
+ * What this node's detector thinks of a peer it monitors. `unheard`: monitored, nothing heard from
+ * it since, not yet judged. It is no evidence of reachability: a member that became a target
+ * because the ring walked past members gone unreachable (a partition) may be over there too, and
+ * counting it reachable would make it look indirectly connected until it is judged.
+ */
+export type PeerStatus = 'unheard' | 'reachable' | 'suspect' | 'unreachable';
 
 /** Where heartbeats are sent and answered: a plain function ref, no mailbox, no machine. */
 export const HEARTBEAT_PULSE_PATH = '/system/heartbeat-pulse';
@@ -103,7 +109,7 @@ export class Heartbeater {
         // new to the cluster (not a member we knew, moving into our ring): judged after a grace
         else if (!this.memberKeys.has(key)) this.newcomers.add(key);
       }
-      peers[key] = this.peers[key] ?? 'reachable';
+      peers[key] = this.peers[key] ?? (this.lastHeard.has(key) ? 'reachable' : 'unheard');
       refs.set(key, this.targets.get(key) ?? this.system.remoteRef(nodeOf(t), HEARTBEAT_PULSE_PATH));
     }
     for (const key of Object.keys(this.peers))
@@ -191,6 +197,7 @@ export class Heartbeater {
     const grace = this.newcomers.has(key) && !this.lastHeard.has(key);
     const at = grace ? now - this.config.firstHeartbeatGraceMs : now;
     if (!this.registry.isAvailable(key, at)) return 'unreachable';
+    if (!this.lastHeard.has(key)) return 'unheard';
     const detector = this.registry.get(key) as PhiAccrualFailureDetector | undefined;
     if (detector && typeof detector.phi === 'function' && detector.phi(at) > this.phiThreshold / 2)
       return 'suspect';
