@@ -133,7 +133,8 @@ describe('heartbeatPeers: ring', () => {
 
   it('is all-to-all while K covers everyone else (11 members, K = 9 rounds up to 10)', () => {
     const members = cluster(11);
-    for (const self of members) expect(heartbeatPeers(self, members).targets).toHaveLength(10);
+    const config = { allToAllMax: 10, monitoredByNrOfMembers: 9 };
+    for (const self of members) expect(heartbeatPeers(self, members, { config }).targets).toHaveLength(10);
   });
 
   it('gives the same answer whatever the order of the member list', () => {

@@ -141,6 +141,31 @@ describe('the downing machine alone: events in, effects as data out', () => {
     expect(m.effects[1]!.effect).toEqual({ kind: 'down-self', side: [key(4)] });
   });
 
+  it('on a losing side, finding more of the other side does not restart stable-after; anyone reachable again does', () => {
+    const all = range(1, 7).map((i) => member(i));
+    const run = (second: DowningEvent[]) => {
+      const m = start('keep-majority');
+      m.send(view(7, all));
+      m.send(reach([5, 6]));
+      m.send(view(7, all, reports(7, [1, 2, 3, 4]), 2)); // 4 over there, 3 here: this side loses
+      m.advance(1000);
+      for (const e of second) m.send(e);
+      m.advance(600);
+      const early = m.kinds();
+      m.advance(1000);
+      return { early, late: m.kinds() };
+    };
+    // this node finds 5 unreachable too: still losing, so the decision comes 1.5 s after the first change
+    expect(run([reach([6]), view(7, all, reports(7, [1, 2, 3, 4, 5]), 3)]).early).toEqual([
+      'log-decision',
+      'down-self',
+    ]);
+    // 4 reachable again as 5 is lost: not only more of the same, so the wait starts over
+    const control = run([reach([4, 6]), view(7, all, reports(7, [1, 2, 3, 5]), 3)]);
+    expect(control.early).toEqual([]);
+    expect(control.late).toEqual(['log-decision', 'down-self']);
+  });
+
   it('a member of the surviving side that is not its decider leaves the decision to the decider', () => {
     const m = start('keep-majority');
     const all = range(1, 5).map((i) => member(i));

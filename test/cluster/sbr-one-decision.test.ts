@@ -118,3 +118,23 @@ describe('one decision, one side: the losing side is down within a second of its
     }, 180_000);
   }
 });
+
+describe('a side cut off from the coordinator walks its heartbeat ring on', () => {
+  it('keep-majority, 30 nodes with 4 observers each, the youngest 6 cut off: every seed, the 6 find enough of the 24 to know they lose, and go', async () => {
+    // With few observers, some of the 24 are monitored by none of the 6. The 6 get no new
+    // membership (their coordinator is over there), so their observers must walk on past the
+    // targets they lost on their own; before they did, the 6 counted those members on their side,
+    // thought themselves the majority, waited for a decider over there and never went down.
+    const config: Partial<ClusterConfig> = {
+      downing: 'keep-majority',
+      heartbeatRing: { allToAllMax: 10, monitoredByNrOfMembers: 4 },
+    };
+    const late: number[] = [];
+    for (const seed of [3, 7, 11, 19]) {
+      const r = await cut(30, seed, config, (all) => all.slice(24), { exit: 'flush' });
+      expect(r.decisions.every((d) => d.decision === 'down-reachable')).toBe(true);
+      late.push(Math.round(r.lastDown - r.decidedAt));
+    }
+    console.log(`30 nodes, K = 4, 24 | 6: decision -> all 6 down in ${late.join(', ')} ms (simulated)`);
+  }, 180_000);
+});

@@ -10,7 +10,10 @@ import { simulatedScale } from '../support/scale-scenario.js';
  * first of the losing side to decide used to exit before the rest decided, restarting their
  * stable-after (decision → side down 4.85 s); at 50 a member the ring picked as a new target
  * after the cut counted as reachable until judged, so the losing side's members saw indirectly
- * connected members and decided a detection time late (1.05 s).
+ * connected members and decided a detection time late (1.05 s). A side cut off from the
+ * coordinator must also walk its ring on by itself, and must not wait out each round of finding
+ * more of the other side once it knows it loses (see sbr-one-decision and the downing machine's
+ * tests for both).
  */
 describe('the scale scenario in simulation meets its targets', () => {
   for (const n of [25, 50]) {

@@ -146,8 +146,23 @@ function memberSignatureOf(view: SbrViewMessage | undefined): string {
     .join(',');
 }
 
+/**
+ * The last context `take` computed for each event. The machine's guards and its action each ask
+ * for it (three to four times per event); the answer is a pure function of (context, event), so
+ * the first is kept, and a membership change costs one pass over the members instead of four.
+ */
+const taken = new WeakMap<DowningEvent, { readonly from: DowningContext; readonly to: DowningContext }>();
+
 /** The context after an event (views and own reachability both only replace what they carry). */
 export function take(ctx: DowningContext, event: DowningEvent): DowningContext {
+  const known = taken.get(event);
+  if (known?.from === ctx) return known.to;
+  const next = takeAnew(ctx, event);
+  taken.set(event, { from: ctx, to: next });
+  return next;
+}
+
+function takeAnew(ctx: DowningContext, event: DowningEvent): DowningContext {
   const next: DowningContext =
     event.type === 'sbr.view'
       ? { ...ctx, view: event }
@@ -171,6 +186,31 @@ export function reachabilityChanges(ctx: DowningContext, event: DowningEvent): b
 }
 
 /**
+ * A reachability change that cannot change this member's verdict: its side already loses, and
+ * the change only adds unreachable members (nobody reachable again, no one indirectly connected
+ * anew). A member nobody here has found unreachable yet counts on this side, so finding more only
+ * shrinks this side and grows the other: every strategy's losing verdict stands (keep-majority,
+ * static-quorum, keep-oldest and down-all are monotone that way). Such a change does not restart
+ * stable-after. It matters after a cut: observers that lost their ring targets walk on to the next
+ * members and judge them a detection time later, so a side can keep finding members of the other
+ * side for a few rounds, and waiting out each round kept a losing side up seconds after the
+ * other side had decided.
+ */
+export function losingStill(
+  strategy: StrategyConfig | undefined,
+  ctx: DowningContext,
+  event: DowningEvent,
+): boolean {
+  const after = take(ctx, event);
+  const [unreachableBefore = '', indirectBefore = ''] = ctx.reachability.split('|');
+  const [unreachableAfter = '', indirectAfter = ''] = after.reachability.split('|');
+  if (indirectBefore !== indirectAfter) return false;
+  const grown = new Set(unreachableAfter.split(',').filter((k) => k !== ''));
+  if (!unreachableBefore.split(',').every((k) => k === '' || grown.has(k))) return false;
+  return selfDowning(strategy, ctx) !== undefined && selfDowning(strategy, after) !== undefined;
+}
+
+/**
  * Did a member become up (Akka's rule: only an up restarts stable-after)? Joins, leaves and
  * removals do not: a restarted incarnation that joins the losing side's decider while it waits
  * must not postpone that side's decision past the winners' down-removal margin.
@@ -191,6 +231,8 @@ export function membershipChanges(ctx: DowningContext, event: DowningEvent): boo
 function absentAfter(ctx: DowningContext, event: DowningEvent): readonly SbrMember[] {
   if (event.type !== 'sbr.view') return ctx.absent;
   if (ctx.view && ctx.view.selfKey !== event.selfKey) return [];
+  // nobody was cut off and nobody is remembered (joins, leaves): nothing can be absent
+  if (ctx.absent.length === 0 && !isTroubled(ctx)) return ctx.absent;
   const keys = new Set(event.members.map((m) => m.key));
   const addresses = new Set(event.members.map((m) => m.address));
   const cutOff = new Set(ctx.reachability.split(/[|,]/).filter((k) => k !== ''));

@@ -17,6 +17,7 @@ import {
   inputOf,
   isDecider,
   isTroubled,
+  losingStill,
   membershipChanges,
   observe,
   reachabilityChanges,
@@ -173,6 +174,7 @@ export function createDowningMachine(deps: DowningDeps) {
       calmAfter: ({ context, event }) => !troubledAfter(context, seen(event)),
       membershipChanges: ({ context, event }) => membershipChanges(context, seen(event)),
       reachabilityChanges: ({ context, event }) => reachabilityChanges(context, seen(event)),
+      losingStill: ({ context, event }) => losingStill(strategy, context, seen(event)),
       anyChange: ({ context, event }) =>
         membershipChanges(context, seen(event)) || reachabilityChanges(context, seen(event)),
       isDecider: ({ context }) => isDecider(context),
@@ -213,19 +215,22 @@ export function createDowningMachine(deps: DowningDeps) {
    * While unstable (in `waiting` or `healed`; never by re-entering `unstable`, which would restart
    * the down-all-when-unstable limit): everyone reachable again → `healed`, and stable once that
    * lasts; a member becoming up is no instability: both timers start over; a reachability
-   * change restarts the stable-after wait only.
+   * change restarts the stable-after wait only, unless it cannot change a losing verdict
+   * (losingStill).
    */
   const whileUnstable = {
     'sbr.view': [
       recants,
       { guard: 'calmAfter', target: '#downing.unstable.healed', actions: take },
       { guard: 'membershipChanges', target: '#downing.unstable', reenter: true, actions: take },
+      { guard: 'losingStill', actions: take },
       { guard: 'reachabilityChanges', target: '#downing.unstable.waiting', reenter: true, actions: take },
       { actions: take },
     ],
     'sbr.own-reachability': [
       recants,
       { guard: 'calmAfter', target: '#downing.unstable.healed', actions: take },
+      { guard: 'losingStill', actions: take },
       { guard: 'reachabilityChanges', target: '#downing.unstable.waiting', reenter: true, actions: take },
       { actions: take },
     ],

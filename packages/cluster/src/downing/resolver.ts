@@ -38,6 +38,10 @@ export interface SbrResolution {
 
 /** The pieces of a decision before the strategy runs: who is unreachable, who is indirectly connected. */
 export function partitionView(input: SbrInput) {
+  // nobody reported unreachable (joins, leaves, an idle cluster): nothing to sort out
+  if (Object.keys(input.observations).length === 0) {
+    return { indirect: new Set<string>(), unreachable: new Set<string>(), clean: input.members };
+  }
   const live = new Set(input.members.map((m) => m.key));
   // Reports from observers this node itself cannot reach are stale: they describe the world
   // before the cut (and would make cleanly partitioned members look indirectly connected).

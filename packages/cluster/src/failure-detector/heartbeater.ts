@@ -45,6 +45,8 @@ export class Heartbeater {
   private readonly phiThreshold: number;
   private readonly onPeersChanged: HeartbeaterDeps['onPeersChanged'];
   private version = 0;
+  /** The membership the targets were last chosen from. */
+  private membership: Membership | undefined;
   private memberKeys = new Set<string>();
   private failedKeys = new Set<string>();
   private peers: Record<string, PeerStatus> = {};
@@ -86,21 +88,43 @@ export class Heartbeater {
    */
   takeMembership(membership: Membership): void {
     if (this.stopped) return;
+    this.chooseTargets(membership);
+    this.membership = membership;
+    this.earlyPings.clear();
+    this.version = membership.version;
+    this.memberKeys = new Set(liveMembers(membership).map(memberKey));
+    this.failedKeys = new Set(membership.failed.map(memberKey));
+    for (const key of this.replyRefs.keys()) if (!this.memberKeys.has(key)) this.replyRefs.delete(key);
+    if (this.timer === undefined) this.schedule();
+  }
+
+  /**
+   * The ring targets for `membership` and this node's own judgements. The walk skips members this
+   * node found unreachable and goes on to the next, so it runs again whenever a judgement crosses
+   * the unreachable line, not only on a new membership: a side cut off from the coordinator gets
+   * no new membership, and its observers must still walk on to the members behind the ones they
+   * lost (else a member of the other side none of them monitored stays "reachable" for them, they
+   * count it on their side, wait for it as their decider, and never decide). Members judged
+   * unreachable stay targets, so they are heard when they come back.
+   */
+  private chooseTargets(membership: Membership): void {
     const members = liveMembers(membership).map((m) => ({ ...m, key: memberKey(m) }));
     const unreachable = new Set(
       Object.entries(this.peers)
         .filter(([, s]) => s === 'unreachable')
         .map(([k]) => k),
     );
-    const { targets } = heartbeatPeers(
-      { address: this.self.address, uid: this.self.uid },
-      members.filter((m) => m.key !== this.self.key),
-      { unreachable, config: this.config.heartbeatRing },
-    );
+    const others = members.filter((m) => m.key !== this.self.key);
+    const { targets } = heartbeatPeers({ address: this.self.address, uid: this.self.uid }, others, {
+      unreachable,
+      config: this.config.heartbeatRing,
+    });
+    const chosen = new Set(targets.map(memberKey));
+    const kept = others.filter((m) => unreachable.has(m.key) && !chosen.has(m.key));
     const now = this.system.clock.now();
     const peers: Record<string, PeerStatus> = {};
     const refs = new Map<string, ActorRef>();
-    for (const t of targets) {
+    for (const t of [...targets, ...kept]) {
       const key = memberKey(t);
       // A new target starts with a heartbeat "now": if none ever arrives it still gets detected.
       if (!(key in this.peers)) {
@@ -118,21 +142,15 @@ export class Heartbeater {
         this.lastHeard.delete(key);
         this.newcomers.delete(key);
       }
-    this.earlyPings.clear();
     const changed = !sameKeys(this.peers, peers);
     const previous = this.peers;
-    this.version = membership.version;
-    this.memberKeys = new Set(members.map((m) => m.key));
-    this.failedKeys = new Set(membership.failed.map(memberKey));
     this.peers = peers;
     this.targets = refs;
-    for (const key of this.replyRefs.keys()) if (!this.memberKeys.has(key)) this.replyRefs.delete(key);
     if (changed) this.onPeersChanged(peers);
     // New targets get a ping now rather than at the next tick: a newcomer is heard as soon as it
     // is in, and its first-heartbeat grace (firstHeartbeatGraceMs) ends at once.
     const fresh = [...refs].filter(([key]) => !(key in previous)).map(([, ref]) => ref);
     if (fresh.length > 0) this.ping(fresh);
-    if (this.timer === undefined) this.schedule();
   }
 
   /** Handles `heartbeat.ping` and `heartbeat.pong` as they arrive (synchronously, no mailbox). */
@@ -172,10 +190,14 @@ export class Heartbeater {
     }
     this.skipped = false;
     let next: Record<string, PeerStatus> | undefined;
+    let crossed = false;
     for (const [key, before] of Object.entries(this.peers)) {
       const after = this.statusOf(key, now);
       if (after === before) continue;
-      if ((after === 'unreachable') !== (before === 'unreachable')) this.logVerdict(key, after, now);
+      if ((after === 'unreachable') !== (before === 'unreachable')) {
+        this.logVerdict(key, after, now);
+        crossed = true;
+      }
       next ??= { ...this.peers };
       next[key] = after;
     }
@@ -183,6 +205,8 @@ export class Heartbeater {
       this.peers = next;
       this.onPeersChanged(next);
     }
+    // the walk depends on who is unreachable: walk again (see chooseTargets)
+    if (crossed && this.membership) this.chooseTargets(this.membership);
   }
 
   /** One ping message object for all of `refs`. */
