@@ -1,7 +1,9 @@
 // `pnpm bench scale [N,N,…]`: N real `doyen node` processes (the compiled CLI) on this machine,
 // for N = 10, 25, 50 by default (or SCALE_SIZES=10,25). For each N, in one cluster:
-//  1. a rolling start of all N at one per 200 ms: time from the last start to all up, and false
-//     downings (any sbr.decision or member.downed while nothing failed: the optimum is 0);
+//  1. a rolling start of all N at one per 200 ms: time from the last start to all up (the last
+//     member.up that completed a node's view, from the logs, then checked once on /cluster), false
+//     downings (any sbr.decision or member.downed while nothing failed: the optimum is 0) and
+//     false suspicions (any node's own detector finding a peer unreachable: fd.peer-unreachable);
 //  2. idle CPU (% of one core) and RSS per node over 10 s right after convergence, and again over
 //     20 s once the processes settled (SCALE_SETTLE_S after convergence, 120 by default, 0 skips
 //     it: V8 keeps compiling the heartbeat path for about two minutes, and those compiles are most
@@ -11,16 +13,18 @@
 //  4. a 2|8-shaped partition (the youngest fifth cut off), then a 50/50 one of what is left,
 //     through the nodes' fault-injection routes: time from the resolver's decision to the last
 //     process of the losing side gone (`--on-downed exit`).
-// First, a lone node's start-up: spawn → up, beside a bare ws + msgpackr process's spawn → listening.
-// Then the idle traffic (messages per member per second) in the deterministic simulation at 100 and 250 members.
+// First, a lone node's start-up: spawn → up (compile cache warm, and off), beside a bare ws +
+// msgpackr process's spawn → listening.
+// Then steps 1, 3 and 4 in the deterministic simulation at 100 and 250 members (SCALE_SIM_SIZES),
+// in simulated ms, with the messages each member sends per second while idle (test/support/scale-scenario.ts).
 // The last line is one JSON object; each figure sits beside its target or baseline as a ratio.
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { heartbeatPeers } from '../packages/cluster/src/heartbeat-ring.js';
 import { DEFAULT_HEARTBEAT_INTERVAL_MS } from '../packages/cluster/src/index.js';
 import { freePorts } from '../packages/testkit/src/index.js';
-import { SimCluster } from '../test/support/sim-cluster.js';
-import { allUp, type CliNode, clusterView, killCliNodes, spawnCliNode } from './lib/cli-nodes.js';
+import { simulatedScale } from '../test/support/scale-scenario.js';
+import { allUp, allUpAt, type CliNode, clusterView, killCliNodes, spawnCliNode } from './lib/cli-nodes.js';
 import { installSignalCleanup, liveProcesses, OwnedProcess } from './lib/node-processes.js';
 import { median, printResult } from './lib/stats.js';
 import { waitFor } from './lib/timeout.js';
@@ -46,7 +50,13 @@ type Node = CliNode;
 
 const address = (n: Node) => n.address;
 
-function spawnNode(_index: number, port: number, httpPort: number, seeds: readonly number[]): Node {
+function spawnNode(
+  _index: number,
+  port: number,
+  httpPort: number,
+  seeds: readonly number[],
+  env: Readonly<Record<string, string>> = {},
+): Node {
   return spawnCliNode(
     {
       cluster: 'scale',
@@ -63,7 +73,7 @@ function spawnNode(_index: number, port: number, httpPort: number, seeds: readon
         '--enable-fault-injection',
       ],
     },
-    { DOYEN_SECRET: SECRET, DOYEN_HTTP_TOKEN: TOKEN },
+    { DOYEN_SECRET: SECRET, DOYEN_HTTP_TOKEN: TOKEN, ...env },
   );
 }
 
@@ -153,25 +163,64 @@ async function partition(winners: readonly Node[], losers: readonly Node[]) {
   const decidedAt = decisions.length > 0 ? Math.min(...decisions) : cutAt;
   const lastDown = Math.max(...losers.map((n) => n.exitedAt!));
   // the winners must still be up, and no more of them went
-  await waitFor(() => allUp(winners, winners.length), 30_000, 'the winning side agreeing', 100);
+  await waitFor(
+    () => allUp(winners, winners.length),
+    30_000,
+    'the winning side agreeing',
+    100,
+    async () => {
+      const views = await Promise.all(winners.map(clusterView));
+      const ups = views.map((v) =>
+        v ? `${v.status}:${v.members.filter((m) => m.status === 'up').length}` : 'gone',
+      );
+      const decided = [...winners, ...losers]
+        .flatMap((n) => n.events())
+        .filter((e) => e.event === 'sbr.decision' && e.time >= cutAt)
+        .map((e) => ({ node: e.node, at: e.time - cutAt, decision: e.decision, reason: e.reason, by: e.by }));
+      return `winners (want up:${winners.length}) ${ups.join(' ')}; decisions ${JSON.stringify(decided.slice(0, 8))}`;
+    },
+  );
   return { cutToDecisionMs: decidedAt - cutAt, decisionToLosingDownMs: lastDown - decidedAt };
 }
 
+/** With SCALE_LOG_DIR set, a failed scenario leaves each node's JSON events there (one file a node). */
 async function scenario(n: number) {
+  const nodes: Node[] = [];
+  try {
+    return await steps(n, nodes);
+  } catch (error) {
+    const dir = process.env.SCALE_LOG_DIR;
+    if (dir) {
+      mkdirSync(dir, { recursive: true });
+      for (const x of nodes) {
+        writeFileSync(
+          `${dir}/${x.port}.jsonl`,
+          x
+            .events()
+            .map((e) => JSON.stringify(e))
+            .join('\n'),
+        );
+      }
+      process.stderr.write(`N=${n}: node events in ${dir}\n`);
+    }
+    throw error;
+  }
+}
+
+async function steps(n: number, nodes: Node[]) {
   const ports = await freePorts(2 * n);
   const seeds = [ports[0]!, ports[1]!, ports[2]!];
-  const nodes: Node[] = [];
   const startedAt = Date.now();
   for (let i = 0; i < n; i++) {
     nodes.push(spawnNode(i, ports[i]!, ports[n + i]!, seeds));
     if (i < n - 1) await new Promise((r) => setTimeout(r, STAGGER_MS));
   }
   const lastStart = Date.now();
-  const upAt = await waitFor(
-    () => allUp(nodes, n),
+  await waitFor(
+    () => allUpAt(nodes, n) !== undefined,
     120_000,
     `${n} nodes up`,
-    100,
+    50,
     async () => {
       const views = await Promise.all(nodes.map(clusterView));
       const seen = views.map((v) =>
@@ -184,10 +233,16 @@ async function scenario(n: number) {
       return `${seen.join(' ')}; exited ${exited}; ${events.length} downing events, first ${JSON.stringify(events.slice(0, 3))}`;
     },
   );
-  const convergeMs = round(upAt + performance.timeOrigin - lastStart);
+  const convergeMs = round(allUpAt(nodes, n)! - lastStart);
+  // what the logs said, the views say too
+  if (!(await allUp(nodes, n))) throw new Error(`${n} nodes logged all up, but /cluster disagrees`);
   const falseDownings = nodes
     .flatMap((x) => x.events())
     .filter((e) => e.time >= startedAt && (e.event === 'member.downed' || e.event === 'sbr.decision')).length;
+  // one node's own detector finding a live peer unreachable (fd.peer-unreachable): the optimum is 0
+  const falseSuspicions = nodes
+    .flatMap((x) => x.events())
+    .filter((e) => e.time >= startedAt && e.event === 'fd.peer-unreachable').length;
   await new Promise((r) => setTimeout(r, 2000));
   const idleFigures = await idleEarlyAndSettled(nodes);
 
@@ -258,7 +313,7 @@ async function scenario(n: number) {
   );
 
   await killCliNodes(nodes);
-  return { n, convergeMs, falseDownings, ...idleFigures, agreementMs, twoEight, fifty };
+  return { n, convergeMs, falseDownings, falseSuspicions, ...idleFigures, agreementMs, twoEight, fifty };
 }
 
 const RAW_PEER = fileURLToPath(new URL('./lib/raw-heartbeat-peer.mjs', import.meta.url));
@@ -301,17 +356,27 @@ const START_UP_RUNS = 5;
 /**
  * Spawn → `node.started` (the node is up and its HTTP answers) of a lone `doyen node`, beside
  * spawn → listening of a bare ws + msgpackr process: medians of START_UP_RUNS, one at a time.
+ * The bin's compile cache is warm (lone() wrote it); `coldMs` is the same with it off.
  */
-async function startUp(): Promise<{ doyenMs: number; rawMs: number }> {
+async function startUp(): Promise<{ doyenMs: number; coldMs: number; rawMs: number }> {
   const doyen: number[] = [];
+  const cold: number[] = [];
   const raw: number[] = [];
-  for (let i = 0; i < START_UP_RUNS; i++) {
+  const startOne = async (env: Record<string, string>) => {
     const [port, httpPort] = await freePorts(2);
     const t0 = Date.now();
-    const node = spawnNode(0, port!, httpPort!, [port!]);
+    const node = spawnNode(0, port!, httpPort!, [port!], env);
     if (!(await node.waitForEvent('node.started', 30_000))) throw new Error('a lone node did not start');
-    doyen.push(Date.now() - t0);
+    const ms = Date.now() - t0;
     await killCliNodes([node]);
+    return { ms, cache: node.events().find((e) => e.event === 'node.compile-cache')?.status };
+  };
+  for (let i = 0; i < START_UP_RUNS; i++) {
+    const warm = await startOne({});
+    if (warm.cache !== 'hit') throw new Error(`a lone node's compile cache: ${warm.cache}, want hit`);
+    doyen.push(warm.ms);
+    cold.push((await startOne({ DOYEN_COMPILE_CACHE: 'off' })).ms);
+    const [port] = await freePorts(1);
     const t1 = Date.now();
     const peer = OwnedProcess.spawn({ args: [RAW_PEER, String(port), '', '1000'], keepLogs: false });
     if (!(await peer.waitForLine((l) => l.text === LISTENING, 30_000)))
@@ -319,7 +384,7 @@ async function startUp(): Promise<{ doyenMs: number; rawMs: number }> {
     raw.push(Date.now() - t1);
     await peer.stop(5000);
   }
-  return { doyenMs: round(median(doyen)), rawMs: round(median(raw)) };
+  return { doyenMs: round(median(doyen)), coldMs: round(median(cold)), rawMs: round(median(raw)) };
 }
 
 async function lone() {
@@ -332,29 +397,6 @@ async function lone() {
   return figures;
 }
 
-/** Messages per member per second in the simulation (ring of K = 9; heartbeats and everything else), idle, at `n` members. */
-async function simulated(n: number): Promise<number> {
-  const c = new SimCluster(
-    { seed: n },
-    { downing: 'keep-majority', joinTimeoutMs: 5000, maxJoinAttempts: 50 },
-  );
-  const names = Array.from({ length: n }, (_, i) => `m${i + 1}`);
-  for (const name of names) {
-    c.start(name, ['m1']);
-    await c.sim.runFor(20);
-  }
-  await c.sim.runUntil(() => c.upMembers('m1').length === n, { timeoutMs: 600_000, stepMs: 100 });
-  await c.sim.runFor(2000);
-  let frames = 0;
-  const stop = c.sim.network.observe((e) => {
-    if (e.kind === 'send') frames++;
-  });
-  await c.sim.runFor(5000);
-  stop();
-  c.sim.shutdown();
-  return +(frames / n / 5).toFixed(1);
-}
-
 installSignalCleanup();
 const sizes = (process.argv[2] ?? process.env.SCALE_SIZES ?? '10,25,50').split(',').map(Number);
 const base = await lone();
@@ -364,6 +406,7 @@ process.stderr.write(`start-up: ${JSON.stringify(started)}\n`);
 const result: Record<string, unknown> = {
   bench: 'scale',
   startUpMs: started.doyenMs,
+  startUpNoCompileCacheMs: started.coldMs,
   rawStartUpMs: started.rawMs,
   startUpVsRaw: ratio(started.doyenMs, Math.max(started.rawMs, 1)),
   startUpVsTarget: ratio(started.doyenMs, TARGETS.startUpMs),
@@ -381,6 +424,7 @@ for (const n of sizes) {
     [`convergeMs@${n}`]: r.convergeMs,
     [`convergeVsTarget@${n}`]: ratio(r.convergeMs, TARGETS.convergeMs),
     [`falseDownings@${n}`]: r.falseDownings,
+    [`falseSuspicions@${n}`]: r.falseSuspicions,
     [`idleCpuPctPerNode@${n}`]: early.cpuPct,
     [`idleCpuVsLone@${n}`]: ratio(early.cpuPct, Math.max(base.cpuPct, 0.01)),
     [`rawIdleCpuPctPerNode@${n}`]: raw.early.cpuPct,
@@ -412,8 +456,24 @@ for (const n of sizes) {
     [`fiftyVsTarget@${n}`]: ratio(r.fifty.decisionToLosingDownMs, TARGETS.losingDownAfterDecisionMs),
   });
 }
-for (const n of (process.env.SCALE_SIM_SIZES ?? '100,250').split(',').map(Number)) {
-  result[`simMessagesPerNodePerSec@${n}`] = await simulated(n);
+for (const n of (process.env.SCALE_SIM_SIZES ?? '100,250').split(',').filter(Boolean).map(Number)) {
+  const r = await simulatedScale(n);
+  process.stderr.write(`simulated N=${n}: ${JSON.stringify(r)}\n`);
+  Object.assign(result, {
+    [`simConvergeMs@${n}`]: r.convergeMs,
+    [`simConvergeVsTarget@${n}`]: ratio(r.convergeMs, TARGETS.convergeMs),
+    [`simFalseDownings@${n}`]: r.falseDownings,
+    [`simFalseSuspicions@${n}`]: r.falseSuspicions,
+    [`simMessagesPerNodePerSec@${n}`]: r.messagesPerNodePerSec,
+    [`simCrashAgreementMs@${n}`]: r.agreementMs,
+    [`simCrashAgreementVsTarget@${n}`]: ratio(r.agreementMs, TARGETS.agreementMs),
+    [`simTwoEightCutToDecisionMs@${n}`]: round(r.twoEight.cutToDecisionMs),
+    [`simTwoEightLosingDownAfterDecisionMs@${n}`]: round(r.twoEight.decisionToLosingDownMs),
+    [`simTwoEightVsTarget@${n}`]: ratio(r.twoEight.decisionToLosingDownMs, TARGETS.losingDownAfterDecisionMs),
+    [`simFiftyCutToDecisionMs@${n}`]: round(r.fifty.cutToDecisionMs),
+    [`simFiftyLosingDownAfterDecisionMs@${n}`]: round(r.fifty.decisionToLosingDownMs),
+    [`simFiftyVsTarget@${n}`]: ratio(r.fifty.decisionToLosingDownMs, TARGETS.losingDownAfterDecisionMs),
+  });
 }
 result.leftRunning = liveProcesses();
 printResult(result);
