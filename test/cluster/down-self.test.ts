@@ -1,30 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import {
-  addJoiner,
   downMembers,
   downSelf,
   type Env,
-  formCluster,
   initialContext,
   type Membership,
   type MembershipContext,
   resolveClusterConfig,
-  setStatus,
 } from '../../packages/cluster/src/index.js';
 import type { ActorRef } from '../../packages/core/src/index.js';
-import { key, node } from '../support/member-fixtures.js';
+import { grown, key, node } from '../support/member-fixtures.js';
 
 /**
  * A member whose resolver finds its side losing (and that is not the decider) tells the rest of
  * that side before it takes itself out: its own exit would otherwise be one more reachability
  * change for them, and the side would go down one stable-after round at a time.
  */
-
-function grown(count: number): Membership {
-  let m = formCluster(node(1));
-  for (let i = 2; i <= count; i++) m = setStatus(addJoiner(m, node(i)).membership, [key(i)], 'up');
-  return m;
-}
 
 function envOf(n: number): Env {
   const [host, port] = node(n).address.split(':');

@@ -6,19 +6,12 @@ import {
   diffMemberships,
   downMembers,
   formCluster,
-  type Membership,
   memberKey,
   removeMembers,
   setStatus,
   setUnreachable,
 } from '../../packages/cluster/src/index.js';
-import { key, node } from '../support/member-fixtures.js';
-
-function grown(count: number): Membership {
-  let m = formCluster(node(1));
-  for (let i = 2; i <= count; i++) m = setStatus(addJoiner(m, node(i)).membership, [key(i)], 'up');
-  return m;
-}
+import { grown, key, node } from '../support/member-fixtures.js';
 
 describe('membership (pure)', () => {
   it('forms with age 1 and hands out ages from a counter that never goes back', () => {
