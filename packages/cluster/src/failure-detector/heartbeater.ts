@@ -88,10 +88,11 @@ export class Heartbeater {
    */
   takeMembership(membership: Membership): void {
     if (this.stopped) return;
+    // the version first: new targets are pinged at once, with it
+    this.version = membership.version;
     this.chooseTargets(membership);
     this.membership = membership;
     this.earlyPings.clear();
-    this.version = membership.version;
     this.memberKeys = new Set(liveMembers(membership).map(memberKey));
     this.failedKeys = new Set(membership.failed.map(memberKey));
     for (const key of this.replyRefs.keys()) if (!this.memberKeys.has(key)) this.replyRefs.delete(key);
