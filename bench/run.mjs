@@ -24,6 +24,8 @@ const child = spawn(
   process.execPath,
   [
     '--conditions=@doyen/source',
+    // the simulation of 250 nodes (bench scale) holds every node's state in this one process: ~3.3 GB
+    '--max-old-space-size=8192',
     '--import',
     tsx,
     fileURLToPath(new URL(`${name}.ts`, import.meta.url)),
