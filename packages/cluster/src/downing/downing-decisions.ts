@@ -153,7 +153,9 @@ function memberSignatureOf(view: SbrViewMessage | undefined): string {
  * members instead of four. One entry only: a cache keyed by events kept every old context alive
  * as long as anything held its event (175 MB in a simulation of 100 nodes).
  */
-let lastTaken: { readonly ctx: DowningContext; readonly event: DowningEvent; readonly next: DowningContext } | undefined;
+let lastTaken:
+  | { readonly ctx: DowningContext; readonly event: DowningEvent; readonly next: DowningContext }
+  | undefined;
 
 /** The context after an event (views and own reachability both only replace what they carry). */
 export function take(ctx: DowningContext, event: DowningEvent): DowningContext {
