@@ -183,27 +183,26 @@ async function partition(winners: readonly Node[], losers: readonly Node[]) {
   return { cutToDecisionMs: decidedAt - cutAt, decisionToLosingDownMs: lastDown - decidedAt };
 }
 
-/** With SCALE_LOG_DIR set, a failed scenario leaves each node's JSON events there (one file a node). */
+/** With SCALE_LOG_DIR set, each node's JSON events are left in SCALE_LOG_DIR/N (one file a node). */
 async function scenario(n: number) {
   const nodes: Node[] = [];
   try {
     return await steps(n, nodes);
-  } catch (error) {
-    const dir = process.env.SCALE_LOG_DIR;
+  } finally {
+    const dir = process.env.SCALE_LOG_DIR && `${process.env.SCALE_LOG_DIR}/${n}`;
     if (dir) {
       mkdirSync(dir, { recursive: true });
       for (const x of nodes) {
         writeFileSync(
           `${dir}/${x.port}.jsonl`,
-          x
+          `${x
             .events()
             .map((e) => JSON.stringify(e))
-            .join('\n'),
+            .join('\n')}\n`,
         );
       }
       process.stderr.write(`N=${n}: node events in ${dir}\n`);
     }
-    throw error;
   }
 }
 

@@ -114,6 +114,8 @@ describe('the downing machine alone: events in, effects as data out', () => {
     expect((m.effects[2]!.effect as { resolution: { reason: string } }).resolution.reason).toBe(
       'minority 2 < 3 (2 downed lately counted over there)',
     );
+    // a recant is a guess: it takes only this member out, and tells nobody (2 decides for itself)
+    expect(m.effects[3]!.effect).toEqual({ kind: 'down-self', side: [] });
   });
 
   it('once the detection time has passed, the downed are forgotten: a later loss is decided on the membership as it is', () => {
