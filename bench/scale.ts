@@ -134,6 +134,17 @@ async function idleEarlyAndSettled(
 const round = (x: number) => Math.round(x);
 const ratio = (x: number, y: number) => +(x / y).toFixed(2);
 
+/** One cut's figures under `key` (twoEight, simFifty, …): cut → decision, decision → losing side down, and that beside its target. */
+const cutFigures = (
+  key: string,
+  n: number,
+  cut: { cutToDecisionMs: number; decisionToLosingDownMs: number },
+) => ({
+  [`${key}CutToDecisionMs@${n}`]: round(cut.cutToDecisionMs),
+  [`${key}LosingDownAfterDecisionMs@${n}`]: round(cut.decisionToLosingDownMs),
+  [`${key}VsTarget@${n}`]: ratio(cut.decisionToLosingDownMs, TARGETS.losingDownAfterDecisionMs),
+});
+
 /** Blackholes traffic between the two sides, both ways, at once. */
 async function cut(a: readonly Node[], b: readonly Node[]): Promise<number> {
   const t = Date.now();
@@ -447,12 +458,8 @@ for (const n of sizes) {
     [`rssVsTarget@${n}`]: ratio(early.rssMb, TARGETS.rssMb),
     [`crashAgreementMs@${n}`]: r.agreementMs,
     [`crashAgreementVsTarget@${n}`]: ratio(r.agreementMs, TARGETS.agreementMs),
-    [`twoEightCutToDecisionMs@${n}`]: r.twoEight.cutToDecisionMs,
-    [`twoEightLosingDownAfterDecisionMs@${n}`]: r.twoEight.decisionToLosingDownMs,
-    [`twoEightVsTarget@${n}`]: ratio(r.twoEight.decisionToLosingDownMs, TARGETS.losingDownAfterDecisionMs),
-    [`fiftyCutToDecisionMs@${n}`]: r.fifty.cutToDecisionMs,
-    [`fiftyLosingDownAfterDecisionMs@${n}`]: r.fifty.decisionToLosingDownMs,
-    [`fiftyVsTarget@${n}`]: ratio(r.fifty.decisionToLosingDownMs, TARGETS.losingDownAfterDecisionMs),
+    ...cutFigures('twoEight', n, r.twoEight),
+    ...cutFigures('fifty', n, r.fifty),
   });
 }
 for (const n of (process.env.SCALE_SIM_SIZES ?? '100,250').split(',').filter(Boolean).map(Number)) {
@@ -466,12 +473,8 @@ for (const n of (process.env.SCALE_SIM_SIZES ?? '100,250').split(',').filter(Boo
     [`simMessagesPerNodePerSec@${n}`]: r.messagesPerNodePerSec,
     [`simCrashAgreementMs@${n}`]: r.agreementMs,
     [`simCrashAgreementVsTarget@${n}`]: ratio(r.agreementMs, TARGETS.agreementMs),
-    [`simTwoEightCutToDecisionMs@${n}`]: round(r.twoEight.cutToDecisionMs),
-    [`simTwoEightLosingDownAfterDecisionMs@${n}`]: round(r.twoEight.decisionToLosingDownMs),
-    [`simTwoEightVsTarget@${n}`]: ratio(r.twoEight.decisionToLosingDownMs, TARGETS.losingDownAfterDecisionMs),
-    [`simFiftyCutToDecisionMs@${n}`]: round(r.fifty.cutToDecisionMs),
-    [`simFiftyLosingDownAfterDecisionMs@${n}`]: round(r.fifty.decisionToLosingDownMs),
-    [`simFiftyVsTarget@${n}`]: ratio(r.fifty.decisionToLosingDownMs, TARGETS.losingDownAfterDecisionMs),
+    ...cutFigures('simTwoEight', n, r.twoEight),
+    ...cutFigures('simFifty', n, r.fifty),
   });
 }
 result.leftRunning = liveProcesses();

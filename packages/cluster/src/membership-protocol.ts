@@ -628,7 +628,7 @@ export function onDownedNotice(env: Env, ctx: MembershipContext, by: string): St
  * and this node still reaches), then takes itself out. The notices leave first, so they are on
  * the wire before a node run with `--on-downed exit` stops.
  */
-export function downSelf(env: Env, ctx: MembershipContext, side: readonly string[] = []): Step {
+export function downSelf(env: Env, ctx: MembershipContext, side: readonly string[]): Step {
   const m = ctx.membership;
   const me = m && findMember(m, env.self.key);
   if (!m || !me || !isLive(me.status)) return noop(ctx);

@@ -299,10 +299,11 @@ export function recant(
   )
     return undefined;
   const own = selfDowning(policy.strategy, seen.context);
+  if (!own) return undefined;
   // Only itself: a recant is a guess (a member counted here may have crossed over, or may only
   // have stalled on a loaded host), so it is not passed on to the side as a decision is.
-  const alone = own?.effects.map((e) => (e.kind === 'down-self' ? { ...e, side: [] } : e));
-  return own && alone && { context: own.context, effects: [...seen.effects, ...alone] };
+  const alone = own.effects.map((e) => (e.kind === 'down-self' ? { ...e, side: [] } : e));
+  return { context: own.context, effects: [...seen.effects, ...alone] };
 }
 
 /**

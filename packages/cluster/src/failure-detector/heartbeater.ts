@@ -106,9 +106,10 @@ export class Heartbeater {
    * no new membership, and its observers must still walk on to the members behind the ones they
    * lost (else a member of the other side none of them monitored stays "reachable" for them, they
    * count it on their side, wait for it as their decider, and never decide). Members judged
-   * unreachable stay targets, so they are heard when they come back.
+   * unreachable stay targets, so they are heard when they come back. True when the monitored set
+   * changed (the table was reported).
    */
-  private chooseTargets(membership: Membership): void {
+  private chooseTargets(membership: Membership): boolean {
     const members = liveMembers(membership).map((m) => ({ ...m, key: memberKey(m) }));
     const unreachable = new Set(
       Object.entries(this.peers)
@@ -152,6 +153,7 @@ export class Heartbeater {
     // is in, and its first-heartbeat grace (firstHeartbeatGraceMs) ends at once.
     const fresh = [...refs].filter(([key]) => !(key in previous)).map(([, ref]) => ref);
     if (fresh.length > 0) this.ping(fresh);
+    return changed;
   }
 
   /** Handles `heartbeat.ping` and `heartbeat.pong` as they arrive (synchronously, no mailbox). */
@@ -202,12 +204,11 @@ export class Heartbeater {
       next ??= { ...this.peers };
       next[key] = after;
     }
-    if (next) {
-      this.peers = next;
-      this.onPeersChanged(next);
-    }
-    // the walk depends on who is unreachable: walk again (see chooseTargets)
-    if (crossed && this.membership) this.chooseTargets(this.membership);
+    if (!next) return;
+    this.peers = next;
+    // the walk depends on who is unreachable: walk again (see chooseTargets); one report either way
+    if (crossed && this.membership && this.chooseTargets(this.membership)) return;
+    this.onPeersChanged(next);
   }
 
   /** One ping message object for all of `refs`. */
