@@ -1,32 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import {
-  downMembers,
-  downSelf,
-  type Env,
-  initialContext,
-  type Membership,
-  type MembershipContext,
-  resolveClusterConfig,
-} from '../../packages/cluster/src/index.js';
-import type { ActorRef } from '../../packages/core/src/index.js';
-import { grown, key, node } from '../support/member-fixtures.js';
+import { downMembers, downSelf } from '../../packages/cluster/src/index.js';
+import { contextWith, envOf, grown, key } from '../support/member-fixtures.js';
 
 /**
  * A member whose resolver finds its side losing (and that is not the decider) tells the rest of
  * that side before it takes itself out: its own exit would otherwise be one more reachability
  * change for them, and the side would go down one stable-after round at a time.
  */
-
-function envOf(n: number): Env {
-  const [host, port] = node(n).address.split(':');
-  return {
-    self: { ...node(n), key: key(n), node: { host: host!, port: Number(port), uid: node(n).uid } },
-    config: resolveClusterConfig({ seeds: [{ host: '10.0.0.1', port: 2552 }] }),
-    selfRef: {} as ActorRef,
-  };
-}
-
-const contextWith = (membership: Membership): MembershipContext => ({ ...initialContext, membership });
 
 describe('downSelf: a losing side is told by the first of it to decide', () => {
   it('sends a downed-notice to each live member of its side, then is down itself', () => {

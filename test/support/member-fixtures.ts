@@ -1,10 +1,15 @@
 import {
   addJoiner,
+  type Env,
   formCluster,
+  initialContext,
   type Membership,
+  type MembershipContext,
   memberKey,
+  resolveClusterConfig,
   setStatus,
 } from '../../packages/cluster/src/index.js';
+import type { ActorRef } from '../../packages/core/src/index.js';
 
 /** Member n of the membership tests: 10.0.0.n:2552, uid `un`, named `nn`, no roles. */
 export const node = (n: number) => ({
@@ -23,3 +28,16 @@ export function grown(count: number): Membership {
   for (let i = 2; i <= count; i++) m = setStatus(addJoiner(m, node(i)).membership, [key(i)], 'up');
   return m;
 }
+
+/** The protocol's environment as member n sees it (default config, seeds irrelevant). */
+export function envOf(n: number): Env {
+  const [host, port] = node(n).address.split(':');
+  return {
+    self: { ...node(n), key: key(n), node: { host: host!, port: Number(port), uid: node(n).uid } },
+    config: resolveClusterConfig({ seeds: [{ host: '10.0.0.1', port: 2552 }] }),
+    selfRef: {} as ActorRef,
+  };
+}
+
+/** A member's protocol context holding `membership` and nothing else. */
+export const contextWith = (membership: Membership): MembershipContext => ({ ...initialContext, membership });

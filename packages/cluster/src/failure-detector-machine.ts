@@ -1,8 +1,9 @@
-import type { ActorSystem, Message } from '@doyen/core';
-import { enqueueActions, setup } from 'xstate';
+import { type ActorSystem, type DecisionStep, enqueueDecision, type Message } from '@doyen/core';
+import { setup } from 'xstate';
 import type { OwnReachabilityMessage } from './downing/downing-decisions.js';
 import type { Heartbeater, PeerStatus } from './failure-detector/heartbeater.js';
 import type { Membership } from './membership.js';
+import type { ReachabilityChange } from './messages.js';
 
 export { HEARTBEAT_PULSE_PATH, Heartbeater, type PeerStatus } from './failure-detector/heartbeater.js';
 
@@ -20,7 +21,8 @@ export const HEARTBEAT_PATH = '/system/heartbeat';
 /** What the machine's named action `run` carries out. */
 export type FailureDetectorEffect =
   | { readonly kind: 'monitor'; readonly membership: Membership }
-  | { readonly kind: 'tell-membership'; readonly subject: string; readonly reachable: boolean }
+  /** Every peer that crossed the unreachable line in one table change: one report to the members. */
+  | { readonly kind: 'tell-membership'; readonly changes: readonly ReachabilityChange[] }
   | { readonly kind: 'tell-downing'; readonly reachable: readonly string[] };
 
 /** Peers heard from and not judged unreachable (an `unheard` one is no evidence either way). */
@@ -37,15 +39,17 @@ const reachableKeys = (peers: Readonly<Record<string, PeerStatus>>): string[] =>
 export function peersChanged(
   context: FailureDetectorContext,
   peers: Readonly<Record<string, PeerStatus>>,
-): { context: FailureDetectorContext; effects: FailureDetectorEffect[] } {
+): DecisionStep<FailureDetectorContext, FailureDetectorEffect> {
   const effects: FailureDetectorEffect[] = [];
+  const changes: ReachabilityChange[] = [];
   for (const [key, after] of Object.entries(peers)) {
     const before = context.peers[key];
     // a new peer starts reachable: only a change of mind is news
     if (before !== undefined && (before === 'unreachable') !== (after === 'unreachable')) {
-      effects.push({ kind: 'tell-membership', subject: key, reachable: after !== 'unreachable' });
+      changes.push({ subject: key, reachable: after !== 'unreachable' });
     }
   }
+  if (changes.length > 0) effects.push({ kind: 'tell-membership', changes });
   const was = reachableKeys(context.peers);
   const now = reachableKeys(peers);
   if (was.join(',') !== now.join(',') || Object.keys(context.peers).length === 0) {
@@ -71,11 +75,9 @@ export function createFailureDetectorMachine(deps: {
         heartbeater.takeMembership(effect.membership);
         return;
       case 'tell-membership':
-        system.lookup('/system/membership')?.send({
-          type: 'fd.reachability',
-          subject: effect.subject,
-          reachable: effect.reachable,
-        } as Message);
+        system
+          .lookup('/system/membership')
+          ?.send({ type: 'fd.reachability', changes: effect.changes } as Message);
         return;
       case 'tell-downing': {
         const message: OwnReachabilityMessage = { type: 'sbr.own-reachability', reachable: effect.reachable };
@@ -85,30 +87,30 @@ export function createFailureDetectorMachine(deps: {
     }
   };
 
-  return setup({
+  const machineSetup = setup({
     types: { context: {} as FailureDetectorContext, events: {} as FailureDetectorEvent },
     actions: {
-      monitor: ({ event }) => {
-        if (event.type === 'fd.members') execute({ kind: 'monitor', membership: event.membership });
-      },
-      takePeers: enqueueActions(({ context, event, enqueue }) => {
-        if (event.type !== 'fd.peers') return;
-        const step = peersChanged(context, event.peers);
-        enqueue.assign(step.context);
-        for (const effect of step.effects) enqueue(() => execute(effect));
-      }),
+      run: (_, effect: FailureDetectorEffect) => execute(effect),
     },
-  }).createMachine({
+  });
+  const monitor = machineSetup.enqueueActions(({ event, enqueue }) => {
+    if (event.type === 'fd.members')
+      enqueue({ type: 'run', params: { kind: 'monitor', membership: event.membership } });
+  });
+  const takePeers = machineSetup.enqueueActions(({ context, event, enqueue }) => {
+    if (event.type === 'fd.peers') enqueueDecision(enqueue, context, peersChanged(context, event.peers));
+  });
+  return machineSetup.createMachine({
     id: 'failureDetector',
     context: { peers: {} },
     initial: 'idle',
     on: {
-      'fd.members': { actions: 'monitor' },
-      'fd.peers': { actions: 'takePeers' },
+      'fd.members': { actions: monitor },
+      'fd.peers': { actions: takePeers },
     },
     states: {
       idle: {
-        on: { 'fd.members': { target: 'monitoring', actions: 'monitor' } },
+        on: { 'fd.members': { target: 'monitoring', actions: monitor } },
       },
       monitoring: {},
     },

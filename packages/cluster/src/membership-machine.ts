@@ -48,6 +48,7 @@ import type {
   Join,
   Leave,
   Pull,
+  ReachabilityChange,
   ReachabilityReport,
   Redirect,
   Update,
@@ -57,7 +58,7 @@ import { SPLIT_BRAIN_CHECKER_PATH, sbcView } from './split-brain-checker.js';
 
 /** Local (not networked) events: from this node's failure detector and its API. */
 export type MembershipLocalEvent =
-  | { readonly type: 'fd.reachability'; readonly subject: string; readonly reachable: boolean }
+  | { readonly type: 'fd.reachability'; readonly changes: readonly ReachabilityChange[] }
   | { readonly type: 'fd.version-seen'; readonly peer: UniqueNodeAddress; readonly version: number }
   | { readonly type: 'cluster.leave' }
   | { readonly type: 'cluster.down'; readonly member: string }
@@ -213,7 +214,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
     'membership.redirect': (c, e) => onRedirect(env, c, e),
     'membership.reachability': (c, e) => onReachabilityReport(env, c, e),
     'cluster.down': (c, e) => onDownRequest(env, c, e.member),
-    'fd.reachability': (c, e) => onOwnReachability(env, c, e.subject, e.reachable),
+    'fd.reachability': (c, e) => onOwnReachability(env, c, e.changes),
     'fd.version-seen': (c, e) => onVersionSeen(env, c, e.peer, e.version),
     'sbr.execute': (c, e) => executeDowning(env, c, e.down, e.unreachable),
     'sbr.down-self': (c, e) => downSelf(env, c, e.side),

@@ -23,6 +23,7 @@ import type {
   Join,
   Leave,
   Pull,
+  ReachabilityChange,
   ReachabilityReport,
   Redirect,
   Update,
@@ -462,42 +463,45 @@ export function onVersionSeen(
 
 // ---- reachability and failures --------------------------------------------------------------
 
-/** Our own failure detector changed its mind: record it, tell everyone, then re-evaluate. */
+/** Our own failure detector changed its mind: record it, tell everyone in one report, then re-evaluate. */
 export function onOwnReachability(
   env: Env,
   ctx: MembershipContext,
-  subject: string,
-  reachable: boolean,
+  changes: readonly ReachabilityChange[],
 ): Step {
-  const report: ReachabilityReport = {
-    type: 'membership.reachability',
-    observer: env.self.key,
-    subject,
-    reachable,
-  };
+  if (changes.length === 0) return noop(ctx);
+  const report: ReachabilityReport = { type: 'membership.reachability', observer: env.self.key, changes };
   const out: Outbound[] = [];
+  const about = new Set(changes.map((c) => c.subject));
   for (const m of ctx.membership ? liveMembers(ctx.membership) : []) {
-    if (memberKey(m) !== env.self.key && memberKey(m) !== subject) {
-      out.push(sendTo({ kind: 'member', node: nodeOf(m) }, report));
-    }
+    const key = memberKey(m);
+    if (key === env.self.key) continue;
+    // nobody is told about itself: the rest of the report, or nothing
+    const theirs = about.has(key) ? { ...report, changes: changes.filter((c) => c.subject !== key) } : report;
+    if (theirs.changes.length > 0) out.push(sendTo({ kind: 'member', node: nodeOf(m) }, theirs));
   }
   const step = onReachabilityReport(env, ctx, report);
   return { ...step, out: [...out, ...step.out] };
 }
 
+/** An observer's changes of mind, applied in order, then one evaluation. */
 export function onReachabilityReport(env: Env, ctx: MembershipContext, report: ReachabilityReport): Step {
   const m = ctx.membership;
-  if (!m || !findMember(m, report.subject) || !findMember(m, report.observer)) return noop(ctx);
-  const current = ctx.observations[report.subject] ?? [];
-  const observers = report.reachable
-    ? current.filter((o) => o !== report.observer)
-    : current.includes(report.observer)
-      ? current
+  if (!m || !findMember(m, report.observer)) return noop(ctx);
+  let observations: Record<string, readonly string[]> | undefined;
+  for (const { subject, reachable } of report.changes) {
+    if (!findMember(m, subject)) continue;
+    const current = (observations ?? ctx.observations)[subject] ?? [];
+    const known = current.includes(report.observer);
+    if (known !== reachable) continue;
+    observations ??= { ...ctx.observations };
+    const observers = reachable
+      ? current.filter((o) => o !== report.observer)
       : [...current, report.observer];
-  const observations = { ...ctx.observations };
-  if (observers.length > 0) observations[report.subject] = observers;
-  else delete observations[report.subject];
-  return evaluate(env, { ...ctx, observations });
+    if (observers.length > 0) observations[subject] = observers;
+    else delete observations[subject];
+  }
+  return observations ? evaluate(env, { ...ctx, observations }) : noop(ctx);
 }
 
 /** Members unreachable per at least one live observer (the coordinator's aggregated view). */
@@ -586,8 +590,9 @@ export function onDownRequest(env: Env, ctx: MembershipContext, target: string, 
 
 /**
  * Carries out a split-brain resolver decision taken on this node (the decider of its side):
- * records who is unreachable, then downs `down`. Unreachable members are not sent the news
- * (they are on the other side, which decides for itself).
+ * records who is unreachable and downs `down`, in one update (each update costs every member of
+ * the side a turn, and the side is waiting for this one). Unreachable members are not sent the
+ * news (they are on the other side, which decides for itself).
  */
 export function executeDowning(
   env: Env,
@@ -601,9 +606,7 @@ export function executeDowning(
   // The cleanly partitioned side decides for itself; everyone else (the indirectly connected
   // included) must hear the outcome, or it would carry on with a stale membership.
   const exclude = new Set(cleanUnreachable);
-  const marked = setUnreachable(m, unreachable);
-  const first = marked === m ? noop(ctx) : publish(env, ctx, marked, exclude);
-  return chain(first, (c) => publish(env, c, downMembers(c.membership!, down), exclude));
+  return publish(env, ctx, downMembers(setUnreachable(m, unreachable), down), exclude);
 }
 
 /**

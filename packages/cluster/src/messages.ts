@@ -77,12 +77,21 @@ export interface DownedNotice {
   readonly by: string;
 }
 
-/** Observer -> members: my failure detector changed its mind about `subject`. */
+/** One member that an observer's failure detector changed its mind about. */
+export interface ReachabilityChange {
+  readonly subject: string;
+  readonly reachable: boolean;
+}
+
+/**
+ * Observer -> members: my failure detector changed its mind about these members, in this order
+ * (all it found in one heartbeat tick: a cut flips every target across it at once, and one report
+ * per target made every member judge its view once per target).
+ */
 export interface ReachabilityReport {
   readonly type: 'membership.reachability';
   readonly observer: string;
-  readonly subject: string;
-  readonly reachable: boolean;
+  readonly changes: readonly ReachabilityChange[];
 }
 
 export interface HeartbeatPing {
@@ -183,7 +192,13 @@ export function registerClusterMessages(types: MessageTypes): void {
   types.register(
     'membership.reachability',
     schema<ReachabilityReport>(
-      { observer: read.memberKey, subject: read.memberKey, reachable: read.boolean },
+      {
+        observer: read.memberKey,
+        changes: read.list(
+          read.object<ReachabilityChange>({ subject: read.memberKey, reachable: read.boolean }),
+          MAX_MEMBERS,
+        ),
+      },
       (m) => [m.observer],
     ),
   );
