@@ -174,7 +174,7 @@ export function createDowningMachine(deps: DowningDeps) {
       calmAfter: ({ context, event }) => !troubledAfter(context, seen(event)),
       membershipChanges: ({ context, event }) => membershipChanges(context, seen(event)),
       reachabilityChanges: ({ context, event }) => reachabilityChanges(context, seen(event)),
-      losingStill: ({ context, event }) => losingStill(strategy, context, seen(event)),
+      losingStill: ({ context, event }) => losingStill(policy, context, seen(event)),
       anyChange: ({ context, event }) =>
         membershipChanges(context, seen(event)) || reachabilityChanges(context, seen(event)),
       isDecider: ({ context }) => isDecider(context),

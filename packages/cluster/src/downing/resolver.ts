@@ -37,7 +37,14 @@ export interface SbrResolution {
 }
 
 /** The pieces of a decision before the strategy runs: who is unreachable, who is indirectly connected. */
-export function partitionView(input: SbrInput) {
+export interface PartitionView {
+  readonly indirect: ReadonlySet<string>;
+  readonly unreachable: ReadonlySet<string>;
+  /** Members not indirectly connected: those the strategy decides over. */
+  readonly clean: readonly SbrMember[];
+}
+
+export function partitionView(input: SbrInput): PartitionView {
   // nobody reported unreachable (joins, leaves, an idle cluster): nothing to sort out
   if (Object.keys(input.observations).length === 0) {
     return { indirect: new Set<string>(), unreachable: new Set<string>(), clean: input.members };
@@ -65,8 +72,12 @@ export function partitionView(input: SbrInput) {
  * One side's decision (pure). Indirectly connected members are downed first; the strategy
  * decides over the rest. `lease-majority` is resolved separately (it needs the lease).
  */
-export function resolve(strategy: StrategyConfig, input: SbrInput): SbrResolution {
-  const { indirect, unreachable, clean } = partitionView(input);
+export function resolve(
+  strategy: StrategyConfig,
+  input: SbrInput,
+  partition: PartitionView = partitionView(input),
+): SbrResolution {
+  const { indirect, unreachable, clean } = partition;
   const base = { unreachable: [...unreachable], indirectlyConnected: [...indirect] };
   if (unreachable.size === 0) {
     return {
