@@ -7,6 +7,7 @@ import {
   heartbeatPeers,
   type RingMember,
   stableHash32,
+  successionPartner,
 } from '../../packages/cluster/src/heartbeat-ring.js';
 import { memberKey } from '../../packages/cluster/src/member.js';
 
@@ -269,5 +270,29 @@ describe('heartbeatPeers: unreachable members', () => {
       ),
       { numRuns: 60 },
     );
+  });
+});
+
+describe('successionPartner: the coordinator and its successor heartbeat each other', () => {
+  const aged = (n: number) =>
+    cluster(n).map((m, i) => ({ ...m, age: n - i, status: i === n - 1 ? 'leaving' : 'up' }));
+
+  it('pairs the two oldest up members, both ways, and nobody else', () => {
+    const members = aged(50);
+    // ages run 50..1 down the list; the last (age 1) is leaving, so the oldest up are ages 2 and 3
+    const oldest = members[48]!;
+    const next = members[47]!;
+    expect(successionPartner(oldest, members)).toBe(next);
+    expect(successionPartner(next, members)).toBe(oldest);
+    const others = members.filter((m) => m !== oldest && m !== next);
+    expect(others.map((m) => successionPartner(m, members)).filter(Boolean)).toEqual([]);
+    expect(successionPartner(oldest, [oldest])).toBeUndefined();
+  });
+
+  it('is needed: on a ring of 50 the two are not each other’s ring neighbours', () => {
+    // positive control for the test above and for the simulation: the ring alone would not pair them
+    const members = aged(50);
+    const targets = keys(heartbeatPeers(members[48]!, members).targets);
+    expect(targets).not.toContain(memberKey(members[47]!));
   });
 });

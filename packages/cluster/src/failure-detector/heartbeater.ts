@@ -1,6 +1,6 @@
 import type { ActorRef, ActorSystem, Message } from '@doyen/core';
 import type { ClusterConfig } from '../config.js';
-import { heartbeatPeers } from '../heartbeat-ring.js';
+import { heartbeatPeers, successionPartner } from '../heartbeat-ring.js';
 import { memberKey, nodeOf } from '../member.js';
 import { liveMembers, type Membership } from '../membership.js';
 import type { SelfInfo } from '../membership-protocol.js';
@@ -122,11 +122,14 @@ export class Heartbeater {
       config: this.config.heartbeatRing,
     });
     const chosen = new Set(targets.map(memberKey));
+    const partner = successionPartner(this.self, members);
+    const paired = partner && !chosen.has(partner.key) ? [partner] : [];
+    if (partner) chosen.add(partner.key);
     const kept = others.filter((m) => unreachable.has(m.key) && !chosen.has(m.key));
     const now = this.system.clock.now();
     const peers: Record<string, PeerStatus> = {};
     const refs = new Map<string, ActorRef>();
-    for (const t of [...targets, ...kept]) {
+    for (const t of [...targets, ...paired, ...kept]) {
       const key = memberKey(t);
       // A new target starts with a heartbeat "now": if none ever arrives it still gets detected.
       if (!(key in this.peers)) {
