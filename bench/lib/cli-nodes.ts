@@ -81,6 +81,36 @@ export function allUpAt(nodes: readonly CliNode[], n: number): number | undefine
   return latest;
 }
 
+/**
+ * When every node had logged both `coordinator.changed` to `next` (its last such event) and the
+ * end of `gone` (`member.downed` or `member.removed`) since `since`: the latest such log time, or
+ * undefined while some node has not. From the logs, as allUpAt: polling /cluster on every
+ * survivor each 50 ms is what would load the host while the survivors do the work being timed.
+ */
+export function agreedAt(
+  nodes: readonly CliNode[],
+  gone: string,
+  next: string,
+  since: number,
+): number | undefined {
+  let latest = 0;
+  for (const node of nodes) {
+    let coordinator: { address: string; time: number } | undefined;
+    let goneAt: number | undefined;
+    for (const e of node.events()) {
+      if (e.time < since) continue;
+      const address = e.member?.address as string | undefined;
+      if (e.event === 'coordinator.changed' && address !== undefined)
+        coordinator = { address, time: e.time as number };
+      else if ((e.event === 'member.downed' || e.event === 'member.removed') && address === gone)
+        goneAt ??= e.time as number;
+    }
+    if (coordinator?.address !== next || goneAt === undefined) return undefined;
+    latest = Math.max(latest, coordinator.time, goneAt);
+  }
+  return latest;
+}
+
 /** kill -9 of the nodes; resolves once every one has exited. */
 export async function killCliNodes(nodes: readonly CliNode[]): Promise<void> {
   for (const n of nodes) n.kill9();
