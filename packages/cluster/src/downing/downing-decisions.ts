@@ -1,5 +1,6 @@
 import { isLive, memberKey } from '../member.js';
 import type { MembershipContext } from '../membership-protocol.js';
+import { Recent } from './recent.js';
 import {
   countsAbsent,
   type PartitionView,
@@ -131,29 +132,6 @@ export function inputOf(ctx: DowningContext): SbrInput | undefined {
   };
 }
 
-/**
- * The answers of a pure function for the last few keys, by identity. The machine's guards and
- * its action ask the same questions of the same immutable contexts several times per event (and
- * the next event asks again of this one's result). Bounded, so nothing old is kept alive: a
- * cache keyed by events once held 175 MB in a simulation of 100 nodes.
- */
-class Recent<K, V> {
-  private readonly entries: { readonly key: K; readonly value: V }[] = [];
-  constructor(
-    private readonly size: number,
-    private readonly same: (a: K, b: K) => boolean,
-  ) {}
-
-  get(key: K, compute: (key: K) => V): V {
-    const hit = this.entries.find((e) => this.same(e.key, key));
-    if (hit) return hit.value;
-    const value = compute(key);
-    this.entries.unshift({ key, value });
-    if (this.entries.length > this.size) this.entries.pop();
-    return value;
-  }
-}
-
 /** partitionView depends on the view and this node's reachable peers only (not on `absent`). */
 const partitions = new Recent<Pick<DowningContext, 'view' | 'ownReachable'>, PartitionView | undefined>(
   4,
@@ -201,19 +179,16 @@ function memberSignatureOf(view: SbrViewMessage | undefined): string {
  * The last context `take` computed. The machine's guards and its action each ask for it (three
  * to four times per event, one after another in one transition); the answer is a pure function of
  * (context, event), so the last one is kept, and a membership change costs one pass over the
- * members instead of four. One entry only: a cache keyed by events kept every old context alive
- * as long as anything held its event (175 MB in a simulation of 100 nodes).
+ * members instead of four.
  */
-let lastTaken:
-  | { readonly ctx: DowningContext; readonly event: DowningEvent; readonly next: DowningContext }
-  | undefined;
+const takes = new Recent<{ readonly ctx: DowningContext; readonly event: DowningEvent }, DowningContext>(
+  1,
+  (a, b) => a.ctx === b.ctx && a.event === b.event,
+);
 
 /** The context after an event (views and own reachability both only replace what they carry). */
 export function take(ctx: DowningContext, event: DowningEvent): DowningContext {
-  if (lastTaken?.ctx === ctx && lastTaken.event === event) return lastTaken.next;
-  const next = takeAnew(ctx, event);
-  lastTaken = { ctx, event, next };
-  return next;
+  return takes.get({ ctx, event }, () => takeAnew(ctx, event));
 }
 
 function takeAnew(ctx: DowningContext, event: DowningEvent): DowningContext {
@@ -294,14 +269,10 @@ function absentAfter(ctx: DowningContext, event: DowningEvent): readonly SbrMemb
   return kept.length === ctx.absent.length && kept.every((m, i) => m === ctx.absent[i]) ? ctx.absent : kept;
 }
 
-let lastObserved:
-  | {
-      readonly policy: DowningPolicy;
-      readonly ctx: DowningContext;
-      readonly event: DowningEvent;
-      readonly step: DowningStep;
-    }
-  | undefined;
+const observed = new Recent<
+  { readonly policy: DowningPolicy; readonly ctx: DowningContext; readonly event: DowningEvent },
+  DowningStep
+>(1, (a, b) => a.policy === b.policy && a.ctx === b.ctx && a.event === b.event);
 
 /**
  * The next context plus the static-quorum warning when the cluster grew past 2·quorum − 1. Kept
@@ -309,11 +280,7 @@ let lastObserved:
  * action then assigns.
  */
 export function observe(policy: DowningPolicy, ctx: DowningContext, event: DowningEvent): DowningStep {
-  const last = lastObserved;
-  if (last?.policy === policy && last.ctx === ctx && last.event === event) return last.step;
-  const step = observeAnew(policy, ctx, event);
-  lastObserved = { policy, ctx, event, step };
-  return step;
+  return observed.get({ policy, ctx, event }, () => observeAnew(policy, ctx, event));
 }
 
 function observeAnew(policy: DowningPolicy, ctx: DowningContext, event: DowningEvent): DowningStep {
