@@ -1,5 +1,8 @@
-/** Version of the frame format and handshake; peers speaking another version are refused. */
-export const PROTOCOL_VERSION = 2;
+/**
+ * Version of the frame format, the handshake and the system messages they carry; peers speaking
+ * another version are refused. 3: a reachability report lists every change of one heartbeat tick.
+ */
+export const PROTOCOL_VERSION = 3;
 
 /** The one WebSocket endpoint of a node. */
 export const WS_PATH = '/doyen';
