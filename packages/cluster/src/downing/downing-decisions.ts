@@ -416,12 +416,12 @@ export function selfDowning(
   strategy: StrategyConfig | undefined,
   ctx: DowningContext,
 ): DowningStep | undefined {
-  const input = inputOf(ctx);
+  const selfKey = ctx.view?.selfKey;
   const resolution = strategy && resolutionOf(strategy, ctx);
-  if (!input || !resolution) return undefined;
+  if (selfKey === undefined || !resolution) return undefined;
   if (resolution.decision !== 'down-reachable' && resolution.decision !== 'down-all') return undefined;
-  if (!resolution.down.includes(input.selfKey)) return undefined;
-  const across = new Set([...resolution.unreachable, ...resolution.indirectlyConnected, input.selfKey]);
+  if (!resolution.down.includes(selfKey)) return undefined;
+  const across = new Set([...resolution.unreachable, ...resolution.indirectlyConnected, selfKey]);
   return {
     context: { ...ctx, lastDecision: resolution },
     effects: [
