@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { heartbeatPeers } from '../packages/cluster/src/heartbeat-ring.js';
 import { DEFAULT_HEARTBEAT_INTERVAL_MS } from '../packages/cluster/src/index.js';
 import { freePorts } from '../packages/testkit/src/index.js';
-import { simulatedScale } from '../test/support/scale-scenario.js';
+import { type SimulatedScale, simulatedScale } from '../test/support/scale-scenario.js';
 import {
   agreedAt,
   allUp,
@@ -153,6 +153,32 @@ const cutFigures = (
   [`${key}LosingDownAfterDecisionMs@${n}`]: round(cut.decisionToLosingDownMs),
   [`${key}VsTarget@${n}`]: ratio(cut.decisionToLosingDownMs, TARGETS.losingDownAfterDecisionMs),
 });
+
+/**
+ * The figures the real and the simulated scenario share (convergence, false downings and
+ * suspicions, crash agreement, both cuts), under `prefix` (`sim`) or none, beside their targets.
+ */
+const scenarioFigures = (
+  prefix: '' | 'sim',
+  n: number,
+  r: Pick<
+    SimulatedScale,
+    'convergeMs' | 'falseDownings' | 'falseSuspicions' | 'agreementMs' | 'twoEight' | 'fifty'
+  >,
+) => {
+  const name = (figure: string) =>
+    prefix ? `${prefix}${figure[0]!.toUpperCase()}${figure.slice(1)}` : figure;
+  return {
+    [`${name('convergeMs')}@${n}`]: r.convergeMs,
+    [`${name('convergeVsTarget')}@${n}`]: ratio(r.convergeMs, TARGETS.convergeMs),
+    [`${name('falseDownings')}@${n}`]: r.falseDownings,
+    [`${name('falseSuspicions')}@${n}`]: r.falseSuspicions,
+    [`${name('crashAgreementMs')}@${n}`]: r.agreementMs,
+    [`${name('crashAgreementVsTarget')}@${n}`]: ratio(r.agreementMs, TARGETS.agreementMs),
+    ...cutFigures(name('twoEight'), n, r.twoEight),
+    ...cutFigures(name('fifty'), n, r.fifty),
+  };
+};
 
 /** Blackholes traffic between the two sides, both ways, at once. */
 async function cut(a: readonly Node[], b: readonly Node[]): Promise<number> {
@@ -436,10 +462,7 @@ for (const n of sizes) {
   const cpuTarget = n <= 5 ? TARGETS.cpuAt5 : TARGETS.cpuAt50;
   const { early, settled } = r;
   Object.assign(result, {
-    [`convergeMs@${n}`]: r.convergeMs,
-    [`convergeVsTarget@${n}`]: ratio(r.convergeMs, TARGETS.convergeMs),
-    [`falseDownings@${n}`]: r.falseDownings,
-    [`falseSuspicions@${n}`]: r.falseSuspicions,
+    ...scenarioFigures('', n, r),
     [`idleCpuPctPerNode@${n}`]: early.cpuPct,
     [`idleCpuVsLone@${n}`]: ratio(early.cpuPct, Math.max(base.cpuPct, 0.01)),
     [`rawIdleCpuPctPerNode@${n}`]: raw.early.cpuPct,
@@ -461,25 +484,14 @@ for (const n of sizes) {
     [`rawRssMbPerNode@${n}`]: raw.early.rssMb,
     [`rssVsRaw@${n}`]: ratio(early.rssMb, raw.early.rssMb),
     [`rssVsTarget@${n}`]: ratio(early.rssMb, TARGETS.rssMb),
-    [`crashAgreementMs@${n}`]: r.agreementMs,
-    [`crashAgreementVsTarget@${n}`]: ratio(r.agreementMs, TARGETS.agreementMs),
-    ...cutFigures('twoEight', n, r.twoEight),
-    ...cutFigures('fifty', n, r.fifty),
   });
 }
 for (const n of (process.env.SCALE_SIM_SIZES ?? '100,250').split(',').filter(Boolean).map(Number)) {
   const r = await simulatedScale(n);
   process.stderr.write(`simulated N=${n}: ${JSON.stringify(r)}\n`);
   Object.assign(result, {
-    [`simConvergeMs@${n}`]: r.convergeMs,
-    [`simConvergeVsTarget@${n}`]: ratio(r.convergeMs, TARGETS.convergeMs),
-    [`simFalseDownings@${n}`]: r.falseDownings,
-    [`simFalseSuspicions@${n}`]: r.falseSuspicions,
+    ...scenarioFigures('sim', n, r),
     [`simMessagesPerNodePerSec@${n}`]: r.messagesPerNodePerSec,
-    [`simCrashAgreementMs@${n}`]: r.agreementMs,
-    [`simCrashAgreementVsTarget@${n}`]: ratio(r.agreementMs, TARGETS.agreementMs),
-    ...cutFigures('simTwoEight', n, r.twoEight),
-    ...cutFigures('simFifty', n, r.fifty),
   });
 }
 result.leftRunning = liveProcesses();
