@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
 import {
   chmodSync,
+  chownSync,
+  copyFileSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -77,6 +79,9 @@ setTimeout(() => {}, 200);`;
   return { report, ran };
 }
 
+/** The newline that ends a cache file's header line (what wrote it, and for which source). */
+const HEADER_END = 0x0a;
+
 /** A cache directory of this test's own. */
 function cacheDir(name: string): string {
   return join(work, `cache-${name}`);
@@ -123,13 +128,21 @@ describe('the bin runs the bundle through V8 code cache (compile-cache.ts)', () 
     const dir = cacheDir('rejected');
     await runInChild(bundle, dir);
     const file = join(dir, readdirSync(dir)[0]!);
-    const garbage = Buffer.alloc(4096, 7);
+    const good = readFileSync(file);
+    // garbage under the right header reaches V8, which refuses it
+    const garbage = Buffer.concat([good.subarray(0, good.indexOf(HEADER_END) + 1), Buffer.alloc(4096, 7)]);
     writeFileSync(file, garbage);
     const refused = await runInChild(bundle, dir);
-    expect(refused.report.status).toBe('rejected');
+    expect(refused.report).toMatchObject({ status: 'rejected', reason: 'V8 refused it' });
     expect(refused.ran.filename).toBe(bundle);
     expect(readFileSync(file).equals(garbage)).toBe(false);
     expect((await runInChild(bundle, dir)).report.status).toBe('hit');
+    // garbage without the header never reaches V8
+    writeFileSync(file, Buffer.alloc(4096, 7));
+    expect((await runInChild(bundle, dir)).report).toMatchObject({
+      status: 'rejected',
+      reason: 'made for another source',
+    });
   });
 
   it('a directory others can write, or a link, is not used; "off" turns the cache off', async () => {
@@ -141,9 +154,13 @@ describe('the bin runs the bundle through V8 code cache (compile-cache.ts)', () 
     mkdirSync(target, { mode: 0o700 });
     const link = cacheDir('link');
     symlinkSync(target, link);
-    for (const dir of [open, link]) {
+    for (const [dir, reason] of [
+      [open, 'writable by other users'],
+      [link, 'not a directory'],
+    ] as const) {
       const { report, ran } = await runInChild(bundle, dir);
-      expect(report).toEqual({ status: 'unusable-directory', directory: dir });
+      expect(report).toMatchObject({ status: 'unusable-directory', directory: dir });
+      expect(report.reason).toContain(reason);
       expect(ran.tag).toBe('a');
     }
     const off = await runInChild(bundle, 'off');
@@ -152,6 +169,136 @@ describe('the bin runs the bundle through V8 code cache (compile-cache.ts)', () 
     expect(readdirSync(open)).toEqual([]);
     expect(readdirSync(target)).toEqual([]);
   });
+});
+
+/** The only cache file in `dir`. */
+function onlyEntry(dir: string): string {
+  const files = readdirSync(dir).filter((f) => f.endsWith('.v8'));
+  expect(files).toHaveLength(1);
+  return join(dir, files[0]!);
+}
+
+/** Runs `source` (a fixture's text) in a fresh process with raw V8 `cachedData`, no doyen in between: what V8 alone accepts. */
+async function runWithRawV8Cache(source: string, cachedData: Buffer): Promise<string> {
+  const sourceFile = join(work, `raw-${++fixtures}.cjs`);
+  const dataFile = `${sourceFile}.v8`;
+  writeFileSync(sourceFile, source);
+  writeFileSync(dataFile, cachedData);
+  const script = `const fs = require('node:fs'); const vm = require('node:vm'); const { Module } = require('node:module');
+const raw = fs.readFileSync(process.argv[1], 'utf8');
+const s = new vm.Script(Module.wrap(raw.startsWith('#!') ? '//' + raw.slice(2) : raw), { filename: process.argv[1], cachedData: fs.readFileSync(process.argv[2]) });
+if (s.cachedDataRejected) throw new Error('V8 rejected the data');
+s.runInThisContext().call({}, {}, require, { exports: {} }, process.argv[1], '.');`;
+  const { stdout } = await run(process.execPath, ['-e', script, sourceFile, dataFile]);
+  return (JSON.parse(stdout.trim()) as FixtureRun).tag;
+}
+
+describe('the cache runs only code compiled from this very source, from a directory nobody else controls', () => {
+  it('a planted entry made from another source of the same length is not used; a legitimate entry is', async () => {
+    const dir = cacheDir('planted');
+    const mine = fixture('a');
+    const theirs = fixture('b');
+    expect(readFileSync(mine).length).toBe(readFileSync(theirs).length);
+    // theirs compiled first; its entry is planted under the name of mine
+    await runInChild(theirs, dir);
+    const planted = readFileSync(onlyEntry(dir));
+    await runInChild(mine, dir);
+    const mineFile = readdirSync(dir)
+      .map((f) => join(dir, f))
+      .find((f) => !readFileSync(f).equals(planted))!;
+    // positive control: V8 alone runs the planted code for my source (it checks only the length)
+    const raw = planted.subarray(planted.indexOf(HEADER_END) + 1);
+    expect(await runWithRawV8Cache(readFileSync(mine, 'utf8'), raw)).toBe('b');
+    // positive control: my own entry is used
+    const legit = await runInChild(mine, dir);
+    expect(legit.report.status).toBe('hit');
+    expect(legit.ran.tag).toBe('a');
+
+    copyFileSync(join(dir, readdirSync(dir).find((f) => join(dir, f) !== mineFile)!), mineFile);
+    const attacked = await runInChild(mine, dir);
+    expect(attacked.report).toMatchObject({ status: 'rejected', reason: 'made for another source' });
+    expect(attacked.ran.tag).toBe('a');
+    // and it is rewritten with my code
+    const again = await runInChild(mine, dir);
+    expect(again.report.status).toBe('hit');
+    expect(again.ran.tag).toBe('a');
+  });
+
+  it('an entry that is a link, or that others may write, is not read', async () => {
+    const bundle = fixture('a');
+    const dir = cacheDir('entry-checks');
+    await runInChild(bundle, dir);
+    const file = onlyEntry(dir);
+    const good = readFileSync(file);
+    // a link to a good entry: refused without following it
+    const elsewhere = join(work, 'linked-entry.v8');
+    writeFileSync(elsewhere, good, { mode: 0o600 });
+    rmSync(file);
+    symlinkSync(elsewhere, file);
+    const linked = await runInChild(bundle, dir);
+    expect(linked.report.status).toBe('rejected');
+    expect(linked.report.reason).toMatch(/cannot open it/);
+    // a good entry others may write
+    rmSync(file, { force: true });
+    writeFileSync(file, good);
+    chmodSync(file, 0o666);
+    const open = await runInChild(bundle, dir);
+    expect(open.report).toMatchObject({ status: 'rejected', reason: 'writable by other users' });
+    // positive control: the same bytes, ours and closed, are used
+    rmSync(file, { force: true });
+    writeFileSync(file, good, { mode: 0o600 });
+    chmodSync(file, 0o600);
+    expect((await runInChild(bundle, dir)).report.status).toBe('hit');
+  });
+
+  it('a cache directory under a parent others may write is refused; under a safe or sticky parent it is used', async () => {
+    const bundle = fixture('a');
+    const openParent = join(work, 'open-parent');
+    mkdirSync(openParent);
+    chmodSync(openParent, 0o777);
+    const underOpen = join(openParent, 'cache');
+    const refused = await runInChild(bundle, underOpen);
+    expect(refused.report).toMatchObject({ status: 'unusable-directory', directory: underOpen });
+    expect(refused.report.reason).toBe(`${openParent} is writable by other users`);
+    expect(refused.ran.tag).toBe('a');
+    expect(readdirSync(underOpen)).toEqual([]);
+    // a link to that parent is as unsafe as the parent
+    const linkedParent = join(work, 'linked-parent');
+    symlinkSync(openParent, linkedParent);
+    const viaLink = await runInChild(bundle, join(linkedParent, 'cache2'));
+    expect(viaLink.report.status).toBe('unusable-directory');
+    expect(viaLink.report.reason).toContain('writable by other users');
+    // positive controls: a parent closed to others, and a sticky one like /tmp
+    const safeParent = join(work, 'safe-parent');
+    mkdirSync(safeParent, { mode: 0o755 });
+    chmodSync(safeParent, 0o755);
+    const stickyParent = join(work, 'sticky-parent');
+    mkdirSync(stickyParent);
+    chmodSync(stickyParent, 0o1777);
+    for (const parent of [safeParent, stickyParent]) {
+      const dir = join(parent, 'cache');
+      expect((await runInChild(bundle, dir)).report).toEqual({ status: 'miss', directory: dir });
+      expect((await runInChild(bundle, dir)).report).toEqual({ status: 'hit', directory: dir });
+    }
+  });
+
+  const root = process.getuid?.() === 0;
+  it.skipIf(!root)(
+    'a cache directory under a parent another user owns is refused (needs root to chown)',
+    async () => {
+      const bundle = fixture('a');
+      const foreign = join(work, 'foreign-parent');
+      mkdirSync(foreign, { mode: 0o755 });
+      const dir = join(foreign, 'cache');
+      // positive control: while it is ours, the cache is used
+      expect((await runInChild(bundle, dir)).report.status).toBe('miss');
+      chownSync(foreign, 65534, 65534);
+      const refused = await runInChild(bundle, dir);
+      expect(refused.report).toMatchObject({ status: 'unusable-directory', directory: dir });
+      expect(refused.report.reason).toBe(`${foreign} is owned by another user`);
+      expect(refused.ran.tag).toBe('a');
+    },
+  );
 });
 
 describe('the doyen bin', () => {

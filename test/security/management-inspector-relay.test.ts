@@ -135,3 +135,87 @@ describe('doyen inspector: the relay', () => {
     expect(node.ws.readyState).toBe(WebSocket.CLOSED);
   });
 });
+
+describe('doyen inspector: the relay bounds what it queues for a viewer', () => {
+  /** A viewer that stops reading: its socket is paused, so the kernel buffers fill and the relay's queue grows. */
+  async function sleepingViewer(url: string): Promise<Recorder> {
+    const viewer = await open(url);
+    (viewer.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    return viewer;
+  }
+
+  const FRAME_PAD = 'x'.repeat(64 * 1024);
+  const FRAMES = 400; // 25 MiB in all
+
+  async function flood(options: {
+    maxViewerBufferBytes?: number;
+  }): Promise<{ server: InspectorServer; reader: Recorder; sleeper: Recorder; peak: number }> {
+    const [port] = await freePorts(1);
+    const server = await startInspectorServer({ port: port!, ...options });
+    servers.push(server);
+    const base = `ws://127.0.0.1:${port}`;
+    const reader = await open(`${base}/viewer`);
+    const sleeper = await sleepingViewer(`${base}/viewer`);
+    const node = await open(base);
+    let peak = 0;
+    for (let n = 0; n < FRAMES; n++) {
+      node.ws.send(JSON.stringify({ ...event(n), pad: FRAME_PAD }));
+      // let the relay take the frames in, as a node sending steadily would
+      if (n % 20 === 19) {
+        await new Promise((r) => setTimeout(r, 10));
+        peak = Math.max(peak, server.relay.viewerBufferedBytes);
+      }
+    }
+    await reader.waitFor(
+      (m) => m.event?.type === `e${FRAMES - 1}`,
+      'the last event at the reading viewer',
+      0,
+      30_000,
+    );
+    peak = Math.max(peak, server.relay.viewerBufferedBytes);
+    return { server, reader, sleeper, peak };
+  }
+
+  it('a viewer that never reads is closed (counted, logged) and the queue stays under its budget; a reading viewer gets everything', async () => {
+    const budget = 4 * 1024 * 1024;
+    const { server, reader, sleeper, peak } = await flood({ maxViewerBufferBytes: budget });
+    expect(server.relay.counters.slowViewers).toBe(1);
+    expect(server.relay.viewerCount).toBe(1);
+    // the reading viewer's share plus the sleeper's, each under its budget
+    expect(peak).toBeLessThanOrEqual(2 * budget);
+    // woken up, the sleeper finds its connection closed, short of the events it did not read
+    const closed = new Promise<number>((resolve) => sleeper.ws.once('close', (code) => resolve(code)));
+    (sleeper.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    // 1008 with the reason when the close frame got through, 1006 when the connection was cut
+    expect([1008, 1006]).toContain(await closed);
+    expect(sleeper.messages.length).toBeLessThan(FRAMES);
+    // the reading viewer (positive control for delivery) got every event, in order
+    const got = reader.messages.map((m) => m.event?.type);
+    expect(got).toEqual(Array.from({ length: FRAMES }, (_, n) => `e${n}`));
+  }, 60_000);
+
+  it('positive control: with no budget the sleeping viewer holds the relay’s memory (tens of MiB queued)', async () => {
+    const { server, reader, peak } = await flood({ maxViewerBufferBytes: Number.POSITIVE_INFINITY });
+    expect(server.relay.counters.slowViewers).toBe(0);
+    expect(server.relay.viewerCount).toBe(2);
+    expect(peak).toBeGreaterThan(16 * 1024 * 1024);
+    expect(reader.messages).toHaveLength(FRAMES);
+  }, 60_000);
+
+  it(`at most maxViewers viewers: a newer one takes the oldest one's place`, async () => {
+    const [port] = await freePorts(1);
+    const server = await startInspectorServer({ port: port!, maxViewers: 2 });
+    servers.push(server);
+    const base = `ws://127.0.0.1:${port}`;
+    const first = await open(`${base}/viewer`);
+    const closed = new Promise<number>((resolve) => first.ws.once('close', (code) => resolve(code)));
+    await open(`${base}/viewer`);
+    const third = await open(`${base}/viewer`);
+    expect(await closed).toBe(1008);
+    expect(server.relay.viewerCount).toBe(2);
+    expect(server.relay.counters.viewersReplaced).toBe(1);
+    const node = await open(base);
+    node.ws.send(JSON.stringify(event(1)));
+    await third.waitFor((m) => m.event?.type === 'e1', 'the newest viewer served');
+  });
+});

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -10,6 +10,7 @@ import {
   type DoyenNode,
   type NodeConfig,
   resolveSecrets,
+  SecretFilePermissionsError,
   startNode,
   validateNodeConfig,
 } from '../../packages/doyen/src/index.js';
@@ -113,7 +114,7 @@ describe('secret sources', () => {
 
   it('refuses an unreadable or empty file, an empty variable, and --secret with --secret-file', () => {
     const empty = join(dir, 'empty');
-    writeFileSync(empty, ' \n');
+    writeFileSync(empty, ' \n', { mode: 0o600 });
     expect(() => resolveSecrets({ secretFile: join(dir, 'missing'), env: {} })).toThrow(
       /cannot read the secret file .*missing/,
     );
@@ -125,16 +126,50 @@ describe('secret sources', () => {
     expect(() => resolveSecrets({ secretFlag: 's', secretFile: empty, env: {} })).toThrow(/not both/);
   });
 
-  it('--secret still works, with a warning that argv shows it; a file others can read is warned about', () => {
+  it('--secret still works, with a warning that argv shows it', () => {
     const flag = resolveSecrets({ secretFlag: 'on-argv', env: {} });
     expect(flag.secret).toBe('on-argv');
     expect(flag.warnings.map((w) => w.event)).toEqual(['secret.on-argv']);
     expect(flag.warnings[0]!.message).not.toContain('on-argv');
-    const open = join(dir, 'open');
-    writeFileSync(open, 'x', { mode: 0o644 });
-    expect(resolveSecrets({ secretFile: open, env: {} }).warnings.map((w) => w.event)).toEqual([
-      'secret.file-permissions',
-    ]);
+  });
+
+  it('refuses a secret or token file other users can read, naming the chmod to run; 0600 and 0400 are accepted', () => {
+    for (const mode of [0o600, 0o400]) {
+      const owned = join(dir, `owned-${mode.toString(8)}`);
+      writeFileSync(owned, 'only-mine\n', { mode });
+      chmodSync(owned, mode); // the umask may have taken bits away, never added: make it exact
+      expect(resolveSecrets({ secretFile: owned, httpTokenFile: owned, env: {} })).toEqual({
+        secret: 'only-mine',
+        httpToken: 'only-mine',
+        warnings: [],
+      });
+    }
+    for (const mode of [0o644, 0o640, 0o604, 0o620]) {
+      const open = join(dir, `open-${mode.toString(8)}`);
+      writeFileSync(open, 'readable-by-others\n');
+      chmodSync(open, mode);
+      for (const sources of [
+        { secretFile: open, env: {} },
+        { httpTokenFile: open, env: {} },
+      ]) {
+        let thrown: unknown;
+        try {
+          resolveSecrets(sources);
+        } catch (error) {
+          thrown = error;
+        }
+        expect(thrown).toBeInstanceOf(SecretFilePermissionsError);
+        expect(thrown).toBeInstanceOf(InvalidConfigError);
+        const message = (thrown as Error).message;
+        expect(message).toContain(`chmod 600 ${open}`);
+        expect(message).toContain(`0${mode.toString(8)}`);
+        expect(message).toMatch(sources.secretFile ? /the secret file/ : /the management token file/);
+        expect(message).not.toContain('readable-by-others');
+      }
+      // the refusal is the mode alone: the same file, once chmod 600, is read
+      chmodSync(open, 0o600);
+      expect(resolveSecrets({ secretFile: open, env: {} }).secret).toBe('readable-by-others');
+    }
   });
 });
 

@@ -18,7 +18,7 @@ export * from './inspector/index.js';
 export * from './management-guard.js';
 export * from './management-http.js';
 export * from './members-api.js';
-export { MAX_EVENT_STREAMS, membersRoute } from './members-routes.js';
+export { MAX_EVENT_STREAMS, MAX_EVENT_STREAMS_PER_CLIENT, membersRoute } from './members-routes.js';
 export * from './node-config.js';
 export * from './node-logger.js';
 export * from './secret-sources.js';

@@ -42,11 +42,8 @@ export function changesState(method: string | undefined): boolean {
  * so a form or a `no-cors` fetch from any page cannot reach a handler even with a stolen cookie.
  */
 export function refusalOf(headers: IncomingHttpHeaders, policy: ManagementPolicy): Refusal | undefined {
-  if (headers['sec-fetch-site'] === 'cross-site')
-    return { status: 403, reason: 'cross-site', error: 'cross-site requests are refused' };
-  const origin = headers.origin;
-  if (origin !== undefined && !policy.allowsOrigin(origin))
-    return { status: 403, reason: 'origin', error: 'requests from this origin are refused' };
+  const crossSite = crossSiteRefusalOf(headers, policy);
+  if (crossSite) return crossSite;
   if (policy.token === undefined)
     return {
       status: 403,
@@ -62,6 +59,23 @@ export function refusalOf(headers: IncomingHttpHeaders, policy: ManagementPolicy
       reason: 'content-type',
       error: 'state-changing requests need Content-Type: application/json',
     };
+  return undefined;
+}
+
+/**
+ * A request a web page of another site (or of an origin not allowed) made: refused before a
+ * state change, and before anything a page could hold without reading it (an event stream: a
+ * page that cannot read the stream could still hold the server's places).
+ */
+export function crossSiteRefusalOf(
+  headers: IncomingHttpHeaders,
+  policy: ManagementPolicy,
+): Refusal | undefined {
+  if (headers['sec-fetch-site'] === 'cross-site')
+    return { status: 403, reason: 'cross-site', error: 'cross-site requests are refused' };
+  const origin = headers.origin;
+  if (origin !== undefined && !policy.allowsOrigin(origin))
+    return { status: 403, reason: 'origin', error: 'requests from this origin are refused' };
   return undefined;
 }
 

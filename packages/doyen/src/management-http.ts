@@ -11,6 +11,7 @@ import { SEED_NODES_PATH, type SeedNodesView } from './bootstrap/seed-nodes.js';
 import { sendJson as json } from './http-json.js';
 import {
   changesState,
+  crossSiteRefusalOf,
   hostRefusalOf,
   isLoopback,
   type ManagementPolicy,
@@ -19,7 +20,7 @@ import {
   type RefusalReason,
   refusalOf,
 } from './management-guard.js';
-import { membersRoute } from './members-routes.js';
+import { EVENT_STREAM_PATHS, membersRoute } from './members-routes.js';
 
 /** Where management listens unless told otherwise: only local clients reach it. */
 export const DEFAULT_HTTP_HOST = '127.0.0.1';
@@ -215,8 +216,12 @@ export class ManagementServer {
       }
       if (options.node.bootstrapping) return answerWhileBootstrapping(response, path, method);
       const { system, cluster } = options.node;
-      if (changesState(method)) {
-        const refusal = refusalOf(request.headers, self.policy);
+      // an event stream is held open: refused cross-site like a change, so no page can hold them all
+      const streams = EVENT_STREAM_PATHS.includes(path);
+      if (changesState(method) || streams) {
+        const refusal = streams
+          ? crossSiteRefusalOf(request.headers, self.policy)
+          : refusalOf(request.headers, self.policy);
         if (refusal) {
           self.refused(request, refusal.reason);
           const headers: Record<string, string> =

@@ -1,6 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import type { Cluster, ClusterEvent } from '@doyen/cluster';
 import { memberKey } from '@doyen/cluster';
+import { type ActorSystem, RateLimitedLog } from '@doyen/core';
+import { EventStreamSlots } from './event-stream-slots.js';
 import { BadRequestBodyError, readJsonBody, sendJson } from './http-json.js';
 import type { ManagedNode, Route } from './management-http.js';
 import {
@@ -13,8 +15,12 @@ import {
   selectedEventTypes,
 } from './members-api.js';
 
-/** Event streams one management server serves at once; more are refused with 503. */
+/** Event streams one management server serves at once; a newcomer closes an older one (event-stream-slots.ts). */
 export const MAX_EVENT_STREAMS = 16;
+/** Event streams one client address holds at once: half, so one address never holds them all. */
+export const MAX_EVENT_STREAMS_PER_CLIENT = 8;
+/** The event stream's paths (Akka's and ours): held open, so refused cross-site like a change. */
+export const EVENT_STREAM_PATHS: readonly string[] = ['/cluster/events', '/cluster/domain-events'];
 /** A stream whose client reads slower than this backlog (bytes) is closed. */
 const MAX_STREAM_BACKLOG = 1024 * 1024;
 /** How often a stream checks for a new incarnation, and every how many checks it sends a keep-alive. */
@@ -29,7 +35,25 @@ const KEEP_ALIVE_TICKS = 15;
  * (`{"operation": "Down"}`), not as Akka's form field, for that reason.
  */
 export function membersRoute(node: ManagedNode, leaveSelf: () => void): Route {
-  const streams = new Set<ServerResponse>();
+  const streams = new EventStreamSlots<ServerResponse>(MAX_EVENT_STREAMS, MAX_EVENT_STREAMS_PER_CLIENT);
+  let evictionLog: { system: ActorSystem; log: RateLimitedLog } | undefined;
+  const logEviction = (reason: string, newcomer: string) => {
+    const system = node.cluster.system;
+    if (evictionLog?.system !== system)
+      evictionLog = { system, log: new RateLimitedLog(system.logger, Date.now) };
+    system.metrics.inc(
+      'doyen_http_event_streams_evicted_total',
+      'Event streams closed to serve a newer one',
+      {
+        reason,
+      },
+    );
+    evictionLog.log.warn(
+      `http.events-evicted:${reason}`,
+      { event: 'http.events-evicted', reason, newcomer },
+      `event stream closed to serve a newer one (${reason})`,
+    );
+  };
   return async (request, response, url) => {
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const method = request.method ?? 'GET';
@@ -44,7 +68,7 @@ export function membersRoute(node: ManagedNode, leaveSelf: () => void): Route {
       sendJson(response, 200, clusterMembersView(cluster, node.coordinator));
       return true;
     }
-    if (path === '/cluster/events' || path === '/cluster/domain-events') {
+    if (EVENT_STREAM_PATHS.includes(path)) {
       if (method !== 'GET') {
         sendJson(response, 405, { message: `${method} not allowed on ${path}` });
         return true;
@@ -56,12 +80,12 @@ export function membersRoute(node: ManagedNode, leaveSelf: () => void): Route {
         });
         return true;
       }
-      if (streams.size >= MAX_EVENT_STREAMS) {
-        sendJson(response, 503, { message: `at most ${MAX_EVENT_STREAMS} event streams at once` });
-        return true;
+      const client = request.socket.remoteAddress ?? 'unknown';
+      for (const old of streams.admit(client, response)) {
+        logEviction(old.reason, client);
+        old.stream.end(`: closed to serve a newer stream (${old.reason})\n\n`);
       }
-      streams.add(response);
-      streamEvents(node, response, selected.types, () => streams.delete(response));
+      streamEvents(node, response, selected.types, () => streams.release(response));
       return true;
     }
     const one = /^\/cluster\/members\/([^/]+)$/.exec(path);

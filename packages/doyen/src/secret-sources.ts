@@ -1,4 +1,4 @@
-import { readFileSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { InvalidConfigError } from '@doyen/core';
 
 /** The environment variables `doyen node` reads its secrets from (argv is visible to every local user in `ps`). */
@@ -26,27 +26,52 @@ export interface ResolvedSecrets {
   readonly warnings: readonly SecretWarning[];
 }
 
-/** The trimmed content of a secret file; a missing, unreadable or empty file is a config error. */
-export function readSecretFile(path: string, what: string): { value: string; warning?: SecretWarning } {
-  let text: string;
+/**
+ * A secret file other users may read (or write): refused, as ssh refuses such a private key.
+ * Still an InvalidConfigError, so the CLI exits as for any other bad setting.
+ */
+export class SecretFilePermissionsError extends InvalidConfigError {
+  constructor(
+    readonly path: string,
+    readonly mode: number,
+    what: string,
+  ) {
+    super(
+      `the ${what} file ${path} is accessible by other users (mode 0${(mode & 0o777).toString(8)}): ` +
+        `run \`chmod 600 ${path}\` and start again`,
+    );
+  }
+}
+
+/** Group and other bits: any of them lets another local user read or replace the secret. */
+const OTHERS = 0o077;
+
+/**
+ * The trimmed content of a secret file; a missing, unreadable or empty file is a config error, and
+ * so is one others can access. The mode is read from the descriptor the secret is read from, so
+ * a file swapped between the check and the read cannot slip through.
+ */
+export function readSecretFile(path: string, what: string): { value: string } {
+  let fd: number;
   try {
-    text = readFileSync(path, 'utf8');
+    fd = openSync(path, constants.O_RDONLY);
   } catch (error) {
     throw new InvalidConfigError(`cannot read the ${what} file ${path}: ${(error as Error).message}`);
   }
+  let text: string;
+  try {
+    const mode = fstatSync(fd).mode;
+    if ((mode & OTHERS) !== 0) throw new SecretFilePermissionsError(path, mode, what);
+    text = readFileSync(fd, 'utf8');
+  } catch (error) {
+    if (error instanceof InvalidConfigError) throw error;
+    throw new InvalidConfigError(`cannot read the ${what} file ${path}: ${(error as Error).message}`);
+  } finally {
+    closeSync(fd);
+  }
   const value = text.trim();
   if (value === '') throw new InvalidConfigError(`the ${what} file ${path} is empty`);
-  let warning: SecretWarning | undefined;
-  try {
-    if ((statSync(path).mode & 0o077) !== 0)
-      warning = {
-        event: 'secret.file-permissions',
-        message: `the ${what} file ${path} is readable by other users: chmod 600 it`,
-      };
-  } catch {
-    // it was just read: a stat failure here changes nothing
-  }
-  return { value, ...(warning ? { warning } : {}) };
+  return { value };
 }
 
 /**
@@ -60,9 +85,7 @@ export function resolveSecrets(sources: SecretSources): ResolvedSecrets {
     throw new InvalidConfigError('give the cluster secret once: --secret-file F or --secret S, not both');
   let secret: string | undefined;
   if (sources.secretFile !== undefined) {
-    const read = readSecretFile(sources.secretFile, 'secret');
-    secret = read.value;
-    if (read.warning) warnings.push(read.warning);
+    secret = readSecretFile(sources.secretFile, 'secret').value;
   } else if (sources.secretFlag !== undefined) {
     if (sources.secretFlag === '') throw new InvalidConfigError('--secret is empty');
     secret = sources.secretFlag;
@@ -76,9 +99,7 @@ export function resolveSecrets(sources: SecretSources): ResolvedSecrets {
   }
   let httpToken: string | undefined;
   if (sources.httpTokenFile !== undefined) {
-    const read = readSecretFile(sources.httpTokenFile, 'management token');
-    httpToken = read.value;
-    if (read.warning) warnings.push(read.warning);
+    httpToken = readSecretFile(sources.httpTokenFile, 'management token').value;
   } else if (sources.env[HTTP_TOKEN_ENV] !== undefined) {
     httpToken = sources.env[HTTP_TOKEN_ENV].trim();
     if (httpToken === '') throw new InvalidConfigError(`${HTTP_TOKEN_ENV} is set but empty`);

@@ -24,6 +24,14 @@ export interface RelayServerOptions {
   /** Node events kept for viewers that connect later (default 200, at most `replayBytes` in all). */
   readonly replayEvents?: number;
   readonly replayBytes?: number;
+  /**
+   * Bytes queued for one viewer before it counts as not reading and is closed (default 4 MiB):
+   * the relay's memory is at most this per viewer, not whatever the nodes send while a viewer
+   * sleeps. A new viewer's replay takes at most half of it (the newest events).
+   */
+  readonly maxViewerBufferBytes?: number;
+  /** Viewers at once (default 16); one more closes the oldest. */
+  readonly maxViewers?: number;
   /** Where refusals are logged (`inspector.refused`); silent when absent. */
   readonly logger?: Logger;
 }
@@ -34,7 +42,16 @@ export interface RelayCounters {
   browserAsNode: number;
   notAnEvent: number;
   viewerFrames: number;
+  /** Viewers closed because they did not read what they were sent. */
+  slowViewers: number;
+  /** Viewers closed to make room for a newer one (maxViewers). */
+  viewersReplaced: number;
 }
+
+const DEFAULT_MAX_VIEWER_BUFFER = 4 * 1024 * 1024;
+const DEFAULT_MAX_VIEWERS = 16;
+/** A viewer closed for not reading gets this long to take the close frame, then is cut. */
+const CLOSE_GRACE_MS = 1000;
 
 /**
  * The relay between nodes started with `--inspect` and the Stately inspector page, replacing
@@ -49,7 +66,14 @@ export interface RelayCounters {
  *   they send is relayed or kept.
  */
 export class InspectorRelay {
-  readonly counters: RelayCounters = { foreignOrigin: 0, browserAsNode: 0, notAnEvent: 0, viewerFrames: 0 };
+  readonly counters: RelayCounters = {
+    foreignOrigin: 0,
+    browserAsNode: 0,
+    notAnEvent: 0,
+    viewerFrames: 0,
+    slowViewers: 0,
+    viewersReplaced: 0,
+  };
   private readonly viewers = new Set<WebSocket>();
   private readonly nodes = new Set<WebSocket>();
   private readonly replay: string[] = [];
@@ -125,6 +149,17 @@ export class InspectorRelay {
     return this.nodes.size;
   }
 
+  /** Bytes queued to viewers now, in all: what a viewer that does not read costs the relay. */
+  get viewerBufferedBytes(): number {
+    let bytes = 0;
+    for (const ws of this.viewers) bytes += ws.bufferedAmount;
+    return bytes;
+  }
+
+  private get maxViewerBuffer(): number {
+    return this.options.maxViewerBufferBytes ?? DEFAULT_MAX_VIEWER_BUFFER;
+  }
+
   private upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
     const path = new URL(request.url ?? '/', 'http://localhost').pathname;
     const origin = request.headers.origin;
@@ -161,13 +196,48 @@ export class InspectorRelay {
   }
 
   private addViewer(ws: WebSocket): void {
+    // Set order is age order: at the cap the oldest viewer gives its place to the newest
+    const max = this.options.maxViewers ?? DEFAULT_MAX_VIEWERS;
+    for (const oldest of this.viewers) {
+      if (this.viewers.size < max) break;
+      this.counters.viewersReplaced++;
+      this.closeViewer(oldest, 'viewer-replaced', 'a newer viewer took this place');
+    }
     this.viewers.add(ws);
     ws.on('error', () => ws.terminate());
     ws.on('close', () => this.viewers.delete(ws));
     ws.on('message', () => {
       this.counters.viewerFrames++;
     });
-    for (const text of this.replay) ws.send(text);
+    // the newest events that fit in half the viewer's budget, oldest first
+    let from = this.replay.length;
+    let bytes = 0;
+    while (from > 0 && bytes + this.replay[from - 1]!.length <= this.maxViewerBuffer / 2)
+      bytes += this.replay[--from]!.length;
+    for (const text of this.replay.slice(from)) ws.send(text);
+  }
+
+  /** Sends to a viewer that keeps up; one whose queue would pass its budget is closed instead. */
+  private sendToViewer(ws: WebSocket, text: string): void {
+    if (ws.readyState !== ws.OPEN) return;
+    if (ws.bufferedAmount + text.length > this.maxViewerBuffer) {
+      this.counters.slowViewers++;
+      this.closeViewer(ws, 'slow-viewer', 'the viewer does not read what it is sent');
+      return;
+    }
+    ws.send(text);
+  }
+
+  private closeViewer(ws: WebSocket, reason: string, why: string): void {
+    this.viewers.delete(ws);
+    this.refusalLog?.warn(
+      reason,
+      { event: 'inspector.viewer-closed', reason, buffered: ws.bufferedAmount },
+      `inspector relay closed a viewer: ${why}`,
+    );
+    ws.close(1008, why);
+    // its queue is memory: if the close frame cannot get through, cut the connection
+    setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
   }
 
   private addNode(ws: WebSocket): void {
@@ -181,7 +251,7 @@ export class InspectorRelay {
         return;
       }
       this.keep(text);
-      for (const viewer of this.viewers) if (viewer.readyState === viewer.OPEN) viewer.send(text);
+      for (const viewer of this.viewers) this.sendToViewer(viewer, text);
     });
   }
 

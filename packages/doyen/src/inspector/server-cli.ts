@@ -37,10 +37,17 @@ export async function startInspectorServer(
     open?: boolean;
     allowedOrigins?: readonly string[];
     logger?: Logger;
+    /** See RelayServerOptions. */
+    maxViewerBufferBytes?: number;
+    maxViewers?: number;
   } = {},
 ): Promise<InspectorServer> {
   const relay = await InspectorRelay.start({
     port: options.port ?? 8080,
+    ...(options.maxViewerBufferBytes !== undefined
+      ? { maxViewerBufferBytes: options.maxViewerBufferBytes }
+      : {}),
+    ...(options.maxViewers !== undefined ? { maxViewers: options.maxViewers } : {}),
     ...(options.host ? { host: options.host } : {}),
     ...(options.allowedOrigins ? { allowedOrigins: options.allowedOrigins } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
