@@ -218,9 +218,11 @@ describe('the downing machine alone: events in, effects as data out', () => {
     const all = range(1, 5).map((i) => member(i));
     m.send(view(1, all));
     m.send(reach([2, 3, 4, 5]));
-    // the observer's report moves between 4 and 5 every 400 ms: never stable for 1000 ms
+    // the broken link moves between 2–4 and 3–5 every 400 ms: never stable for 1000 ms (one
+    // observer whose report only moves between subjects is one liar, set aside at once: see
+    // sbr-lying-member.test.ts)
     for (let i = 0; i < 4; i++) {
-      m.send(view(1, all, reports(2, [i % 2 === 0 ? 4 : 5]), 2 + i));
+      m.send(view(1, all, i % 2 === 0 ? reports(2, [4]) : reports(3, [5]), 2 + i));
       m.advance(i < 3 ? 400 : 299);
     }
     expect(m.effects).toEqual([]);

@@ -3,7 +3,7 @@ import { createSecureContext, connect as tlsConnect } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { Envelope } from '../../packages/core/src/index.js';
-import { Association, resolveWireConfig, WS_PATH } from '../../packages/wire/src/index.js';
+import { Association, NodeIdentity, resolveWireConfig, WS_PATH } from '../../packages/wire/src/index.js';
 import { type IssuedCertificate, TestPki } from '../support/certificates.js';
 import { eventsOf, type LoggedNode, ping, startLoggedNode } from '../support/tls-nodes.js';
 import { eventually } from '../support/wait.js';
@@ -147,11 +147,18 @@ describe('mutual TLS between nodes', () => {
       cert: readFileSync(expired.certFile),
       key: readFileSync(expired.keyFile),
     });
-    const association = new Association(dialer.transport.system, config, addressOf(ours), 'system', () => ({
-      secureContext,
-      rejectUnauthorized: true,
-      checkServerIdentity: () => undefined,
-    }));
+    const association = new Association(
+      dialer.transport.system,
+      config,
+      addressOf(ours),
+      'system',
+      NodeIdentity.generate(),
+      () => ({
+        secureContext,
+        rejectUnauthorized: true,
+        checkServerIdentity: () => undefined,
+      }),
+    );
     try {
       association.enqueue(envelopeFor(ours));
       await eventually(() => eventsOf(ours, 'wire.tls.rejected').length > 0, { what: 'the refusal' });

@@ -13,9 +13,10 @@ describe('issue 10 (7): connections closed for a violation after the handshake',
   it('200 of them leave no inbound connection and no pending handshake behind', async () => {
     const n = await startTestNode();
     nodes.push(n);
-    const violate = async () => {
+    // each its own identity: a second connection of one identity and lane replaces the first (4013)
+    const violate = async (_: unknown, i: number) => {
       const raw = await connectRaw(n.transport.port);
-      await handshake(raw, { cluster: 'test', secret: 'sesame', lane: 'system' });
+      await handshake(raw, { cluster: 'test', secret: 'sesame', lane: 'system', uid: `leak-${i}` });
       raw.sendRaw(Buffer.from([0x91, 0xc1])); // outside the wire grammar: closes the connection
       expect((await raw.closed).code).toBe(CloseCode.unsupportedData);
     };

@@ -10,10 +10,11 @@ import {
   decodeHello,
   encodeChallenge,
   encodeWelcome,
+  NodeIdentity,
   PROTOCOL_VERSION,
   type RejectReason,
+  signedWelcome,
   transcriptOf,
-  welcomeProof,
 } from '../../packages/wire/src/index.js';
 import { startTestNode, type TestNode } from '../support/nodes.js';
 import {
@@ -271,6 +272,7 @@ describe('fuzzing the wire: every handshake state, both sides', { timeout: TIMEO
       .map(([ms, h]): DialCase => ({ challenge, welcomeMutations: ms, ...(h ? { welcomeHostile: h } : {}) }));
     const cases = fc.sample(fc.oneof(fuzzedChallenge, fuzzedWelcome), { numRuns: RUNS, seed: 10 });
     let served = 0;
+    const fakeIdentity = NodeIdentity.generate();
     const onConnection = (socket: WebSocket) => {
       const c = cases[served++ % cases.length]!;
       socket.send(c.challenge);
@@ -280,7 +282,7 @@ describe('fuzzing the wire: every handshake state, both sides', { timeout: TIMEO
         if (!hello) return;
         const me = { host: '127.0.0.1', port, uid: 'fake' };
         const good = plain.pack(
-          encodeWelcome({ ...me, proof: welcomeProof('sesame', transcriptOf(hello, nonce), me) }),
+          encodeWelcome(signedWelcome(me, transcriptOf(hello, nonce), 'sesame', fakeIdentity)),
         );
         socket.send(c.welcomeHostile ?? mutate(good, c.welcomeMutations));
         // the dialer either refused it or took it: end the connection so it dials again
@@ -302,6 +304,7 @@ describe('fuzzing the wire: every handshake state, both sides', { timeout: TIMEO
       'bad-welcome',
       'bad-proof',
       'wrong-peer',
+      'wrong-key',
       'malformed-msgpack',
       'unsupported-msgpack',
       'too-deep',

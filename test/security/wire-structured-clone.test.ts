@@ -2,7 +2,7 @@ import { Packr, Unpackr } from 'msgpackr';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CloseCode, withDecodingSystem } from '../../packages/wire/src/index.js';
 import { type ClusterNode, freePorts, startClusterNode } from '../support/cluster-nodes.js';
-import { connectRaw, handshake } from '../support/raw-peer.js';
+import { connectRaw, handshake, rawPeerIdentity } from '../support/raw-peer.js';
 import { eventually } from '../support/wait.js';
 
 const running: ClusterNode[] = [];
@@ -31,7 +31,9 @@ describe('issue 10 (1): structured-clone extensions from the network', () => {
     // a seed that is not the coordinator redirects the joiner, so the join must come from it)
     const identity = { host: '127.0.0.1', port: evilPort, uid: 'evil' };
     const replyTo = b.transport.system.refFor(`doyen://it@127.0.0.1:${evilPort}/system/membership#evil`);
-    const join = { type: 'membership.join', node: identity, name: 'evil', roles: [], replyTo };
+    // the identity key its connection proves (a join must name it, see identity-keys.test.ts)
+    const publicKey = rawPeerIdentity.publicKey;
+    const join = { type: 'membership.join', node: identity, name: 'evil', roles: [], replyTo, publicKey };
     const cycle: Record<string, unknown> = { n: 1 };
     cycle.self = cycle;
     const cloning = new Packr({ structuredClone: true });

@@ -3,11 +3,13 @@ import WebSocket, { WebSocketServer } from 'ws';
 import {
   decodeHello,
   encodeChallenge,
+  encodeHello,
   encodeWelcome,
-  helloProof,
+  NodeIdentity,
   PROTOCOL_VERSION,
+  signedHello,
+  signedWelcome,
   transcriptOf,
-  welcomeProof,
 } from '../../packages/wire/src/index.js';
 
 const plain = new Packr({ useRecords: false });
@@ -68,33 +70,31 @@ export interface HelloFields {
   lane?: 'system' | 'user';
   /** The `host:port` the hello says it meant to reach (default: the address dialled). */
   target?: string;
+  /** The identity key the hello is signed with (default: one shared by raw peers, no member's). */
+  identity?: NodeIdentity;
 }
 
-/** The hello frame (as an array) answering a challenge nonce. */
+/** The identity key raw peers sign with unless a test gives its own (a key no member has). */
+export const rawPeerIdentity = NodeIdentity.generate();
+
+/** The hello frame (as an array) answering a challenge nonce, signed with `f.identity`. */
 export function helloFrame(peer: Pick<RawPeer, 'port'>, challengeNonce: Buffer, f: HelloFields): unknown[] {
-  const hello = {
-    version: f.version ?? PROTOCOL_VERSION,
-    cluster: f.cluster,
-    host: f.host ?? '127.0.0.1',
-    port: f.port ?? 1,
-    uid: f.uid ?? 'rawpeer',
-    lane: f.lane ?? ('user' as const),
-    target: f.target ?? `127.0.0.1:${peer.port}`,
-    nonce: Buffer.alloc(16, 3),
-  };
-  const proof = helloProof(f.secret, transcriptOf(hello, challengeNonce));
-  return [
-    1,
-    hello.version,
-    hello.cluster,
-    hello.host,
-    hello.port,
-    hello.uid,
-    hello.lane,
-    hello.target,
-    hello.nonce,
-    proof,
-  ];
+  const { hello } = signedHello(
+    {
+      version: f.version ?? PROTOCOL_VERSION,
+      cluster: f.cluster,
+      host: f.host ?? '127.0.0.1',
+      port: f.port ?? 1,
+      uid: f.uid ?? 'rawpeer',
+      lane: f.lane ?? ('user' as const),
+      target: f.target ?? `127.0.0.1:${peer.port}`,
+      nonce: Buffer.alloc(16, 3),
+    },
+    challengeNonce,
+    f.secret,
+    f.identity ?? rawPeerIdentity,
+  );
+  return encodeHello(hello);
 }
 
 /** Completes a correct (or deliberately wrong) handshake; resolves once the welcome arrived. */
@@ -128,6 +128,8 @@ export async function startFakeAcceptor(
   options: {
     secret?: string;
     welcomeAs?: { host: string; port: number; uid: string };
+    /** The key the welcome is signed with (default: the raw peers' key). */
+    identity?: NodeIdentity;
     onConnection?: (socket: WebSocket) => void;
   },
 ): Promise<FakeAcceptor> {
@@ -145,8 +147,13 @@ export async function startFakeAcceptor(
     socket.once('message', (d: Buffer) => {
       const hello = decodeHello(unplain.unpack(d));
       if (!hello || !options.welcomeAs) return;
-      const proof = welcomeProof(options.secret ?? 'sesame', transcriptOf(hello, nonce), options.welcomeAs);
-      socket.send(plain.pack(encodeWelcome({ ...options.welcomeAs, proof })));
+      const welcome = signedWelcome(
+        options.welcomeAs,
+        transcriptOf(hello, nonce),
+        options.secret ?? 'sesame',
+        options.identity ?? rawPeerIdentity,
+      );
+      socket.send(plain.pack(encodeWelcome(welcome)));
     });
   });
   await new Promise((resolve) => wss.once('listening', resolve));

@@ -2,17 +2,27 @@ import { describe, expect, it } from 'vitest';
 import { InvalidConfigError } from '../../packages/core/src/index.js';
 import {
   decodeHello,
+  decodeWelcome,
   encodeHello,
+  encodeWelcome,
   helloProof,
+  helloSignatureValid,
+  NodeIdentity,
   proofMatches,
   quotaKeyOf,
   reconnectDelay,
   resolveWireConfig,
+  signedHello,
+  signedWelcome,
   transcriptOf,
+  verifyNodeSignature,
   welcomeProof,
+  welcomeSignatureValid,
 } from '../../packages/wire/src/index.js';
 
 describe('handshake proofs', () => {
+  const dialerKey = NodeIdentity.generate();
+  const acceptorKey = NodeIdentity.generate();
   const hello = {
     version: 2,
     cluster: 'c',
@@ -22,10 +32,11 @@ describe('handshake proofs', () => {
     lane: 'system' as const,
     target: 'a:2',
     nonce: Buffer.alloc(16, 5),
+    publicKey: dialerKey.publicKey,
   };
   const challenge = Buffer.alloc(16, 7);
   const t = transcriptOf(hello, challenge);
-  const acceptor = { host: 'a', port: 2, uid: 'x' };
+  const acceptor = { host: 'a', port: 2, uid: 'x', publicKey: acceptorKey.publicKey };
 
   it('bind the secret, both nonces, every identity field and the address dialled', () => {
     const p = helloProof('s', t);
@@ -39,6 +50,7 @@ describe('handshake proofs', () => {
       helloProof('s', transcriptOf({ ...hello, target: 'b:2' }, challenge)),
       helloProof('s', transcriptOf({ ...hello, cluster: 'd' }, challenge)),
       helloProof('s', transcriptOf({ ...hello, version: 3 }, challenge)),
+      helloProof('s', transcriptOf({ ...hello, publicKey: acceptorKey.publicKey }, challenge)),
     ];
     for (const v of variants) expect(proofMatches(p, v)).toBe(false);
     expect(proofMatches(p, Buffer.alloc(3))).toBe(false);
@@ -48,6 +60,9 @@ describe('handshake proofs', () => {
     const w = welcomeProof('s', t, acceptor);
     expect(proofMatches(w, welcomeProof('s', t, acceptor))).toBe(true);
     expect(proofMatches(w, welcomeProof('s', t, { ...acceptor, port: 3 }))).toBe(false);
+    expect(proofMatches(w, welcomeProof('s', t, { ...acceptor, publicKey: dialerKey.publicKey }))).toBe(
+      false,
+    );
     expect(
       proofMatches(w, welcomeProof('s', transcriptOf({ ...hello, target: 'b:2' }, challenge), acceptor)),
     ).toBe(false);
@@ -60,8 +75,39 @@ describe('handshake proofs', () => {
     expect(proofMatches(a, b)).toBe(false);
   });
 
+  it('a hello is signed by the key it names, and by nothing else', () => {
+    const { hello: signed, transcript } = signedHello(hello, challenge, 's', dialerKey);
+    expect(signed.publicKey).toBe(dialerKey.publicKey);
+    expect(helloSignatureValid(signed, transcript)).toBe(true);
+    // another key claimed with the same signature, or the signature over another transcript
+    expect(helloSignatureValid({ ...signed, publicKey: acceptorKey.publicKey }, transcript)).toBe(false);
+    const other = transcriptOf({ ...hello, uid: 'v' }, challenge);
+    expect(helloSignatureValid(signed, other)).toBe(false);
+    // a secret holder's own key, signing a hello that claims the dialer's key
+    const forged = signedHello(hello, challenge, 's', acceptorKey).hello;
+    expect(helloSignatureValid({ ...forged, publicKey: dialerKey.publicKey }, transcript)).toBe(false);
+    expect(verifyNodeSignature('not a key', Buffer.alloc(1), signed.signature)).toBe(false);
+  });
+
+  it('a welcome is signed by the acceptor over the transcript and its own identity', () => {
+    const welcome = signedWelcome({ host: 'a', port: 2, uid: 'x' }, t, 's', acceptorKey);
+    expect(welcome.publicKey).toBe(acceptorKey.publicKey);
+    expect(proofMatches(welcome.proof, welcomeProof('s', t, acceptor))).toBe(true);
+    expect(welcomeSignatureValid(welcome, t)).toBe(true);
+    expect(welcomeSignatureValid({ ...welcome, uid: 'y' }, t)).toBe(false);
+    expect(welcomeSignatureValid({ ...welcome, publicKey: dialerKey.publicKey }, t)).toBe(false);
+    expect(decodeWelcome(encodeWelcome(welcome))).toEqual(welcome);
+    expect(decodeWelcome(encodeWelcome(welcome).slice(0, 6))).toBeUndefined();
+  });
+
+  it('an identity key survives a round trip through PEM (a stable identity on disk)', () => {
+    const again = NodeIdentity.fromPem(dialerKey.toPem());
+    expect(again.publicKey).toBe(dialerKey.publicKey);
+    expect(() => NodeIdentity.fromPem('nonsense')).toThrow(InvalidConfigError);
+  });
+
   it('hello frames round-trip and malformed ones are refused', () => {
-    const full = { ...hello, proof: helloProof('s', t) };
+    const full = signedHello(hello, challenge, 's', dialerKey).hello;
     expect(decodeHello(encodeHello(full))).toEqual(full);
     expect(decodeHello([1, 2, 'c'])).toBeUndefined();
     const frame = encodeHello(full);
@@ -74,7 +120,10 @@ describe('handshake proofs', () => {
     const shortNonce = [...frame];
     shortNonce[8] = Buffer.alloc(3);
     expect(decodeHello(shortNonce)).toBeUndefined();
-    expect(decodeHello(frame.slice(0, 9))).toBeUndefined();
+    expect(decodeHello(frame.slice(0, 11))).toBeUndefined();
+    const shortKey = [...frame];
+    shortKey[9] = Buffer.alloc(31);
+    expect(decodeHello(shortKey)).toBeUndefined();
     expect(decodeHello('hello')).toBeUndefined();
   });
 });

@@ -15,6 +15,7 @@ import { HEARTBEAT_PULSE_PATH, Heartbeater } from './failure-detector/heartbeate
 import { createFailureDetectorMachine, HEARTBEAT_PATH } from './failure-detector-machine.js';
 import { type Member, memberKey, nodeOf } from './member.js';
 import { coordinatorOf, type Membership } from './membership.js';
+import { installMembershipAuthority } from './membership-authority.js';
 import { createMembershipMachine, type MembershipMachine } from './membership-machine.js';
 import { MEMBERSHIP_PATH, type SelfInfo } from './membership-protocol.js';
 import { registerClusterMessages } from './messages.js';
@@ -82,6 +83,10 @@ export class Cluster {
   ) {
     this.config = resolveClusterConfig(config);
     registerClusterMessages(system.messageTypes);
+    // who may send what, as this view sees it: checked at the boundary for every message
+    installMembershipAuthority(system.messageTypes, () => this.last);
+    // each pull is answered with a whole membership: a peer may not make this node send them in a loop
+    system.limitRemoteRate('membership.pull', this.config.pullsPerPeerPerSecond);
     const node = system.node;
     const address = formatNodeAddress(node);
     this.self = {
@@ -91,6 +96,7 @@ export class Cluster {
       roles: this.config.roles,
       key: memberKey(node),
       node,
+      ...(system.publicKey === undefined ? {} : { publicKey: system.publicKey }),
     };
     const deps = { system, config: this.config, self: this.self };
     // Heartbeats take the cheap path (a function ref and one timer); the machine hears changes only.
@@ -288,6 +294,8 @@ export class Cluster {
       );
       this.last = entry.membership;
       this.lastSeq = entry.seq;
+      // the keys the coordinator admitted: from now on a connection claiming one must prove it
+      this.system.peerKeys.record(identityKeysOf(entry.membership));
       for (const e of events) this.publish(e);
       this.publishReachability(entry.membership, observations);
       for (const l of this.membershipListeners) {
@@ -389,4 +397,9 @@ function statusOf(s: MembershipSnapshot): NodeStatus {
   if (s.matches('exiting')) return 'exiting';
   if (s.matches('down')) return 'down';
   return 'removed';
+}
+
+function* identityKeysOf(m: Membership): Iterable<{ member: string; publicKey: string | undefined }> {
+  for (const x of m.members) yield { member: memberKey(x), publicKey: x.publicKey };
+  for (const x of m.failed) yield { member: memberKey(x), publicKey: x.publicKey };
 }

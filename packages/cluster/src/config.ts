@@ -79,6 +79,13 @@ export interface ClusterConfig {
    */
   readonly pullIntervalMs: number;
   /**
+   * `membership.pull`s each peer may have answered per second (a token bucket on the system's
+   * clock, bursts of as many): each is answered with the whole membership, so a peer pulling in
+   * a loop made this node send hundreds of thousands of them. Beyond: dropped and counted
+   * (`doyen_remote_rate_limited_total`). Infinity turns the limit off.
+   */
+  readonly pullsPerPeerPerSecond: number;
+  /**
    * While some member is leaving, exiting or stuck joining, the coordinator advances it this
    * often (Akka's leader actions); with nothing to do, no timer runs.
    */
@@ -113,6 +120,7 @@ export const defaultClusterConfig: Omit<ClusterConfig, 'seeds'> = {
   joinBackoffMaxMs: 4000,
   ackTimeoutMs: 2000,
   pullIntervalMs: 5000,
+  pullsPerPeerPerSecond: 10,
   leaderActionsIntervalMs: 100,
   leaveTimeoutMs: 10_000,
   heartbeatIntervalMs: DEFAULT_HEARTBEAT_INTERVAL_MS,
@@ -142,6 +150,10 @@ export function resolveClusterConfig(
   ] as const) {
     if (!(c[key] > 0)) throw new InvalidConfigError(`cluster.${key} must be > 0, got ${c[key]}`);
   }
+  if (!(c.pullsPerPeerPerSecond >= 1))
+    throw new InvalidConfigError(
+      `cluster.pullsPerPeerPerSecond must be >= 1 (or Infinity), got ${c.pullsPerPeerPerSecond}`,
+    );
   if (!(c.firstHeartbeatGraceMs >= 0))
     throw new InvalidConfigError(
       `cluster.firstHeartbeatGraceMs must be >= 0, got ${c.firstHeartbeatGraceMs}`,

@@ -30,6 +30,7 @@ export * from './failure-detector-machine.js';
 export * from './heartbeat-ring.js';
 export * from './member.js';
 export * from './membership.js';
+export * from './membership-authority.js';
 export * from './membership-machine.js';
 export * from './membership-protocol.js';
 export * from './messages.js';

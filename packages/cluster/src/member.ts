@@ -18,6 +18,12 @@ export interface Member {
   readonly age: number;
   readonly status: MemberStatus;
   readonly roles: readonly string[];
+  /**
+   * The incarnation's identity key (base64url Ed25519), admitted by the coordinator from the
+   * joiner's authenticated connection: a connection claiming this member must sign with it.
+   * Absent in clusters whose transport has no identity keys (the simulation).
+   */
+  readonly publicKey?: string;
 }
 
 /**

@@ -140,23 +140,47 @@ export function selfMember(env: Env, ctx: MembershipContext): Member | undefined
 export function believedCoordinator(env: Env, ctx: MembershipContext): Member | undefined {
   const m = ctx.membership;
   if (!m) return undefined;
-  const live = liveMembers(m);
-  const { targets } = heartbeatPeers(
-    { address: env.self.address, uid: env.self.uid },
-    live.filter((x) => memberKey(x) !== env.self.key),
-    { config: env.config.heartbeatRing },
-  );
-  const monitored = new Set(targets.map(memberKey));
-  const unreachable = (key: string) => {
-    const observers = ctx.observations[key] ?? [];
-    return monitored.has(key) ? observers.includes(env.self.key) : observers.length > 0;
-  };
+  const unreachable = unreachableHere(env, ctx, m);
   let best: Member | undefined;
   for (const member of m.members) {
     if (member.status !== 'up' || unreachable(memberKey(member))) continue;
     if (best === undefined || member.age < best.age) best = member;
   }
   return best;
+}
+
+/**
+ * Whether this node itself takes a member for unreachable: by its own failure detector for the
+ * members it monitors, by the reports of others only for those it does not (a ring beyond ten
+ * members); never itself. A report that one member cannot reach another this node reaches is
+ * that member's word against ours: the resolver sets its observer aside (indirectly connected).
+ */
+function unreachableHere(env: Env, ctx: MembershipContext, m: Membership): (key: string) => boolean {
+  const { targets } = heartbeatPeers(
+    { address: env.self.address, uid: env.self.uid },
+    liveMembers(m).filter((x) => memberKey(x) !== env.self.key),
+    { config: env.config.heartbeatRing },
+  );
+  const monitored = new Set(targets.map(memberKey));
+  return (key: string) => {
+    if (key === env.self.key) return false;
+    const observers = ctx.observations[key] ?? [];
+    return monitored.has(key) ? observers.includes(env.self.key) : observers.length > 0;
+  };
+}
+
+/**
+ * Akka's convergence for moving joiners up, as the coordinator sees it: nobody it takes for
+ * unreachable. Reports it contradicts do not hold joins up: a member it reaches hears of the new
+ * member from it, so both sides of any later decision count the joiner alike; and one member
+ * reporting others it cannot reach (or says it cannot) would otherwise keep every joiner out
+ * until the resolver had spoken.
+ */
+export function convergedHere(env: Env, ctx: MembershipContext): boolean {
+  const m = ctx.membership;
+  if (!m) return false;
+  const unreachable = unreachableHere(env, ctx, m);
+  return !unreachableKeys(ctx).some(unreachable);
 }
 
 /** Whether `ref` (a sender's reply address, bound to its connection) is the believed coordinator. */
@@ -183,13 +207,14 @@ export function joinBackoffMs(config: ClusterConfig, attempt: number): number {
 // ---- joining ------------------------------------------------------------------------------------
 
 function joinMessage(env: Env): Join {
-  return {
+  const join: Join = {
     type: 'membership.join',
     node: env.self.node,
     name: env.self.name,
     roles: env.self.roles,
     replyTo: env.selfRef,
   };
+  return env.self.publicKey === undefined ? join : { ...join, publicKey: env.self.publicKey };
 }
 
 export function joinAttempt(env: Env, ctx: MembershipContext): Step {
@@ -320,7 +345,14 @@ export function onJoin(env: Env, ctx: MembershipContext, join: Join): Step {
     const welcome: Welcome = { type: 'membership.welcome', membership: m, from: env.self.node };
     return { context: ctx, out: [sendTo({ kind: 'ref', ref: join.replyTo }, welcome)], timeouts: [] };
   }
-  const joiner: NewMember = { address, uid: join.node.uid, name: join.name, roles: join.roles };
+  if (existing && !mayReplace(env, ctx, existing, join)) return noop(ctx);
+  const joiner: NewMember = {
+    address,
+    uid: join.node.uid,
+    name: join.name,
+    roles: join.roles,
+    ...(join.publicKey === undefined ? {} : { publicKey: join.publicKey }),
+  };
   const { membership: next, replaced } = addJoiner(m, joiner);
   const joinerKey = memberKey(joiner);
   // Joiners do not hold up other joins: they may still be busy joining themselves.
@@ -354,6 +386,22 @@ export function onJoin(env: Env, ctx: MembershipContext, join: Join): Step {
     : withCollector;
 }
 
+/**
+ * Whether a join from a new incarnation at `existing`'s address may replace it. A restarted
+ * process is a new incarnation, but with a shared secret anyone in the cluster could claim to be
+ * one, and replacing a live member on that word alone would let them take its place. So: never
+ * this node itself (it is alive: it is answering); at once when the joiner proves the identity
+ * key of the incarnation it replaces (a node with a stable key); otherwise only once that
+ * incarnation is unreachable, as a crashed process soon is (the joiner retries until then).
+ * Members without identity keys (a cluster whose transport has none) are replaced as before.
+ */
+export function mayReplace(env: Env, ctx: MembershipContext, existing: Member, join: Join): boolean {
+  const key = memberKey(existing);
+  if (key === env.self.key) return false;
+  if (existing.publicKey === undefined || existing.publicKey === join.publicKey) return true;
+  return ctx.membership!.unreachable.includes(key) || (ctx.observations[key]?.length ?? 0) > 0;
+}
+
 export function onAck(env: Env, ctx: MembershipContext, ack: Ack): Step {
   let step = noop(ctx);
   for (const collector of ctx.collectors) {
@@ -371,9 +419,9 @@ export function onAck(env: Env, ctx: MembershipContext, ack: Ack): Step {
 
 /**
  * All acks in, or the timeout passed: answer the joiner. It is marked up only when every member
- * acknowledged and nobody is unreachable (Akka's convergence rule): a member that became up
- * while part of the cluster could not hear of it would count differently on the two sides of a
- * partition, and the split-brain resolver's sides would disagree.
+ * acknowledged and nobody is unreachable (Akka's convergence rule, as `convergedHere` judges it):
+ * a member that became up while part of the cluster could not hear of it would count differently
+ * on the two sides of a partition, and the split-brain resolver's sides would disagree.
  */
 export function completeCollector(env: Env, ctx: MembershipContext, id: number, allAcked = false): Step {
   const collector = ctx.collectors.find((c) => c.id === id);
@@ -387,7 +435,7 @@ export function completeCollector(env: Env, ctx: MembershipContext, id: number, 
     out: [sendTo({ kind: 'ref', ref: collector.replyTo }, welcome)],
     timeouts: [],
   };
-  if (!isCoordinator(env, rest) || !allAcked || unreachableKeys(rest).length > 0) return answered;
+  if (!isCoordinator(env, rest) || !allAcked || !convergedHere(env, rest)) return answered;
   return chain(answered, (c) => publish(env, c, setStatus(c.membership!, [collector.joiner], 'up')));
 }
 
@@ -687,7 +735,7 @@ function leaderWork(env: Env, ctx: MembershipContext): LeaderWork | undefined {
   if (!m || !isCoordinator(env, ctx)) return undefined;
   const exiting = m.members.filter((x) => x.status === 'exiting').map(memberKey);
   const leaving = m.members.filter((x) => x.status === 'leaving').map(memberKey);
-  const converged = unreachableKeys(ctx).length === 0;
+  const converged = convergedHere(env, ctx);
   const stuck = converged
     ? m.members
         .filter((x) => x.status === 'joining' && !ctx.collectors.some((c) => c.joiner === memberKey(x)))

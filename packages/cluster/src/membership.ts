@@ -21,6 +21,7 @@ export interface NewMember {
   readonly uid: string;
   readonly name: string;
   readonly roles: readonly string[];
+  readonly publicKey?: string;
 }
 
 /** Most failed members remembered for probing; older ones are forgotten first. */

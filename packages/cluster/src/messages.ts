@@ -17,6 +17,8 @@ export interface Join {
   readonly name: string;
   readonly roles: readonly string[];
   readonly replyTo: ActorRef;
+  /** The joiner's identity key: the boundary checks it is the key its connection proved. */
+  readonly publicKey?: string;
 }
 
 /** Coordinator -> joiner, after the members acknowledged (or the ack timeout passed). */
@@ -132,6 +134,7 @@ const member: Read<Member> = read.object<Member>({
   age: read.count,
   status: read.oneOf(...STATUSES),
   roles,
+  publicKey: read.optional(read.publicKey),
 });
 
 /** A membership from the network, rebuilt field by field. */
@@ -146,48 +149,64 @@ export const readMembership: Read<Membership> = read.object<Membership>({
 /**
  * Every cluster message, rebuilt from its fields; `speaksFor` names the identities a message
  * claims, which must be the node its connection authenticated as (a member speaks only for
- * itself). Which sender a receiver believes (the coordinator, a live member) is decided by the
- * protocol with these fields, once they are known to be true.
+ * itself). The last argument is who may send it, checked at the boundary against this node's
+ * view: `anyone` where the sender is not yet (or not any more) one of ours (a join, heartbeats to
+ * a joiner, probes between sides), `member` where the protocol itself picks among members (an
+ * update is believed from the coordinator it believes, but one from any member that leaves us
+ * out is its downed-notice, and a next-oldest may coordinate before we see the old one fail),
+ * `coordinator` for a merge order. Which member a receiver believes is decided by the protocol
+ * with these fields, once they are known to be true.
  */
 export function registerClusterMessages(types: MessageTypes): void {
   types.register(
     'membership.join',
-    schema<Join>({ node: read.node, name: read.string(256), roles, replyTo: read.ref }, (m) => [
-      m.node,
-      m.replyTo,
-    ]),
+    schema<Join>(
+      {
+        node: read.node,
+        name: read.string(256),
+        roles,
+        replyTo: read.ref,
+        publicKey: read.optional(read.publicKey),
+      },
+      // its key too: the coordinator admits the key the joiner's connection proved, and a join
+      // without one over a connection that proved one is forged (it would admit a keyless member)
+      (m) => [{ ...m.node, publicKey: m.publicKey ?? '' }, m.replyTo],
+      'anyone',
+    ),
   );
   types.register(
     'membership.welcome',
-    schema<Welcome>({ membership: readMembership, from: read.node }, (m) => [m.from]),
+    schema<Welcome>({ membership: readMembership, from: read.node }, (m) => [m.from], 'member'),
   );
   types.register(
     'membership.redirect',
-    schema<Redirect>({ coordinator: read.node, from: read.node }, (m) => [m.from]),
+    schema<Redirect>({ coordinator: read.node, from: read.node }, (m) => [m.from], 'anyone'),
   );
   types.register(
     'membership.update',
-    schema<Update>({ membership: readMembership, replyTo: read.ref }, (m) => [m.replyTo]),
+    schema<Update>({ membership: readMembership, replyTo: read.ref }, (m) => [m.replyTo], 'member'),
   );
   types.register(
     'membership.ack',
-    schema<Ack>({ version: read.count, from: read.memberKey }, (m) => [m.from]),
+    // an ack only ends the wait for its own sender: one from a member just taken out of the
+    // view must still end it (else the joiner waits for the ack timeout)
+    schema<Ack>({ version: read.count, from: read.memberKey }, (m) => [m.from], 'anyone'),
   );
   types.register(
     'membership.pull',
-    schema<Pull>({ version: read.count, replyTo: read.ref }, (m) => [m.replyTo]),
+    schema<Pull>({ version: read.count, replyTo: read.ref }, (m) => [m.replyTo], 'member'),
   );
   types.register(
     'membership.leave',
-    schema<Leave>({ member: read.memberKey }, (m) => [m.member]),
+    schema<Leave>({ member: read.memberKey }, (m) => [m.member], 'member'),
   );
   types.register(
     'membership.down',
-    schema<DownRequest>({ member: read.memberKey, by: read.memberKey }, (m) => [m.by]),
+    schema<DownRequest>({ member: read.memberKey, by: read.memberKey }, (m) => [m.by], 'member'),
   );
   types.register(
     'membership.downed-notice',
-    schema<DownedNotice>({ by: read.memberKey }, (m) => [m.by]),
+    schema<DownedNotice>({ by: read.memberKey }, (m) => [m.by], 'member'),
   );
   types.register(
     'membership.reachability',
@@ -200,30 +219,36 @@ export function registerClusterMessages(types: MessageTypes): void {
         ),
       },
       (m) => [m.observer],
+      'member',
     ),
   );
   const heartbeat = { from: read.node, version: read.count };
   types.register(
     'heartbeat.ping',
-    schema<HeartbeatPing>(heartbeat, (m) => [m.from]),
+    schema<HeartbeatPing>(heartbeat, (m) => [m.from], 'anyone'),
   );
   types.register(
     'heartbeat.pong',
-    schema<HeartbeatPong>(heartbeat, (m) => [m.from]),
+    schema<HeartbeatPong>(heartbeat, (m) => [m.from], 'anyone'),
   );
   types.register(
     'sbc.probe',
-    schema<Probe>({ coordinator: read.node, size: read.count, replyTo: read.ref }, (m) => [
-      m.coordinator,
-      m.replyTo,
-    ]),
+    schema<Probe>(
+      { coordinator: read.node, size: read.count, replyTo: read.ref },
+      (m) => [m.coordinator, m.replyTo],
+      'anyone',
+    ),
   );
   types.register(
     'sbc.probe-reply',
-    schema<ProbeReply>({ coordinator: read.node, size: read.count, from: read.node }, (m) => [m.from]),
+    schema<ProbeReply>(
+      { coordinator: read.node, size: read.count, from: read.node },
+      (m) => [m.from],
+      'anyone',
+    ),
   );
   types.register(
     'sbc.merge',
-    schema<Merge>({ from: read.memberKey, target: read.nodeAddress }, (m) => [m.from]),
+    schema<Merge>({ from: read.memberKey, target: read.nodeAddress }, (m) => [m.from], 'coordinator'),
   );
 }

@@ -82,6 +82,33 @@ export function shouldMergeInto(
   return compareAddress(mine.address, theirs.address) > 0;
 }
 
+/** The addresses one probing round asks (failed members' addresses that are not ours now). */
+export function probeTargets(view: SbcView): string[] {
+  const targets = new Set<string>();
+  for (const f of view.failed) {
+    const a = addressOf(f);
+    if (!view.memberAddresses.includes(a)) targets.add(a);
+  }
+  return [...targets];
+}
+
+/**
+ * Whether a probe reply may lead to a merge (pure): it answers a probe of ours (it comes from an
+ * address this node probed), and the cluster it names was found by this node itself: its
+ * coordinator is an address we probed or one of our seeds (the seeds discovery resolved). An
+ * unsolicited reply, or one pointing elsewhere, could otherwise move the whole cluster into
+ * whatever address a peer names.
+ */
+export function isOwnFinding(
+  probed: readonly string[],
+  seeds: readonly NodeAddress[],
+  reply: Pick<ProbeReply, 'from' | 'coordinator'>,
+): boolean {
+  if (!probed.includes(addressOf(reply.from))) return false;
+  const target = addressOf(reply.coordinator);
+  return probed.includes(target) || seeds.some((s) => addressOf(s) === target);
+}
+
 export interface SplitBrainCheckerDeps {
   readonly system: ActorSystem;
   readonly config: ClusterConfig;
@@ -135,7 +162,7 @@ export function createSplitBrainCheckerMachine(deps: SplitBrainCheckerDeps) {
 
   return setup({
     types: {
-      context: {} as { view: SbcView | undefined; merging: boolean },
+      context: {} as { view: SbcView | undefined; merging: boolean; probed: readonly string[] },
       events: {} as SplitBrainCheckerEvent,
     },
     delays: { probeInterval: deps.probeIntervalMs },
@@ -148,7 +175,7 @@ export function createSplitBrainCheckerMachine(deps: SplitBrainCheckerDeps) {
     },
   }).createMachine({
     id: 'splitBrainChecker',
-    context: { view: undefined, merging: false },
+    context: { view: undefined, merging: false, probed: [] },
     initial: config.downing === 'auto' ? 'idle' : 'inactive',
     states: {
       inactive: {},
@@ -171,22 +198,25 @@ export function createSplitBrainCheckerMachine(deps: SplitBrainCheckerDeps) {
           probeInterval: {
             target: 'probing',
             reenter: true,
-            actions: ({ context }) => {
-              const view = context.view!;
-              const probe: Probe = {
-                type: 'sbc.probe',
-                coordinator: system.node,
-                size: view.size,
-                replyTo: self(),
-              };
-              const seen = new Set<string>();
-              for (const f of view.failed) {
-                const a = addressOf(f);
-                if (seen.has(a) || view.memberAddresses.includes(a)) continue;
-                seen.add(a);
-                peer(f).send(probe);
-              }
-            },
+            actions: [
+              // the round's targets are remembered first: only their replies are believed
+              assign({ probed: ({ context }) => probeTargets(context.view!) }),
+              ({ context }) => {
+                const view = context.view!;
+                const probe: Probe = {
+                  type: 'sbc.probe',
+                  coordinator: system.node,
+                  size: view.size,
+                  replyTo: self(),
+                };
+                const targets = new Set(context.probed);
+                for (const f of view.failed) {
+                  const a = addressOf(f);
+                  if (!targets.delete(a)) continue;
+                  peer(f).send(probe);
+                }
+              },
+            ],
           },
         },
       },
@@ -215,6 +245,7 @@ export function createSplitBrainCheckerMachine(deps: SplitBrainCheckerDeps) {
           const reply = event as ProbeReply;
           if (!view?.isCoordinator || context.merging) return false;
           if (view.memberAddresses.includes(addressOf(reply.coordinator))) return false;
+          if (!isOwnFinding(context.probed, config.seeds, reply)) return false;
           return shouldMergeInto(
             { size: view.size, address: deps.selfAddress },
             { size: reply.size, address: addressOf(reply.coordinator) },

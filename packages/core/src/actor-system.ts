@@ -10,6 +10,7 @@ import {
   isValidName,
   type NodeAddress,
   nodeKey,
+  nodeOfKey,
   parseActorAddress,
   sameNode,
   type UniqueNodeAddress,
@@ -21,14 +22,18 @@ import { Dispatcher, type DispatcherConfig, defaultDispatcherConfig } from './di
 import {
   ActorNameTakenError,
   ActorSystemTerminatedError,
+  AskTargetGoneError,
   AskTimeoutError,
   InvalidActorNameError,
+  TooManyPendingAsksError,
 } from './errors.js';
 import { RateLimitedLog, silentLogger } from './logger.js';
 import { type Delivery, defaultMailboxConfig, type MailboxConfig, type OverflowPolicy } from './mailbox.js';
 import type { Message, Rejected, Terminated, TerminationReason } from './message.js';
 import { MessageTypes } from './message-types.js';
 import { Metrics } from './metrics.js';
+import { PeerKeys } from './peer-keys.js';
+import { type PeerLimits, PerNodeCounts, resolvePeerLimits, TokenBuckets } from './peer-limits.js';
 import { PendingAsk } from './pending-ask.js';
 import { defaultSupervision, type SupervisionStrategy, validateSupervision } from './supervision.js';
 import { registerSystemMessages, type Unwatch, type Watch } from './system-messages.js';
@@ -58,6 +63,10 @@ export interface ActorSystemConfig {
   /** Observer for every xstate actor of this system (the inspector hooks in here). */
   readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   readonly metrics?: Metrics;
+  /** What one remote node may make this node hold (watches, pending asks); see PeerLimits. */
+  readonly limits?: Partial<PeerLimits>;
+  /** This incarnation's identity key (base64url Ed25519 public key), when its transport has one. */
+  readonly publicKey?: string;
 }
 
 export interface SpawnContext {
@@ -106,6 +115,10 @@ export class ActorSystem implements RefHost, CellHost {
   readonly metrics: Metrics;
   readonly deadLetters: DeadLetters;
   readonly messageTypes = new MessageTypes();
+  /** This incarnation's identity key, admitted with it into the membership (see PeerKeys). */
+  readonly publicKey: string | undefined;
+  /** The identity keys of the members this node knows: a connection claiming one must prove it. */
+  readonly peerKeys = new PeerKeys();
   readonly inspect: ActorSystemConfig['inspect'];
   private readonly dispatcher: Dispatcher;
   private readonly mailboxDefaults: MailboxConfig;
@@ -122,6 +135,15 @@ export class ActorSystem implements RefHost, CellHost {
     Map<string, { target: ActorRef; watchers: Map<string, ActorRef> }>
   >();
   private readonly askDeadlines: AskDeadlines;
+  readonly limits: PeerLimits;
+  /** Watches remote nodes hold on local actors, per watcher node key (capped: limits.maxWatchesPerNode). */
+  private readonly watchesByNode: PerNodeCounts;
+  /** Asks waiting for replies from each remote node, by its key (capped: limits.maxPendingAsksPerNode). */
+  private readonly asksByNode = new Map<string, Set<PendingAsk>>();
+  /** Per-type token buckets for messages from remote nodes (see limitRemoteRate). */
+  private readonly remoteRates = new Map<string, TokenBuckets>();
+  /** Refusals of the peer limits: a few lines a second per kind (keyed by kind only, so peers cannot grow it). */
+  private readonly limitLog: RateLimitedLog;
   private readonly localAddressPrefix: string;
   private readonly localAddressSuffix: string;
   private transport: RemoteTransport | undefined;
@@ -132,6 +154,7 @@ export class ActorSystem implements RefHost, CellHost {
   constructor(config: ActorSystemConfig) {
     this.cluster = config.cluster;
     this.node = { host: config.host, port: config.port, uid: config.uid ?? randomBytes(8).toString('hex') };
+    this.publicKey = config.publicKey;
     this.clock = config.clock ?? realClock;
     this.random = config.random ?? Math.random;
     this.metrics = config.metrics ?? new Metrics();
@@ -161,6 +184,9 @@ export class ActorSystem implements RefHost, CellHost {
     registerSystemMessages(this.messageTypes);
     this.functions.set('/system/death-watch', { handler: (m) => this.onDeathWatchMessage(m) });
     this.askDeadlines = new AskDeadlines(this.clock);
+    this.limits = resolvePeerLimits(config.limits);
+    this.watchesByNode = new PerNodeCounts(this.limits.maxWatchesPerNode, this.limits.maxRemoteWatches);
+    this.limitLog = new RateLimitedLog(this.logger, () => this.clock.now(), 5);
     const sample = formatActorAddress({ cluster: this.cluster, node: this.node, path: '/' });
     this.localAddressPrefix = sample.slice(0, sample.lastIndexOf('/#'));
     this.localAddressSuffix = sample.slice(sample.lastIndexOf('/#') + 1);
@@ -344,7 +370,6 @@ export class ActorSystem implements RefHost, CellHost {
    * message may claim (see MessageTypes' identity rules).
    */
   receiveRemote(envelope: Envelope, origin: UniqueNodeAddress): void {
-    void origin;
     if (this.terminated) {
       this.deadLetter(envelope.to, envelope.message, envelope.from, 'system-terminated');
       return;
@@ -353,6 +378,7 @@ export class ActorSystem implements RefHost, CellHost {
       this.deadLetter(envelope.to, envelope.message, envelope.from, 'wrong-incarnation');
       return;
     }
+    if (this.remoteRates.size > 0 && !this.withinRate(envelope.message.type, origin)) return;
     if (envelope.message.type === 'doyen.terminated') this.forgetRemoteWatch(envelope.message as Terminated);
     if (envelope.trace === undefined) {
       this.deliverLocal(envelope.to, envelope.message, envelope.from);
@@ -367,6 +393,36 @@ export class ActorSystem implements RefHost, CellHost {
       () => this.deliverLocal(envelope.to, envelope.message, envelope.from),
       envelope.trace,
     ).span.end();
+  }
+
+  /**
+   * Caps how many messages of `type` each remote node may have delivered per second (a token
+   * bucket per node on this system's clock, so simulations replay); beyond, they are dropped,
+   * counted and logged. For requests whose answer costs far more than the request (a
+   * `membership.pull` is answered with a whole membership). Infinity leaves the type unlimited.
+   */
+  limitRemoteRate(type: string, perSecond: number): void {
+    if (perSecond === Number.POSITIVE_INFINITY) {
+      this.remoteRates.delete(type);
+      return;
+    }
+    this.remoteRates.set(type, new TokenBuckets(perSecond, () => this.clock.now()));
+  }
+
+  private withinRate(type: string, origin: UniqueNodeAddress): boolean {
+    const buckets = this.remoteRates.get(type);
+    if (!buckets) return true;
+    const peer = nodeKey(origin);
+    if (buckets.take(peer)) return true;
+    this.metrics.inc('doyen_remote_rate_limited_total', 'Remote messages dropped over their per-node rate', {
+      type,
+    });
+    this.limitLog.warn(
+      `rate:${type}`,
+      { event: 'remote.rate-limited', type, peer, perSecond: buckets.perSecond },
+      `dropped ${type} from ${peer}: over ${buckets.perSecond} a second`,
+    );
+    return false;
   }
 
   private deliverLocal(path: string, message: Message, sender: string | undefined): void {
@@ -472,6 +528,21 @@ export class ActorSystem implements RefHost, CellHost {
   ): Promise<R> {
     if (this.terminated) return Promise.reject(new ActorSystemTerminatedError('ask'));
     const timeout = options?.timeout ?? 5000;
+    const peer = target.isLocal ? undefined : nodeKey(target.address.node);
+    let peerAsks: Set<PendingAsk> | undefined;
+    if (peer !== undefined) {
+      peerAsks = this.asksByNode.get(peer);
+      if (!peerAsks) this.asksByNode.set(peer, (peerAsks = new Set()));
+      if (peerAsks.size >= this.limits.maxPendingAsksPerNode) {
+        this.metrics.inc('doyen_ask_refused_total', 'Asks refused: too many waiting for one remote node');
+        this.limitLog.warn(
+          'ask.limit',
+          { event: 'ask.limit', peer, cap: this.limits.maxPendingAsksPerNode },
+          `ask to ${target.id} refused: ${peerAsks.size} asks to ${peer} are waiting for replies`,
+        );
+        return Promise.reject(new TooManyPendingAsksError(target.id, this.limits.maxPendingAsksPerNode));
+      }
+    }
     const prefix = laneOf(target.path) === 'system' ? '/system/temp' : '/temp';
     const path = `${prefix}/ask-${(++this.seq).toString(36)}`;
     return new Promise<R>((resolve, reject) => {
@@ -486,6 +557,10 @@ export class ActorSystem implements RefHost, CellHost {
       );
       this.functions.set(path, pending);
       this.askDeadlines.add(timeout, pending);
+      if (peerAsks) {
+        pending.peer = peer;
+        peerAsks.add(pending);
+      }
       const replyTo = this.makeLocalRef(path) as unknown as ActorRef<R>;
       // a client span when OpenTelemetry is there: the request carries its context to the target
       const { span } = inSpan('doyen.ask', 'client', { 'doyen.target': target.id }, () => {
@@ -502,6 +577,11 @@ export class ActorSystem implements RefHost, CellHost {
   /** Ends a pending ask: its temporary ref stops answering, its deadline is skipped. */
   settleAsk(ask: PendingAsk, expired: boolean): void {
     this.functions.delete(ask.path);
+    if (ask.peer !== undefined) {
+      const peerAsks = this.asksByNode.get(ask.peer);
+      peerAsks?.delete(ask);
+      if (peerAsks?.size === 0) this.asksByNode.delete(ask.peer);
+    }
     if (!expired) this.askDeadlines.settled(ask.timeout);
     ask.span?.end(expired ? new AskTimeoutError(ask.path, ask.timeout) : undefined);
     this.metrics.observe(
@@ -524,7 +604,7 @@ export class ActorSystem implements RefHost, CellHost {
     if (target.isLocal) {
       const cell = this.cells.get(target.path);
       if (!cell || cell.isStopped) watcher.send(this.terminatedMessage(target, 'not-found'));
-      else cell.watchers.set(watcher.id, watcher);
+      else this.addWatcher(cell, watcher);
       return;
     }
     const key = nodeKey(target.address.node);
@@ -539,7 +619,8 @@ export class ActorSystem implements RefHost, CellHost {
 
   unwatch(target: ActorRef, watcher: ActorRef): void {
     if (target.isLocal) {
-      this.cells.get(target.path)?.watchers.delete(watcher.id);
+      const cell = this.cells.get(target.path);
+      if (cell) this.removeWatcher(cell, watcher.id);
       return;
     }
     this.remoteWatched.get(nodeKey(target.address.node))?.get(target.id)?.watchers.delete(watcher.id);
@@ -563,10 +644,81 @@ export class ActorSystem implements RefHost, CellHost {
         for (const watcher of watchers.values()) watcher.send(this.terminatedMessage(target, reason));
       }
     }
+    this.releaseWatchesOf(matches);
+    if (reason === 'node-removed') this.failAsksTo(matches);
+    for (const buckets of this.remoteRates.values()) buckets.forgetWhere((key) => matches(nodeOfKey(key)));
+  }
+
+  /**
+   * The transport calls this when a node incarnation that is not a member has no connection
+   * left: the watches it registered here are dropped (a member's stay until the cluster says it
+   * is unreachable or removed, so a reconnect does not lose them). Its rate buckets go too.
+   */
+  nodeDisconnected(node: UniqueNodeAddress): void {
+    const key = nodeKey(node);
+    for (const buckets of this.remoteRates.values()) buckets.forget(key);
+    if (this.watchesByNode.of(key) === 0) return;
+    this.releaseWatchesOf((other) => other.uid === node.uid && sameNode(other, node));
+    this.logger.debug({ event: 'death-watch.released', peer: key }, `released the watches of ${key}`);
+  }
+
+  /** Remote watches held here by one remote node incarnation (for tests and metrics). */
+  watchesHeldBy(node: UniqueNodeAddress): number {
+    return this.watchesByNode.of(nodeKey(node));
+  }
+
+  /** Asks waiting for replies from one remote node incarnation (for tests and metrics). */
+  pendingAsksTo(node: UniqueNodeAddress): number {
+    return this.asksByNode.get(nodeKey(node))?.size ?? 0;
+  }
+
+  private releaseWatchesOf(matches: (node: UniqueNodeAddress) => boolean): void {
     for (const cell of this.cells.values()) {
       for (const [id, watcher] of cell.watchers)
-        if (!watcher.isLocal && matches(watcher.address.node)) cell.watchers.delete(id);
+        if (!watcher.isLocal && matches(watcher.address.node)) this.removeWatcher(cell, id);
     }
+  }
+
+  /** A removed node will not answer: its pending asks fail now rather than at their timeouts. */
+  private failAsksTo(matches: (node: UniqueNodeAddress) => boolean): void {
+    for (const [peer, asks] of [...this.asksByNode]) {
+      if (!matches(nodeOfKey(peer))) continue;
+      this.asksByNode.delete(peer);
+      for (const ask of [...asks]) ask.fail(new AskTargetGoneError(ask.targetId));
+    }
+  }
+
+  /** Adds a watcher; one held for a remote node counts against that node's cap (dropped beyond it). */
+  private addWatcher(cell: ActorCell, watcher: ActorRef): void {
+    if (cell.watchers.has(watcher.id)) return;
+    if (!watcher.isLocal) {
+      const peer = nodeKey(watcher.address.node);
+      if (!this.watchesByNode.tryAcquire(peer)) {
+        this.metrics.inc(
+          'doyen_watch_dropped_total',
+          'Death-watch registrations dropped over the per-node cap',
+        );
+        this.limitLog.warn(
+          'death-watch.limit',
+          {
+            event: 'death-watch.limit',
+            peer,
+            cap: this.watchesByNode.cap,
+            totalCap: this.watchesByNode.totalCap,
+          },
+          `dropped a watch from ${peer}: it holds ${this.watchesByNode.of(peer)} (cap ${this.watchesByNode.cap}), all peers ${this.watchesByNode.total} (cap ${this.watchesByNode.totalCap})`,
+        );
+        return;
+      }
+    }
+    cell.watchers.set(watcher.id, watcher);
+  }
+
+  private removeWatcher(cell: ActorCell, id: string): void {
+    const watcher = cell.watchers.get(id);
+    if (!watcher) return;
+    cell.watchers.delete(id);
+    if (!watcher.isLocal) this.watchesByNode.release(nodeKey(watcher.address.node));
   }
 
   private onDeathWatchMessage(message: Message): void {
@@ -575,9 +727,10 @@ export class ActorSystem implements RefHost, CellHost {
       const cell = this.cells.get(m.target);
       if (!cell || cell.isStopped)
         m.watcher.send(this.terminatedMessage(this.makeLocalRef(m.target), 'not-found'));
-      else cell.watchers.set(m.watcher.id, m.watcher);
+      else this.addWatcher(cell, m.watcher);
     } else if (m.type === 'doyen.unwatch') {
-      this.cells.get(m.target)?.watchers.delete(m.watcher.id);
+      const cell = this.cells.get(m.target);
+      if (cell) this.removeWatcher(cell, m.watcher.id);
     }
   }
 
@@ -614,7 +767,10 @@ export class ActorSystem implements RefHost, CellHost {
     (cell.ref as CellRef).cell = undefined;
     cell.parent?.children.delete(cell);
     for (const d of undelivered) this.deadLetter(cell.ref.id, d.message, d.sender, 'actor-stopped');
-    for (const watcher of cell.watchers.values()) watcher.send(this.terminatedMessage(cell.ref, reason));
+    for (const watcher of cell.watchers.values()) {
+      watcher.send(this.terminatedMessage(cell.ref, reason));
+      if (!watcher.isLocal) this.watchesByNode.release(nodeKey(watcher.address.node));
+    }
     cell.watchers.clear();
     this.logger.debug(
       { event: 'actor.stopped', path: cell.ref.path, reason },

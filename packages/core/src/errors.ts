@@ -28,6 +28,26 @@ export class MailboxFullError extends DoyenError {
   }
 }
 
+/** An ask refused at once: this node already waits for `cap` replies from the target's node. */
+export class TooManyPendingAsksError extends DoyenError {
+  constructor(
+    readonly target: string,
+    readonly cap: number,
+  ) {
+    super(
+      `ask to ${target} refused: ${cap} asks to its node are already waiting for replies (limits.maxPendingAsksPerNode)`,
+      'too-many-pending-asks',
+    );
+  }
+}
+
+/** An ask failed before its timeout: the target's node was removed from the cluster. */
+export class AskTargetGoneError extends DoyenError {
+  constructor(readonly target: string) {
+    super(`ask to ${target} failed: its node was removed from the cluster`, 'ask-target-gone');
+  }
+}
+
 export class ActorNameTakenError extends DoyenError {
   constructor(readonly path: string) {
     super(`an actor already runs at ${path}`, 'name-taken');

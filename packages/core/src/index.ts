@@ -15,6 +15,8 @@ export * from './message.js';
 export * from './message-schema.js';
 export * from './message-types.js';
 export * from './metrics.js';
+export * from './peer-keys.js';
+export * from './peer-limits.js';
 export * from './ring-buffer.js';
 export * from './supervision.js';
 export * from './system-messages.js';

@@ -7,6 +7,7 @@ import {
   type UniqueNodeAddress,
 } from './address.js';
 import type { Message } from './message.js';
+import { type AuthenticatedNode, isPublicKeyText } from './peer-keys.js';
 
 /**
  * The one way to read a message from the network: a schema of field readers that rebuild the
@@ -95,6 +96,9 @@ export const read = {
     typeof v === 'string' && v.length <= 300 && isAddressText(v)
       ? v
       : fail(path, 'must be host:port')) as Read<string>,
+  /** A node identity key: a raw Ed25519 public key as base64url (see PeerKeys). */
+  publicKey: ((v, path) =>
+    isPublicKeyText(v) ? v : fail(path, 'must be an identity key (base64url Ed25519)')) as Read<string>,
   /** `host:port#uid`: one node incarnation (a member key). */
   memberKey: ((v, path) => {
     if (typeof v !== 'string' || v.length > 400) return fail(path, 'must be host:port#uid');
@@ -186,20 +190,39 @@ function copyPlain(v: unknown, path: string, depth: number, budget: { nodes: num
  * What a message claims to speak for: an actor ref (its node), a node incarnation, a member key
  * `host:port#uid`, or a bare `host:port` (uid not checked).
  */
-export type Claim = ActorRef | UniqueNodeAddress | NodeAddress | string;
+export type Claim = ActorRef | AuthenticatedNode | UniqueNodeAddress | NodeAddress | string;
+
+/**
+ * Who may send a message, as the receiving node sees it (checked against the authenticated
+ * origin after its claims, see `MessageTypes.defineAuthority`):
+ * - `anyone`: any authenticated peer, a non-member included (a join, a probe from another side);
+ * - `member`: a member of this node's view (any status); while the node has no view yet (it is
+ *   joining) anyone, since it learns its members from the welcome the protocol then judges;
+ * - `coordinator`: the coordinator of this node's view;
+ * - `election-peer`: one of the peers of this node's running election.
+ * Finer rules (the coordinator this node believes, the seed it asked, the allocator's host at
+ * the table's membership) stay with the protocol, which knows them only once it has the view.
+ */
+export type Authority = 'anyone' | 'member' | 'coordinator' | 'election-peer';
 
 export interface MessageSchema<M extends Message = Message> {
   readonly fields: Shape<Omit<M, 'type'>>;
   /** Identities this message speaks for; each must be the authenticated origin, or it is forged. */
   readonly speaksFor?: (message: M) => readonly Claim[];
+  /** Who may send it; an origin without this authority is refused as `unauthorized`. */
+  readonly authority: Authority;
 }
 
-/** A schema with its message type fixed (for registries that take one per type). */
+/**
+ * A schema with its message type fixed (for registries that take one per type). The authority
+ * is required: every message from the network says who may send it.
+ */
 export function schema<M extends Message>(
   fields: Shape<Omit<M, 'type'>>,
-  speaksFor?: (message: M) => readonly Claim[],
+  speaksFor: ((message: M) => readonly Claim[]) | undefined,
+  authority: Authority,
 ): MessageSchema<M> {
-  return speaksFor ? { fields, speaksFor } : { fields };
+  return speaksFor ? { fields, speaksFor, authority } : { fields, authority };
 }
 
 export type ParsedMessage =
@@ -221,7 +244,7 @@ export function parseWithSchema(type: string, s: MessageSchema, raw: Record<stri
 export function forgedClaim(
   s: MessageSchema,
   message: Message,
-  origin: UniqueNodeAddress,
+  origin: AuthenticatedNode,
 ): string | undefined {
   if (!s.speaksFor) return undefined;
   const originAddress = formatNodeAddress(origin);
@@ -230,8 +253,17 @@ export function forgedClaim(
     if (address !== originAddress || (uid !== undefined && uid !== origin.uid)) {
       return uid === undefined ? address : `${address}#${uid}`;
     }
+    // an identity key claimed (a join's) must be the one the connection proved
+    const key = keyClaimed(claim);
+    if (key !== undefined && origin.publicKey !== undefined && key !== origin.publicKey)
+      return `${address}#${uid ?? '*'} with another identity key`;
   }
   return undefined;
+}
+
+function keyClaimed(claim: Claim): string | undefined {
+  if (typeof claim !== 'object' || claim instanceof ActorRef || !('publicKey' in claim)) return undefined;
+  return (claim as AuthenticatedNode).publicKey;
 }
 
 function claimIdentity(claim: Claim): { address: string; uid: string | undefined } {

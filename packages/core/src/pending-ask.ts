@@ -19,6 +19,8 @@ export class PendingAsk implements Expiring {
   settled = false;
   /** The ask's client span, when OpenTelemetry traces. */
   span: DoyenSpan | undefined;
+  /** The key of the remote node asked (its pending asks are capped), undefined for a local target. */
+  peer: string | undefined;
 
   constructor(
     private readonly host: AskHost,
@@ -30,6 +32,11 @@ export class PendingAsk implements Expiring {
     /** When the ask was made (the system's clock), for `doyen_ask_duration_seconds`. */
     readonly startedAt: number,
   ) {}
+
+  /** The address of the asked actor (for errors). */
+  get targetId(): string {
+    return this.target.id;
+  }
 
   /** The reply (or a rejection from a full mailbox) arrived at the temporary ref. */
   handler(message: Message): void {

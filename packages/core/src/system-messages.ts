@@ -17,16 +17,20 @@ export interface Unwatch {
   readonly watcher: ActorRef;
 }
 
-/** The runtime's own messages, rebuilt from their fields; each speaks only for its own node. */
+/**
+ * The runtime's own messages, rebuilt from their fields; each speaks only for its own node. Any
+ * connected node may send them (`anyone`): any node may hold a ref to an actor here and watch
+ * it, in a cluster or not (per-peer caps bound what that costs).
+ */
 export function registerSystemMessages(types: MessageTypes): void {
   const watch = { target: read.path, watcher: read.ref };
   types.register(
     'doyen.watch',
-    schema<Watch>(watch, (m) => [m.watcher]),
+    schema<Watch>(watch, (m) => [m.watcher], 'anyone'),
   );
   types.register(
     'doyen.unwatch',
-    schema<Unwatch>(watch, (m) => [m.watcher]),
+    schema<Unwatch>(watch, (m) => [m.watcher], 'anyone'),
   );
   types.register(
     'doyen.terminated',
@@ -36,6 +40,7 @@ export function registerSystemMessages(types: MessageTypes): void {
         reason: read.oneOf('stopped', 'failed', 'node-unreachable', 'node-removed', 'not-found'),
       },
       (m) => [m.ref],
+      'anyone',
     ),
   );
   types.register(
@@ -43,6 +48,7 @@ export function registerSystemMessages(types: MessageTypes): void {
     schema<Rejected>(
       { target: read.actorAddress, reason: read.oneOf('mailbox-full'), messageType: read.string(256) },
       (m) => [parseActorAddress(m.target).node],
+      'anyone',
     ),
   );
 }

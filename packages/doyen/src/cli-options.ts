@@ -58,6 +58,11 @@ export const NODE_OPTIONS = {
   config: { type: 'string', arg: 'file.json', help: 'settings file (startNode fields; checked)' },
   secret: { type: 'string', arg: 'S', help: 'cluster secret (on argv `ps` shows it: prefer the variable)' },
   'secret-file': { type: 'string', arg: 'F', help: 'file holding the cluster secret' },
+  'identity-key-file': {
+    type: 'string',
+    arg: 'F',
+    help: "this node's identity key (Ed25519 PEM; made if absent): a stable identity",
+  },
   'tls-ca': { type: 'string', arg: 'F', help: 'mutual TLS between nodes: the cluster CA (PEM)' },
   'tls-cert': { type: 'string', arg: 'F', help: "this node's certificate (PEM)" },
   'tls-key': { type: 'string', arg: 'F', help: 'its private key (PEM)' },

@@ -234,6 +234,7 @@ export async function main(argv: string[]): Promise<void> {
         ? { httpTls: { certFile: values['http-tls-cert'], keyFile: values['http-tls-key']! } }
         : {}),
       ...(values['bind-host'] ? { bindHost: values['bind-host'] } : {}),
+      ...(values['identity-key-file'] ? { identityKeyFile: values['identity-key-file'] } : {}),
       ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
       clusterOptions: {
         ...file.clusterOptions,

@@ -8,6 +8,7 @@ import { parse as parseYaml } from 'yaml';
 import { SHUTDOWN_PHASES } from './coordinated-shutdown.js';
 import type { NodeConfig } from './node-config.js';
 import { parseSeeds } from './node-config.js';
+import { shownValue } from './shown-value.js';
 
 /*
  * The shape of a `--config` file, declared once with TypeBox: the declaration is a JSON Schema
@@ -53,6 +54,7 @@ const clusterOptions = object({
   leaveTimeoutMs: num(),
   minimumClusterSize: int(),
   splitBrainProbeIntervalMs: num(),
+  pullsPerPeerPerSecond: num(),
   heartbeatIntervalMs: num(),
   firstHeartbeatGraceMs: num(),
   failureDetector: object({
@@ -83,6 +85,11 @@ const wire = object({
   maxNestingDepth: int(),
   aliases: arrayOf(str()),
   verifyPeerAddress: bool(),
+  maxSystemFrameBytes: int(),
+  inboundTurnBudgetMs: num(),
+  maxInboundConnections: int(),
+  maxInboundPerIdentity: int(),
+  reservedHandshakeSlots: int(),
   reconnectMinMs: num(),
   reconnectMaxMs: num(),
   reconnectJitter: num(),
@@ -103,6 +110,7 @@ const fileFields = {
   host: str(),
   port: int(),
   bindHost: str(),
+  identityKeyFile: str(),
   seeds: either(str(), arrayOf(either(str(), object({ host: str(), port: int() })))),
   discovery: object({
     method: oneOf('dns'),
@@ -238,7 +246,7 @@ function firstProblem(schema: TSchema, value: unknown, pointer: string): string 
       if (deeper) return deeper;
     }
   }
-  return `${where}: expected ${describe(first.schema)}, got ${JSON.stringify(first.value)}`;
+  return `${where}: expected ${describe(first.schema)}, got ${shownValue(first.value)}`;
 }
 
 /** Throws InvalidConfigError naming the first path of `value` that does not fit the file's schema. */
@@ -248,14 +256,32 @@ export function checkConfigFile(value: unknown): void {
   if (problem) throw new InvalidConfigError(problem);
 }
 
+/**
+ * A parse error without the file's text: V8 quotes the JSON around the error and yaml prints the
+ * line under it, and that line may hold a secret. Where it is, by line and column, is enough.
+ */
+function syntaxProblem(error: Error, text: string, yaml: boolean): string {
+  if (yaml) {
+    const [first = 'not valid YAML'] = error.message.split('\n');
+    return first.replace(/:$/, '');
+  }
+  const position = /at position (\d+)/.exec(error.message);
+  if (position) {
+    const before = text.slice(0, Number(position[1])).split('\n');
+    return `not valid JSON at line ${before.length}, column ${before.at(-1)!.length + 1}`;
+  }
+  return /end of JSON input/.test(error.message) ? 'not valid JSON: it ends too early' : 'not valid JSON';
+}
+
 /** The settings a `--config` file holds, checked against CONFIG_FILE_SCHEMA (JSON, or YAML for .yaml/.yml); seeds parsed. */
 export function parseConfigFile(text: string, path: string): Partial<NodeConfig> & { lease?: FileLease } {
   let raw: unknown;
+  const yaml = /\.ya?ml$/i.test(path);
   try {
     // YAML 1.2's core schema: plain data only (no custom tags), aliases bounded by the parser
-    raw = /\.ya?ml$/i.test(path) ? parseYaml(text) : JSON.parse(text);
+    raw = yaml ? parseYaml(text) : JSON.parse(text);
   } catch (error) {
-    throw new InvalidConfigError(`config ${path}: ${(error as Error).message}`);
+    throw new InvalidConfigError(`config ${path}: ${syntaxProblem(error as Error, text, yaml)}`);
   }
   try {
     checkConfigFile(raw);

@@ -3,6 +3,7 @@ import { InvalidConfigError, type NodeAddress, parseNodeAddress } from '@doyen/c
 import { COORDINATOR_MODES, type CoordinatorMode, type ElectionTiming } from '@doyen/election';
 import type { WireConfig } from '@doyen/wire';
 import { SHUTDOWN_PHASES, type ShutdownPhase } from './coordinated-shutdown.js';
+import { shownValue } from './shown-value.js';
 import type { DoyenNode } from './start-node.js';
 
 /** Everything `startNode` and `doyen node` take. */
@@ -39,6 +40,13 @@ export interface NodeConfig {
   readonly httpTls?: { readonly certFile: string; readonly keyFile: string };
   /** Shared cluster secret for the handshake. */
   readonly secret?: string;
+  /**
+   * A file holding this node's identity key (Ed25519, PKCS#8 PEM; created mode 0600 when absent)
+   * for an identity that survives restarts: a restarted node proves it is the member it replaces
+   * and is admitted at once. Absent: a new key per process, and a restart at the same address is
+   * admitted once the old incarnation is unreachable.
+   */
+  readonly identityKeyFile?: string;
   /**
    * Run without a cluster secret and without TLS: any process that reaches the port may join.
    * A node refuses to start that way unless this says so.
@@ -148,9 +156,9 @@ export function validateNodeConfig(c: NodeConfig): NodeConfig {
       throw new InvalidConfigError(`shutdown.phaseTimeoutsMs.${phase}: expected a number of ms`);
   }
   if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535)
-    throw new InvalidConfigError(`bad port ${c.port}`);
+    throw new InvalidConfigError(`bad port ${shownValue(c.port)}`);
   if (c.httpPort !== undefined && (!Number.isInteger(c.httpPort) || c.httpPort < 0 || c.httpPort > 65535)) {
-    throw new InvalidConfigError(`bad http port ${c.httpPort}`);
+    throw new InvalidConfigError(`bad http port ${shownValue(c.httpPort)}`);
   }
   if (typeof c.inspect === 'object' && c.inspect !== null && c.inspect.url !== undefined) {
     let protocol = '';
@@ -161,12 +169,12 @@ export function validateNodeConfig(c: NodeConfig): NodeConfig {
     }
     if (protocol !== 'ws:' && protocol !== 'wss:')
       throw new InvalidConfigError(
-        `inspect url must be ws:// or wss://, got ${JSON.stringify(c.inspect.url)}`,
+        `inspect url must be ws:// or wss://, got ${protocol ? 'another scheme' : 'no URL'}`,
       );
   }
   if (c.coordinator !== undefined && !COORDINATOR_MODES.includes(c.coordinator)) {
     throw new InvalidConfigError(
-      `coordinator must be one of ${COORDINATOR_MODES.join(', ')}, got ${JSON.stringify(c.coordinator)}`,
+      `coordinator must be one of ${COORDINATOR_MODES.join(', ')}, got ${shownValue(c.coordinator)}`,
     );
   }
   if (c.coordinator === 'etcd' && !(c.election?.etcd?.endpoints && c.election.etcd.endpoints.length > 0)) {

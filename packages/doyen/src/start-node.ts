@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Cluster, defaultClusterConfig } from '@doyen/cluster';
+import { Cluster, defaultClusterConfig, memberKey, nodeOf } from '@doyen/cluster';
 import {
   type ActorSystem,
   formatNodeAddress,
@@ -25,6 +25,7 @@ import { DnsDiscovery, StaticDiscovery } from './bootstrap/discovery.js';
 import { type SeedNodesView, seedNodesView } from './bootstrap/seed-nodes.js';
 import { CoordinatedShutdown } from './coordinated-shutdown.js';
 import { faultInjectionRoute } from './fault-injection.js';
+import { loadOrCreateIdentityKey } from './identity-key-file.js';
 import { attachLocalInspector, type LocalInspector } from './inspector/local-inspector.js';
 import { inspectorUrlOf, loadStatelyInspect, StatelyBridge } from './inspector/stately.js';
 import { DEFAULT_HTTP_HOST, ManagementServer } from './management-http.js';
@@ -110,11 +111,14 @@ class NodeRunner implements DoyenNode {
   /** quorum: one vote store for every incarnation, so a restart never votes twice. */
   private readonly voteStore: VoteStore | undefined;
   readonly coordinatedShutdown: CoordinatedShutdown;
+  /** The PEM of the stable identity key (`identityKeyFile`), the same for every incarnation. */
+  private readonly identityKey: string | undefined;
 
   constructor(
     private readonly config: NodeConfig,
     readonly logger: Logger,
   ) {
+    this.identityKey = config.identityKeyFile ? loadOrCreateIdentityKey(config.identityKeyFile) : undefined;
     const url = inspectorUrlOf(config.inspect);
     if (url) this.stately = new StatelyBridge({ url, logger });
     this.coordinatedShutdown = new CoordinatedShutdown(logger, {
@@ -202,7 +206,11 @@ class NodeRunner implements DoyenNode {
       host: config.host,
       port: config.port,
       logger: this.logger,
-      wire: { ...config.wire, secret: clusterSecretOf(config) ?? '' },
+      wire: {
+        ...config.wire,
+        secret: clusterSecretOf(config) ?? '',
+        ...(this.identityKey === undefined ? {} : { identityKey: this.identityKey }),
+      },
       ...(config.bindHost ? { bindHost: config.bindHost } : {}),
       ...(this.stately ? { inspect: this.stately.observerFor(() => label) } : {}),
     });
@@ -222,12 +230,22 @@ class NodeRunner implements DoyenNode {
         onRejoin: (rejoinSeeds, reason) => void this.restart(rejoinSeeds, reason),
       },
     );
+    // members, seeds and contacts may use the reserved handshake slots; a member's watches outlive its reconnects
+    transport.setKnownPeers([], seeds);
+    cluster.subscribeMembership((m) => transport.setKnownPeers(m.members.map(nodeOf), seeds));
     const { coordinator, leaderStore } = this.electedCoordinator(transport.system, cluster);
     const singletons = new ClusterSingletons(transport.system, cluster, coordinator);
     const count = config.partitions?.count ?? DEFAULT_PARTITION_COUNT;
     let partitions: PartitionService | undefined;
     if (count > 0) {
-      partitions = new PartitionService(transport.system, cluster, count);
+      const role = config.partitions?.role;
+      // tables are adopted only from where the allocator runs, as this node's placement sees it
+      partitions = new PartitionService(transport.system, cluster, count, {
+        allocatorHost: (m) => {
+          const host = singletons.placement.hostOf(m, role);
+          return host && memberKey(host);
+        },
+      });
       singletons.register(
         ALLOCATOR_SINGLETON,
         allocatorLogic({

@@ -1,4 +1,4 @@
-import type { ActorSystem, LocalActorRef, Message } from '@doyen/core';
+import { type ActorSystem, formatNodeAddress, type LocalActorRef, type Message } from '@doyen/core';
 import { definitionOf } from './algorithms.js';
 import {
   ELECTION_PATH,
@@ -29,6 +29,9 @@ export class Election {
   private sent = 0;
   private readonly sentTypes = new Map<string, number>();
   private stopped = false;
+  /** `host:port` of the peers now: only they may send election messages (`election-peer`). */
+  private peerAddresses: ReadonlySet<string>;
+  private readonly uninstallAuthority: () => void;
 
   private constructor(
     readonly system: ActorSystem,
@@ -42,6 +45,10 @@ export class Election {
     this.self = self;
     const definition = definitionOf(this.options.algorithm);
     definition.registerMessages(system.messageTypes);
+    this.peerAddresses = new Set(this.options.peers.map((p) => formatNodeAddress(p.node)));
+    this.uninstallAuthority = system.messageTypes.defineAuthority('election-peer', (_key, origin) =>
+      this.peerAddresses.has(formatNodeAddress(origin)),
+    );
     const algorithm = this.options.algorithm;
     const machine = definition.createMachine({
       system,
@@ -97,6 +104,7 @@ export class Election {
   }
 
   setPeers(peers: readonly ElectionPeer[]): void {
+    this.peerAddresses = new Set(peers.map((p) => formatNodeAddress(p.node)));
     const changed: PeersChanged = { type: 'election.peers', peers };
     this.ref.send(changed as unknown as Message);
   }
@@ -109,6 +117,7 @@ export class Election {
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.uninstallAuthority();
     this.system.stop(this.ref);
     this.listeners.clear();
   }

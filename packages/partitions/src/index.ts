@@ -21,3 +21,4 @@ export {
 } from './partition-table.js';
 export * from './service/allocator-machine.js';
 export * from './service/partition-service.js';
+export * from './service/table-authority.js';

@@ -51,30 +51,37 @@ export type SingletonProtocol = HandOverToMe | HandedOver | Identify | Identity 
 
 const name = read.matching(/^[A-Za-z0-9_.-]{1,64}$/, 'a singleton name');
 
-/** Rebuilt from their fields; each speaks only for the node it came from. */
+/**
+ * Rebuilt from their fields; each speaks only for the node it came from. Hand-overs and
+ * identities travel between members (`member`: the manager's protocol decides which member it
+ * believes). Any node may send the two that concern only itself: an identify asks where the
+ * instance's inbox is, answered to the asker (a proxy on a node the host does not know yet keeps
+ * working), and a drain marker ends the wait for its own proxy only (one from a node just taken
+ * out of the view must still end it, or the hand-over waits for the drain timeout).
+ */
 export function registerSingletonMessages(types: MessageTypes): void {
   types.register(
     'singleton.hand-over-to-me',
-    schema<HandOverToMe>({ name, replyTo: read.ref }, (m) => [m.replyTo]),
+    schema<HandOverToMe>({ name, replyTo: read.ref }, (m) => [m.replyTo], 'member'),
   );
   types.register(
     'singleton.identify',
-    schema<Identify>({ name, replyTo: read.ref }, (m) => [m.replyTo]),
+    schema<Identify>({ name, replyTo: read.ref }, (m) => [m.replyTo], 'anyone'),
   );
   types.register(
     'singleton.handed-over',
-    schema<HandedOver>({ name, snapshot: read.plainData(), from: read.memberKey }, (m) => [m.from]),
+    schema<HandedOver>({ name, snapshot: read.plainData(), from: read.memberKey }, (m) => [m.from], 'member'),
   );
   types.register(
     'singleton.identity',
-    schema<Identity>({ name, inbox: read.ref }, (m) => [m.inbox]),
+    schema<Identity>({ name, inbox: read.ref }, (m) => [m.inbox], 'member'),
   );
   types.register(
     'singleton.hand-over-started',
-    schema<HandOverStarted>({ name, inbox: read.ref }, (m) => [m.inbox]),
+    schema<HandOverStarted>({ name, inbox: read.ref }, (m) => [m.inbox], 'member'),
   );
   types.register(
     'singleton.drained',
-    schema<Drained>({ proxy: read.memberKey }, (m) => [m.proxy]),
+    schema<Drained>({ proxy: read.memberKey }, (m) => [m.proxy], 'anyone'),
   );
 }

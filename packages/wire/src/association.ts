@@ -4,6 +4,7 @@ import {
   formatNodeAddress,
   type Lane,
   type NodeAddress,
+  nodeKey,
   RingBuffer,
 } from '@doyen/core';
 import WebSocket from 'ws';
@@ -14,13 +15,14 @@ import {
   decodeChallenge,
   decodeWelcome,
   encodeHello,
-  helloProof,
   newNonce,
   proofMatches,
+  signedHello,
   type Transcript,
-  transcriptOf,
   welcomeProof,
+  welcomeSignatureValid,
 } from './handshake.js';
+import type { NodeIdentity } from './node-identity.js';
 import { CloseCode, PROTOCOL_VERSION, UNAUTHENTICATED_CLOSE_REASON, WS_PATH } from './protocol.js';
 import type { TlsDialOptions } from './tls-endpoint.js';
 import { dialTlsFailure } from './tls-errors.js';
@@ -37,6 +39,7 @@ export type DialFailure =
   | 'bad-welcome'
   | 'bad-proof'
   | 'wrong-peer'
+  | 'wrong-key'
   | 'malformed-msgpack'
   | 'unsupported-msgpack'
   | 'too-deep'
@@ -48,6 +51,7 @@ export interface PeerIdentity {
   readonly host: string;
   readonly port: number;
   readonly uid: string;
+  readonly publicKey: string;
 }
 
 /**
@@ -75,6 +79,8 @@ export class Association {
     private readonly config: WireConfig,
     readonly target: NodeAddress,
     readonly lane: Lane,
+    /** This node's identity key: every hello is signed with it. */
+    private readonly identity: NodeIdentity,
     /** With mutual TLS: the options of a `wss` dial, read at each dial (a reload changes them). */
     private readonly tls?: () => TlsDialOptions,
     /** The local address to dial from (the node's own listen address), when it is one IP. */
@@ -194,25 +200,47 @@ export class Association {
           );
         }
         const me = this.system.node;
-        const hello = {
-          version: PROTOCOL_VERSION,
-          cluster: this.system.cluster,
-          host: me.host,
-          port: me.port,
-          uid: me.uid,
-          lane: this.lane,
-          target,
-          nonce: newNonce(),
-        };
-        transcript = transcriptOf(hello, challenge.nonce);
-        const proof = helloProof(this.config.secret, transcript);
-        socket.send(encodePlain(encodeHello({ ...hello, proof })));
+        const signed = signedHello(
+          {
+            version: PROTOCOL_VERSION,
+            cluster: this.system.cluster,
+            host: me.host,
+            port: me.port,
+            uid: me.uid,
+            lane: this.lane,
+            target,
+            nonce: newNonce(),
+          },
+          challenge.nonce,
+          this.config.secret,
+          this.identity,
+        );
+        transcript = signed.transcript;
+        socket.send(encodePlain(encodeHello(signed.hello)));
         return;
       }
       const welcome = decodeWelcome(frame);
       if (!welcome) return this.fail(socket, 'bad-welcome', 'expected a welcome frame');
       if (!proofMatches(welcomeProof(this.config.secret, transcript, welcome), welcome.proof)) {
         return this.fail(socket, 'bad-proof', 'peer failed to prove the cluster secret', CloseCode.badProof);
+      }
+      if (!welcomeSignatureValid(welcome, transcript)) {
+        return this.fail(
+          socket,
+          'wrong-key',
+          'welcome not signed by the identity key it names',
+          CloseCode.wrongKey,
+        );
+      }
+      const admitted = this.system.peerKeys.get(nodeKey(welcome));
+      if (this.config.checkPeerKeys && admitted !== undefined && admitted !== welcome.publicKey) {
+        // it knows the secret and answers at the member's address, but lacks the member's key
+        return this.fail(
+          socket,
+          'wrong-key',
+          `welcome claims member ${nodeKey(welcome)} with another identity key`,
+          CloseCode.wrongKey,
+        );
       }
       if (formatNodeAddress(welcome) !== target) {
         // it knows the secret, but it is not the node we dialled (an alias must be configured there)
@@ -230,7 +258,7 @@ export class Association {
         (performance.now() - dialledAt) / 1000,
         { lane: this.lane },
       );
-      this.peer = { host: welcome.host, port: welcome.port, uid: welcome.uid };
+      this.peer = { host: welcome.host, port: welcome.port, uid: welcome.uid, publicKey: welcome.publicKey };
       this.state = 'ready';
       this.attempts = 0;
       this.system.logger.debug(
@@ -362,7 +390,9 @@ export class Association {
       this.unencodable(socket, batch, error as Error);
       return;
     }
-    if (frame.length > this.config.maxFrameBytes) {
+    const maxFrameBytes =
+      this.lane === 'system' ? this.config.maxSystemFrameBytes : this.config.maxFrameBytes;
+    if (frame.length > maxFrameBytes) {
       // The encoder has recorded shapes the peer will never see: reset both sides, then send one by one.
       this.write(socket, this.encoder.reset(), 0);
       this.batchSize = 1;
@@ -370,7 +400,7 @@ export class Association {
         const e = batch[0]!;
         this.system.logger.warn(
           { event: 'wire.message-too-large', to: e.to, messageType: e.message.type, bytes: frame.length },
-          `message of ${frame.length} bytes exceeds maxFrameBytes ${this.config.maxFrameBytes}`,
+          `message of ${frame.length} bytes exceeds the ${this.lane} lane's frame limit ${maxFrameBytes}`,
         );
         this.system.deadLetter(e.to, e.message, e.from, 'message-too-large');
         return;

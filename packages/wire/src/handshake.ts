@@ -1,20 +1,31 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Lane } from '@doyen/core';
+import {
+  type NodeIdentity,
+  PUBLIC_KEY_BYTES,
+  publicKeyBytes,
+  publicKeyText,
+  SIGNATURE_BYTES,
+  verifyNodeSignature,
+} from './node-identity.js';
 import { HandshakeKind } from './protocol.js';
 
 /**
- * The handshake (protocol 2), three frames on every new connection:
+ * The handshake (protocol 4), three frames on every new connection:
  *
  *   acceptor -> dialer  Challenge [0, version, challengeNonce]
- *   dialer -> acceptor  Hello     [1, version, cluster, host, port, uid, lane, target, helloNonce, proof]
- *   acceptor -> dialer  Welcome   [2, host, port, uid, proof]
+ *   dialer -> acceptor  Hello     [1, version, cluster, host, port, uid, lane, target, helloNonce, key, proof, signature]
+ *   acceptor -> dialer  Welcome   [2, host, port, uid, key, proof, signature]
  *
- * Both proofs are HMACs (cluster secret) over one transcript: both nonces, the dialer's identity
- * and the `host:port` the dialer dialled (`target`); the welcome's also covers the acceptor's
- * identity. The acceptor refuses a hello whose target is not one of its own addresses, and the
- * dialer refuses a welcome from any address but the one it dialled. So a proof is good for one
- * connection between two named nodes only: whoever listens on an address a node dials (a stale
- * seed) cannot relay the handshake to another node and log in as the dialer.
+ * One transcript: both nonces, the dialer's identity and identity key, and the `host:port` the
+ * dialer dialled (`target`); the welcome's also covers the acceptor's identity and key. Each side
+ * proves two things over it: the cluster secret (an HMAC: it belongs to the cluster) and its own
+ * node key (an Ed25519 signature: it is the member it names, since the cluster admitted that key
+ * with the member and checks it at every later handshake). The acceptor refuses a hello whose
+ * target is not one of its own addresses, and the dialer a welcome from any address but the one it
+ * dialled. So a proof is good for one connection between two named nodes only: whoever listens on
+ * an address a node dials (a stale seed) cannot relay the handshake and log in as the dialer, and
+ * a holder of the shared secret cannot speak as a member whose private key it lacks.
  */
 
 export const NONCE_BYTES = 16;
@@ -26,7 +37,7 @@ export interface Challenge {
   readonly nonce: Buffer;
 }
 
-/** Dialer -> acceptor: who I am, whom I meant to reach, and proof that I know the cluster secret. */
+/** Dialer -> acceptor: who I am, whom I meant to reach, and proof of the cluster secret and my key. */
 export interface Hello {
   readonly version: number;
   readonly cluster: string;
@@ -37,15 +48,28 @@ export interface Hello {
   /** The `host:port` the dialer dialled, as `formatNodeAddress` writes it. */
   readonly target: string;
   readonly nonce: Buffer;
+  /** The dialer's identity key (base64url), signed for below. */
+  readonly publicKey: string;
   readonly proof: Buffer;
+  readonly signature: Buffer;
 }
 
-/** Acceptor -> dialer: who I am, and my proof over the same transcript (mutual authentication). */
+/** Acceptor -> dialer: who I am, and my proofs over the same transcript (mutual authentication). */
 export interface Welcome {
   readonly host: string;
   readonly port: number;
   readonly uid: string;
+  readonly publicKey: string;
   readonly proof: Buffer;
+  readonly signature: Buffer;
+}
+
+/** The acceptor's identity a welcome is computed over. */
+export interface AcceptorIdentity {
+  readonly host: string;
+  readonly port: number;
+  readonly uid: string;
+  readonly publicKey: string;
 }
 
 /** What both proofs cover. */
@@ -57,6 +81,7 @@ export interface Transcript {
     readonly port: number;
     readonly uid: string;
     readonly lane: Lane;
+    readonly publicKey: string;
   };
   readonly target: string;
   readonly challengeNonce: Buffer;
@@ -68,45 +93,134 @@ export function newNonce(): Buffer {
 }
 
 /** The transcript of a hello answering `challengeNonce`. */
-export function transcriptOf(hello: Omit<Hello, 'proof'>, challengeNonce: Buffer): Transcript {
+export function transcriptOf(hello: Omit<Hello, 'proof' | 'signature'>, challengeNonce: Buffer): Transcript {
   return {
     version: hello.version,
     cluster: hello.cluster,
-    dialer: { host: hello.host, port: hello.port, uid: hello.uid, lane: hello.lane },
+    dialer: {
+      host: hello.host,
+      port: hello.port,
+      uid: hello.uid,
+      lane: hello.lane,
+      publicKey: hello.publicKey,
+    },
     target: hello.target,
     challengeNonce,
     helloNonce: hello.nonce,
   };
 }
 
-/** HMAC over length-prefixed parts: no two different part lists hash the same input. */
-function hmac(secret: string, ...parts: (string | number | Buffer)[]): Buffer {
-  const h = createHmac('sha256', secret);
-  const length = Buffer.alloc(4);
+type Part = string | number | Buffer;
+
+/** Length-prefixed parts: no two different part lists give the same bytes. */
+function framed(...parts: Part[]): Buffer {
+  const chunks: Buffer[] = [];
   for (const p of parts) {
     const bytes = Buffer.isBuffer(p) ? p : Buffer.from(String(p), 'utf8');
+    const length = Buffer.alloc(4);
     length.writeUInt32BE(bytes.length);
-    h.update(length);
-    h.update(bytes);
+    chunks.push(length, bytes);
   }
-  return h.digest();
+  return Buffer.concat(chunks);
 }
 
-function transcriptParts(t: Transcript): (string | number | Buffer)[] {
+function hmac(secret: string, data: Buffer): Buffer {
+  return createHmac('sha256', secret).update(data).digest();
+}
+
+function transcriptParts(t: Transcript): Part[] {
   const d = t.dialer;
-  return [t.version, t.cluster, d.host, d.port, d.uid, d.lane, t.target, t.challengeNonce, t.helloNonce];
+  return [
+    t.version,
+    t.cluster,
+    d.host,
+    d.port,
+    d.uid,
+    d.lane,
+    d.publicKey,
+    t.target,
+    t.challengeNonce,
+    t.helloNonce,
+  ];
+}
+
+/** What the dialer's proof and signature cover. */
+function helloSigned(t: Transcript): Buffer {
+  return framed('doyen-hello', ...transcriptParts(t));
+}
+
+/** What the acceptor's proof and signature cover: the transcript and the acceptor's identity. */
+function welcomeSigned(t: Transcript, acceptor: AcceptorIdentity): Buffer {
+  return framed(
+    'doyen-welcome',
+    ...transcriptParts(t),
+    acceptor.host,
+    acceptor.port,
+    acceptor.uid,
+    acceptor.publicKey,
+  );
 }
 
 export function helloProof(secret: string, t: Transcript): Buffer {
-  return hmac(secret, 'doyen-hello', ...transcriptParts(t));
+  return hmac(secret, helloSigned(t));
 }
 
-export function welcomeProof(
+export function welcomeProof(secret: string, t: Transcript, acceptor: AcceptorIdentity): Buffer {
+  return hmac(secret, welcomeSigned(t, acceptor));
+}
+
+/** The dialer's signature of the transcript with its node key. */
+export function helloSignature(identity: NodeIdentity, t: Transcript): Buffer {
+  return identity.sign(helloSigned(t));
+}
+
+export function welcomeSignature(identity: NodeIdentity, t: Transcript, acceptor: AcceptorIdentity): Buffer {
+  return identity.sign(welcomeSigned(t, acceptor));
+}
+
+/** Whether the hello is signed by the key it names. */
+export function helloSignatureValid(hello: Hello, t: Transcript): boolean {
+  return verifyNodeSignature(hello.publicKey, helloSigned(t), hello.signature);
+}
+
+/** Whether the welcome is signed by the key it names. */
+export function welcomeSignatureValid(welcome: Welcome, t: Transcript): boolean {
+  return verifyNodeSignature(welcome.publicKey, welcomeSigned(t, welcome), welcome.signature);
+}
+
+/**
+ * A complete hello answering `challengeNonce`, proved with `secret` and signed with `identity`
+ * (what a dialer sends; test peers build theirs with it too).
+ */
+export function signedHello(
+  fields: Omit<Hello, 'proof' | 'signature' | 'publicKey'>,
+  challengeNonce: Buffer,
   secret: string,
-  t: Transcript,
+  identity: NodeIdentity,
+): { readonly hello: Hello; readonly transcript: Transcript } {
+  const unsigned = { ...fields, publicKey: identity.publicKey };
+  const transcript = transcriptOf(unsigned, challengeNonce);
+  const hello = {
+    ...unsigned,
+    proof: helloProof(secret, transcript),
+    signature: helloSignature(identity, transcript),
+  };
+  return { hello, transcript };
+}
+
+/** A complete welcome for `transcript` from `acceptor` (host, port, uid), signed with `identity`. */
+export function signedWelcome(
   acceptor: { readonly host: string; readonly port: number; readonly uid: string },
-): Buffer {
-  return hmac(secret, 'doyen-welcome', ...transcriptParts(t), acceptor.host, acceptor.port, acceptor.uid);
+  transcript: Transcript,
+  secret: string,
+  identity: NodeIdentity,
+): Welcome {
+  const who = { ...acceptor, publicKey: identity.publicKey };
+  return {
+    ...who,
+    proof: welcomeProof(secret, transcript, who),
+    signature: welcomeSignature(identity, transcript, who),
+  };
 }
 
 export function proofMatches(expected: Buffer, actual: Buffer): boolean {
@@ -128,12 +242,14 @@ export function encodeHello(h: Hello): unknown[] {
     h.lane,
     h.target,
     h.nonce,
+    publicKeyBytes(h.publicKey),
     h.proof,
+    h.signature,
   ];
 }
 
 export function encodeWelcome(w: Welcome): unknown[] {
-  return [HandshakeKind.Welcome, w.host, w.port, w.uid, w.proof];
+  return [HandshakeKind.Welcome, w.host, w.port, w.uid, publicKeyBytes(w.publicKey), w.proof, w.signature];
 }
 
 const isBytes = (v: unknown, length: number): v is Buffer => v instanceof Uint8Array && v.length === length;
@@ -160,8 +276,8 @@ export function helloVersion(frame: unknown): number | undefined {
 
 /** Returns the hello, or undefined when the frame is not one (the caller reports why). */
 export function decodeHello(frame: unknown): Hello | undefined {
-  if (!Array.isArray(frame) || frame.length !== 10 || frame[0] !== HandshakeKind.Hello) return undefined;
-  const [, version, cluster, host, port, uid, lane, target, nonce, proof] = frame;
+  if (!Array.isArray(frame) || frame.length !== 12 || frame[0] !== HandshakeKind.Hello) return undefined;
+  const [, version, cluster, host, port, uid, lane, target, nonce, key, proof, signature] = frame;
   if (!Number.isInteger(version) || !isShortString(cluster, 64) || !isShortString(host) || !isPort(port)) {
     return undefined;
   }
@@ -170,7 +286,9 @@ export function decodeHello(frame: unknown): Hello | undefined {
     (lane !== 'system' && lane !== 'user') ||
     !isShortString(target, 300) ||
     !isBytes(nonce, NONCE_BYTES) ||
-    !isBytes(proof, PROOF_BYTES)
+    !isBytes(key, PUBLIC_KEY_BYTES) ||
+    !isBytes(proof, PROOF_BYTES) ||
+    !isBytes(signature, SIGNATURE_BYTES)
   ) {
     return undefined;
   }
@@ -183,14 +301,30 @@ export function decodeHello(frame: unknown): Hello | undefined {
     lane,
     target,
     nonce: Buffer.from(nonce),
+    publicKey: publicKeyText(key),
     proof: Buffer.from(proof),
+    signature: Buffer.from(signature),
   };
 }
 
 export function decodeWelcome(frame: unknown): Welcome | undefined {
-  if (!Array.isArray(frame) || frame.length !== 5 || frame[0] !== HandshakeKind.Welcome) return undefined;
-  const [, host, port, uid, proof] = frame;
-  if (!isShortString(host) || !isPort(port) || !isShortString(uid, 64) || !isBytes(proof, PROOF_BYTES))
+  if (!Array.isArray(frame) || frame.length !== 7 || frame[0] !== HandshakeKind.Welcome) return undefined;
+  const [, host, port, uid, key, proof, signature] = frame;
+  if (
+    !isShortString(host) ||
+    !isPort(port) ||
+    !isShortString(uid, 64) ||
+    !isBytes(key, PUBLIC_KEY_BYTES) ||
+    !isBytes(proof, PROOF_BYTES) ||
+    !isBytes(signature, SIGNATURE_BYTES)
+  )
     return undefined;
-  return { host, port, uid, proof: Buffer.from(proof) };
+  return {
+    host,
+    port,
+    uid,
+    publicKey: publicKeyText(key),
+    proof: Buffer.from(proof),
+    signature: Buffer.from(signature),
+  };
 }

@@ -1,12 +1,12 @@
 import { isIP } from 'node:net';
 import {
   type ActorSystem,
+  type AuthenticatedNode,
   formatNodeAddress,
   type Lane,
   nodeKey,
   parseNodeAddress,
   RingBuffer,
-  type UniqueNodeAddress,
 } from '@doyen/core';
 import type WebSocket from 'ws';
 import { BatchDecoder, decodeHandshakeFrame, encodePlain } from './codec.js';
@@ -18,12 +18,15 @@ import {
   encodeChallenge,
   encodeWelcome,
   helloProof,
+  helloSignatureValid,
   helloVersion,
   newNonce,
   proofMatches,
+  signedWelcome,
   transcriptOf,
-  welcomeProof,
 } from './handshake.js';
+import type { DecodeTask, InboundScheduler } from './inbound-scheduler.js';
+import type { NodeIdentity } from './node-identity.js';
 import {
   CLOSE_CODE_OF,
   CloseCode,
@@ -36,8 +39,8 @@ import {
 import { setReceiveLimit } from './receive-limit.js';
 import { checkEnvelope } from './validation.js';
 
-/** Time each connection may spend decoding per event-loop turn before yielding. */
-const INBOUND_BUDGET_MS = 1;
+/** Envelopes delivered between two looks at the clock while a frame is worked through. */
+const ENVELOPES_PER_CLOCK_CHECK = 32;
 /** Frames waiting to be decoded at which the socket is paused (TCP backpressure to the sender). */
 const INBOUND_PAUSE_FRAMES = 2;
 
@@ -49,6 +52,8 @@ export interface InboundHooks {
   readonly handshakeDone: (connection: InboundConnection) => void;
   /** Called exactly once, when the socket has closed, whatever the state. */
   readonly closed: (connection: InboundConnection) => void;
+  /** The node's one decode budget, shared by all its inbound connections in turn. */
+  readonly scheduler: Pick<InboundScheduler<InboundConnection>, 'wake'>;
 }
 
 /**
@@ -56,7 +61,7 @@ export interface InboundHooks {
  * validates every frame and envelope before handing messages to the actor system. Any
  * violation is counted, logged and answered with a drop or a close; nothing else happens.
  */
-export class InboundConnection {
+export class InboundConnection implements DecodeTask {
   private state: 'awaiting-hello' | 'open' | 'closed' = 'awaiting-hello';
   private readonly challenge: Challenge = { version: PROTOCOL_VERSION, nonce: newNonce() };
   private readonly decoder: BatchDecoder;
@@ -65,10 +70,21 @@ export class InboundConnection {
   peerName: string;
   /** Frames waiting for their turn: decoded under a time budget so no connection holds the event loop. */
   private readonly pending = new RingBuffer<Buffer>(16);
-  private drainScheduled = false;
+  /** In the scheduler's queue (see DecodeTask). */
+  queued = false;
+  /** The decoded frame being delivered, a slice per turn, and the next envelope's index. */
+  private batch: readonly unknown[] | undefined;
+  private cursor = 0;
+  /** The largest frame accepted once open (the lane's limit, see limitFrames). */
+  private openFrameLimit: number;
   private peerAddress: string | undefined;
   /** The node incarnation this connection authenticated as (set once the hello is verified). */
-  private origin: UniqueNodeAddress | undefined;
+  private origin: AuthenticatedNode | undefined;
+
+  /** Who the peer proved to be, once the handshake is done. */
+  get authenticatedAs(): AuthenticatedNode | undefined {
+    return this.origin;
+  }
 
   constructor(
     private readonly system: ActorSystem,
@@ -79,8 +95,11 @@ export class InboundConnection {
     /** The `host:port` names a hello may target: the advertised address and the aliases. */
     private readonly ownAddresses: ReadonlySet<string>,
     private readonly hooks: InboundHooks,
+    /** This node's identity key: the welcome is signed with it. */
+    private readonly identity: NodeIdentity,
   ) {
     this.peerName = remote;
+    this.openFrameLimit = config.maxFrameBytes;
     this.decoder = new BatchDecoder(config.maxNestingDepth);
     setReceiveLimit(socket, config.maxHandshakeFrameBytes);
     this.deadline = setTimeout(
@@ -91,7 +110,7 @@ export class InboundConnection {
     socket.on('message', (data: Buffer, isBinary: boolean) => this.onFrame(data, isBinary));
     socket.on('error', (error: Error & { code?: string }) => {
       if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') {
-        const limit = this.isOpen ? config.maxFrameBytes : config.maxHandshakeFrameBytes;
+        const limit = this.isOpen ? this.openFrameLimit : config.maxHandshakeFrameBytes;
         this.hooks.reject('frame-too-large', `frame over ${limit} bytes`, this.peerName);
       }
       // ws closes the socket itself after protocol errors; 'close' does the bookkeeping
@@ -100,6 +119,7 @@ export class InboundConnection {
       clearTimeout(this.deadline);
       this.state = 'closed';
       this.pending.drain();
+      this.batch = undefined;
       this.hooks.closed(this);
     });
     socket.send(encodePlain(encodeChallenge(this.challenge)));
@@ -109,15 +129,30 @@ export class InboundConnection {
     return this.state === 'open';
   }
 
-  /** Closes for a violation (counted under `reason`) or a shutdown. */
-  close(reason: ClosingRejectReason | 'shutdown', detail: string): void {
+  /**
+   * Lowers (or raises) the largest frame accepted from now on: the transport sets the lane's
+   * limit once the handshake is done (the system lane's is smaller).
+   */
+  limitFrames(bytes: number): void {
+    this.openFrameLimit = bytes;
+    setReceiveLimit(this.socket, bytes);
+  }
+
+  /**
+   * Closes for a violation (counted under `reason`), a shutdown, or because a newer connection of
+   * the same identity and lane replaced this one (a reconnect whose old socket lingered).
+   */
+  close(reason: ClosingRejectReason | 'shutdown' | 'replaced', detail: string): void {
     if (this.state === 'closed') return;
     const authenticated = this.state === 'open';
     this.state = 'closed';
     clearTimeout(this.deadline);
     this.pending.drain();
+    this.batch = undefined;
     if (reason === 'shutdown') {
       this.socket.close(CloseCode.goingAway, 'node shutting down');
+    } else if (reason === 'replaced') {
+      this.socket.close(CloseCode.replaced, closeReasonText(detail));
     } else {
       this.hooks.reject(reason, detail, this.peerName);
       // an unauthenticated peer learns nothing from the reason text (the code says enough)
@@ -142,33 +177,33 @@ export class InboundConnection {
 
   /**
    * A flood must not hold the event loop, on either lane: Node reads many chunks per socket per
-   * turn, so frames are queued, decoded for at most `INBOUND_BUDGET_MS` per turn, and the
-   * socket is paused (TCP backpressure to the sender) while the queue is long. Every other
-   * connection (another node's heartbeats) gets its turn in between.
+   * turn, so frames are queued and worked through under the node's one decode budget (see
+   * InboundScheduler), and the socket is paused (TCP backpressure to the sender) while the queue
+   * is long. Every other connection (another node's heartbeats) gets its turn in between.
    */
   private enqueue(data: Buffer): void {
     this.pending.push(data);
     if (this.pending.length >= INBOUND_PAUSE_FRAMES && !this.socket.isPaused) this.socket.pause();
-    if (!this.drainScheduled) {
-      this.drainScheduled = true;
-      setImmediate(() => this.drain());
-    }
+    this.hooks.scheduler.wake(this);
   }
 
-  private drain(): void {
-    this.drainScheduled = false;
-    const started = performance.now();
-    while (this.pending.length > 0 && this.state === 'open') {
-      this.onBatch(this.pending.shift()!);
-      if (performance.now() - started >= INBOUND_BUDGET_MS) break;
+  /** A decoded frame is only partly delivered (see DecodeTask). */
+  get midFrame(): boolean {
+    return this.batch !== undefined;
+  }
+
+  /** One turn's slice: the rest of the current frame (or the next one) until `deadline`. */
+  runSlice(deadline: number): boolean {
+    if (this.state !== 'open') return false;
+    if (this.batch === undefined) {
+      const data = this.pending.shift();
+      if (data === undefined) return false;
+      this.decodeFrame(data);
+      if (this.pending.length < INBOUND_PAUSE_FRAMES && this.socket.isPaused && this.state === 'open')
+        this.socket.resume();
     }
-    if (this.state !== 'open') return;
-    if (this.pending.length > 0) {
-      this.drainScheduled = true;
-      setImmediate(() => this.drain());
-    } else if (this.socket.isPaused) {
-      this.socket.resume();
-    }
+    if (this.batch !== undefined) this.deliverSlice(deadline);
+    return this.state === 'open' && (this.batch !== undefined || this.pending.length > 0);
   }
 
   private onHello(data: Buffer): void {
@@ -215,6 +250,16 @@ export class InboundConnection {
       this.close('bad-proof', 'bad proof of the cluster secret');
       return;
     }
+    if (!helloSignatureValid(hello, transcript)) {
+      this.close('wrong-key', 'hello not signed by the identity key it names');
+      return;
+    }
+    const admitted = this.system.peerKeys.get(this.peerName);
+    if (this.config.checkPeerKeys && admitted !== undefined && admitted !== hello.publicKey) {
+      // a holder of the shared secret speaking as a member whose private key it lacks
+      this.close('wrong-key', `hello claims member ${this.peerName} with another identity key`);
+      return;
+    }
     if (this.config.verifyPeerAddress && !claimsItsSource(hello.host, this.remote)) {
       // a secret holder claiming another node's identity: its address is not the one it names
       this.close('wrong-source', `hello claims ${hello.host} but comes from ${this.remote}`);
@@ -223,18 +268,23 @@ export class InboundConnection {
     clearTimeout(this.deadline);
     // answered as the name the dialer used (the advertised address or an alias): the dialer checks it
     const answeredAs = parseNodeAddress(hello.target);
-    const welcome = { host: answeredAs.host, port: answeredAs.port, uid: this.system.node.uid };
-    const proof = welcomeProof(this.config.secret, transcript, welcome);
-    this.socket.send(encodePlain(encodeWelcome({ ...welcome, proof })));
+    const welcome = signedWelcome(
+      { host: answeredAs.host, port: answeredAs.port, uid: this.system.node.uid },
+      transcript,
+      this.config.secret,
+      this.identity,
+    );
+    this.socket.send(encodePlain(encodeWelcome(welcome)));
     setReceiveLimit(this.socket, this.config.maxFrameBytes);
     this.lane = hello.lane;
     this.peerAddress = formatNodeAddress(hello);
-    this.origin = { host: hello.host, port: hello.port, uid: hello.uid };
+    this.origin = { host: hello.host, port: hello.port, uid: hello.uid, publicKey: hello.publicKey };
     this.state = 'open';
     this.hooks.handshakeDone(this);
   }
 
-  private onBatch(data: Buffer): void {
+  /** Decodes one frame: a batch to deliver (from the next slice on), a reset, or a close. */
+  private decodeFrame(data: Buffer): void {
     let batch: unknown;
     try {
       batch = this.decoder.decode(this.system, data);
@@ -250,18 +300,28 @@ export class InboundConnection {
       this.close('bad-batch', 'a frame must be an array of envelopes');
       return;
     }
+    this.batch = batch;
+    this.cursor = 0;
+  }
+
+  /** Validates and delivers envelopes of the current batch until it ends or `deadline` passes. */
+  private deliverSlice(deadline: number): void {
+    const batch = this.batch!;
     const lane = this.lane!;
     let accepted = 0;
-    for (const raw of batch) {
-      const checked = checkEnvelope(this.system, raw, this.origin!);
-      if (!checked.ok) {
-        this.hooks.reject(checked.reason, checked.detail, this.peerName);
-        continue;
+    let i = this.cursor;
+    while (i < batch.length && this.state === 'open') {
+      const checked = checkEnvelope(this.system, batch[i++], this.origin!);
+      if (!checked.ok) this.hooks.reject(checked.reason, checked.detail, this.peerName);
+      else {
+        if (checked.dropped) this.hooks.reject(checked.dropped.reason, checked.dropped.detail, this.peerName);
+        accepted++;
+        this.system.receiveRemote(checked.envelope, this.origin!);
       }
-      if (checked.dropped) this.hooks.reject(checked.dropped.reason, checked.dropped.detail, this.peerName);
-      accepted++;
-      this.system.receiveRemote(checked.envelope, this.origin!);
+      if ((i - this.cursor) % ENVELOPES_PER_CLOCK_CHECK === 0 && performance.now() >= deadline) break;
     }
+    this.cursor = i;
+    if (i >= batch.length) this.batch = undefined;
     if (accepted > 0) {
       this.system.metrics.inc('doyen_wire_messages_received_total', 'Messages received', { lane }, accepted);
     }

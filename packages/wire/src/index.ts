@@ -5,6 +5,7 @@ export * from './config.js';
 export * from './frame-scan.js';
 export * from './handshake.js';
 export * from './inbound.js';
+export * from './node-identity.js';
 export * from './protocol.js';
 export * from './receive-limit.js';
 export * from './rejections.js';

@@ -1,8 +1,9 @@
 /**
  * Version of the frame format, the handshake and the system messages they carry; peers speaking
  * another version are refused. 3: a reachability report lists every change of one heartbeat tick.
+ * 4: both sides of the handshake sign it with their node identity key; members carry that key.
  */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 /** The one WebSocket endpoint of a node. */
 export const WS_PATH = '/doyen';
@@ -35,6 +36,11 @@ export const CloseCode = {
   notReady: 4007,
   wrongTarget: 4008,
   wrongSource: 4009,
+  /** Authenticated, but the node holds as many inbound connections as it takes (wire.maxInboundConnections). */
+  tooManyConnections: 4012,
+  /** A newer connection of the same identity and lane took this one's place (wire.maxInboundPerIdentity). */
+  replaced: 4013,
+  wrongKey: 4010,
 } as const;
 
 /** The close reason sent to a peer that has not authenticated: it learns nothing from it. */
@@ -56,10 +62,13 @@ export const CLOSE_CODE_OF = {
   'bad-proof': CloseCode.badProof,
   'wrong-target': CloseCode.wrongTarget,
   'wrong-source': CloseCode.wrongSource,
+  /** A hello not signed by the key it names, or claiming a member whose admitted key is another. */
+  'wrong-key': CloseCode.wrongKey,
   'handshake-timeout': CloseCode.handshakeTimeout,
   'before-handshake': CloseCode.handshakeRequired,
   'too-many-handshakes': CloseCode.tooManyHandshakes,
   'too-many-handshakes-from-ip': CloseCode.tooManyHandshakes,
+  'too-many-connections': CloseCode.tooManyConnections,
   'bad-batch': CloseCode.invalidPayload,
 } as const;
 
@@ -80,6 +89,8 @@ export type RejectReason =
   | 'invalid-message'
   /** A message claiming to speak for a node other than the one its connection authenticated as. */
   | 'forged'
+  /** A message from an origin without the authority its type declares (e.g. a table not from the allocator's host). */
+  | 'unauthorized'
   /** An envelope's traceparent that is not W3C's: the trace is dropped, the message delivered. */
   | 'bad-trace-context';
 

@@ -7,6 +7,7 @@ import {
   formatNodeAddress,
   type Lane,
   type NodeAddress,
+  nodeKey,
   RateLimitedLog,
   type RemoteTransport,
   type UniqueNodeAddress,
@@ -16,6 +17,10 @@ import { Admission } from './admission.js';
 import { Association } from './association.js';
 import { resolveWireConfig, type WireConfig } from './config.js';
 import { InboundConnection } from './inbound.js';
+import { InboundRegistry } from './inbound-registry.js';
+import { InboundScheduler } from './inbound-scheduler.js';
+import { KnownPeers } from './known-peers.js';
+import { NodeIdentity } from './node-identity.js';
 import { CLOSE_CODE_OF, CloseCode, type RejectReason, UNAUTHENTICATED_CLOSE_REASON } from './protocol.js';
 import { reportRejected } from './rejections.js';
 import { TlsEndpoint } from './tls-endpoint.js';
@@ -45,6 +50,12 @@ export class WsTransport implements RemoteTransport {
   private readonly blackholed = new Set<string>();
   private readonly byNode = new WeakMap<UniqueNodeAddress, { system?: Association; user?: Association }>();
   private readonly inbound = new Set<InboundConnection>();
+  /** Authenticated inbound connections by identity and lane, capped (see InboundRegistry). */
+  private readonly registry: InboundRegistry<InboundConnection>;
+  /** The one decode budget all inbound connections share, in turn. */
+  private readonly scheduler: InboundScheduler<InboundConnection>;
+  /** Members, seeds and contacts as the cluster layer reports them (see setKnownPeers). */
+  private readonly known = new KnownPeers();
   private readonly rejectLog: RateLimitedLog;
   private readonly admission: Admission;
   /** Upgraded connections that have not authenticated yet. */
@@ -57,14 +68,21 @@ export class WsTransport implements RemoteTransport {
     readonly system: ActorSystem,
     readonly config: WireConfig,
     /** Mutual TLS (`wire.tls`): the https server under `server`, and the options of every dial. */
-    readonly tls: TlsEndpoint | undefined = undefined,
+    readonly tls: TlsEndpoint | undefined,
+    /** This incarnation's identity key: it signs every handshake. */
+    private readonly identity: NodeIdentity,
     /** The local address dials leave from (see dialSourceOf). */
     private readonly dialFrom: string | undefined = undefined,
   ) {
     this.rejectLog = new RateLimitedLog(system.logger, () => Date.now(), 20);
     const ownAddresses = new Set([formatNodeAddress(system.node), ...config.aliases]);
+    this.registry = new InboundRegistry(config.maxInboundConnections, config.maxInboundPerIdentity);
+    this.scheduler = new InboundScheduler<InboundConnection>(config.inboundTurnBudgetMs, (c) =>
+      this.isMemberConnection(c),
+    );
     this.admission = new Admission(server, wss, config, {
       reject: (reason, detail, peer) => this.reject(reason, detail, peer),
+      isKnownSource: (ip) => this.known.isKnownSource(ip),
       upgraded: (socket, remote, slot) => {
         const refuse = (code: number, reason: string) => {
           socket.close(code, reason);
@@ -75,7 +93,11 @@ export class WsTransport implements RemoteTransport {
           refuse(CloseCode.notReady, 'node is shutting down');
           return;
         }
-        if (this.pendingHandshakes >= config.maxPendingHandshakes) {
+        // unknown sources leave the reserved slots to members, seeds and contacts
+        const handshakeSlots = slot.known
+          ? config.maxPendingHandshakes
+          : config.maxPendingHandshakes - config.reservedHandshakeSlots;
+        if (this.pendingHandshakes >= handshakeSlots) {
           this.reject('too-many-handshakes', 'too many unauthenticated connections', remote);
           refuse(CLOSE_CODE_OF['too-many-handshakes'], UNAUTHENTICATED_CLOSE_REASON);
           return;
@@ -87,23 +109,46 @@ export class WsTransport implements RemoteTransport {
           pending = false;
           slot.release();
         };
-        const connection = new InboundConnection(system, config, socket, remote, ownAddresses, {
-          reject: (reason, detail, peer) => this.reject(reason, detail, peer),
-          blackholed: (peer) => this.blackholed.has(peer),
-          handshakeDone: (c) => {
-            settle();
-            this.inbound.add(c);
-            system.metrics.inc('doyen_wire_inbound_connections_total', 'Inbound connections accepted', {
-              lane: c.lane ?? 'unknown',
-            });
+        const connection = new InboundConnection(
+          system,
+          config,
+          socket,
+          remote,
+          ownAddresses,
+          {
+            reject: (reason, detail, peer) => this.reject(reason, detail, peer),
+            blackholed: (peer) => this.blackholed.has(peer),
+            scheduler: this.scheduler,
+            handshakeDone: (c) => {
+              settle();
+              if (!this.admitAuthenticated(c)) return;
+              this.inbound.add(c);
+              system.metrics.inc('doyen_wire_inbound_connections_total', 'Inbound connections accepted', {
+                lane: c.lane ?? 'unknown',
+              });
+            },
+            closed: (c) => {
+              settle();
+              this.inbound.delete(c);
+              const origin = c.authenticatedAs;
+              // a non-member gone for good: what it made this node hold goes (a member's stays until it leaves)
+              if (this.registry.remove(c) && origin && !this.known.isMember(origin))
+                system.nodeDisconnected(origin);
+            },
           },
-          closed: (c) => {
-            settle();
-            this.inbound.delete(c);
-          },
-        });
+          identity,
+        );
         void connection;
       },
+    });
+    // A key admitted after a connection claimed that member with another key: cut it now.
+    system.peerKeys.onRecorded((member, publicKey) => {
+      if (!config.checkPeerKeys) return;
+      for (const c of this.inbound) {
+        const origin = c.authenticatedAs;
+        if (origin && origin.publicKey !== publicKey && nodeKey(origin) === member)
+          c.close('wrong-key', `connection claimed member ${member} with another identity key`);
+      }
     });
   }
 
@@ -141,23 +186,32 @@ export class WsTransport implements RemoteTransport {
     // Errors on sockets before the upgrade (resets, garbage) only close them.
     server.on('clientError', (_error, socket) => socket.destroy());
     const port = (server.address() as AddressInfo).port;
-    const system = new ActorSystem({ ...options, port });
+    const identity = config.identityKey
+      ? NodeIdentity.fromPem(config.identityKey, 'wire.identityKey')
+      : NodeIdentity.generate();
+    const system = new ActorSystem({ ...options, port, publicKey: identity.publicKey });
     const transport = new WsTransport(
       server,
       wss,
       system,
       config,
       tls,
+      identity,
       dialSourceOf(options.bindHost ?? options.host),
     );
     tls?.attach(system);
     system.attachTransport(transport);
-    if (!config.secret) {
+    // with mutual TLS and no secret the certificate is the admission: say that, not "anyone"
+    if (!config.secret && tls)
+      system.logger.info(
+        { event: 'wire.tls-only' },
+        'no cluster secret configured: only holders of a certificate from the cluster CA may join',
+      );
+    else if (!config.secret)
       system.logger.warn(
         { event: 'wire.no-secret' },
         'no cluster secret configured: any process that can reach this port may join',
       );
-    }
     return transport;
   }
 
@@ -183,6 +237,7 @@ export class WsTransport implements RemoteTransport {
           this.config,
           { host: node.host, port: node.port },
           lane,
+          this.identity,
           this.tls?.dialOptions,
           this.dialFrom,
         );
@@ -234,6 +289,50 @@ export class WsTransport implements RemoteTransport {
     return this.associations.get(`${lane}|${formatNodeAddress(node)}`)?.isReady ?? false;
   }
 
+  /**
+   * The cluster layer's view of whom this node knows: the current members' incarnations and the
+   * addresses of seeds and discovered contacts. Their sources may use the reserved handshake
+   * slots, and a member's death watches survive its reconnects. Call again whenever it changes.
+   */
+  setKnownPeers(members: readonly UniqueNodeAddress[], contacts: readonly NodeAddress[]): void {
+    this.known.set(members, contacts);
+  }
+
+  /**
+   * An authenticated connection takes its place under the caps: the system lane's lower frame
+   * limit, at most `maxInboundPerIdentity` per identity and lane (its oldest is replaced), and
+   * `maxInboundConnections` in all (beyond: closed with 4012). False when it was refused.
+   */
+  private admitAuthenticated(c: InboundConnection): boolean {
+    if (c.lane === 'system') c.limitFrames(this.config.maxSystemFrameBytes);
+    const admitted = this.registry.admit(c, (x) => this.isMemberConnection(x));
+    const full = `this node takes ${this.config.maxInboundConnections} connections`;
+    if (!admitted.ok) {
+      c.close('too-many-connections', full);
+      return false;
+    }
+    for (const old of admitted.evicted) {
+      this.inbound.delete(old);
+      old.close('too-many-connections', `${full}; a member's connection took this one's place`);
+      const origin = old.authenticatedAs!;
+      if (!this.registry.isConnected(origin)) this.system.nodeDisconnected(origin);
+    }
+    for (const old of admitted.replaced) {
+      this.inbound.delete(old);
+      this.system.metrics.inc(
+        'doyen_wire_connections_replaced_total',
+        'Inbound connections closed because the same identity and lane connected again',
+      );
+      old.close('replaced', 'replaced by a newer connection of the same identity');
+    }
+    return true;
+  }
+
+  private isMemberConnection(c: InboundConnection): boolean {
+    const origin = c.authenticatedAs;
+    return origin !== undefined && this.known.isMember(origin);
+  }
+
   get inboundConnections(): number {
     return this.inbound.size;
   }
@@ -266,6 +365,7 @@ export class WsTransport implements RemoteTransport {
     for (const c of this.inbound) c.close('shutdown', 'node shutting down');
     for (const client of this.wss.clients) client.terminate();
     this.admission.close();
+    this.scheduler.close();
     await new Promise<void>((resolve) => {
       this.server.close(() => resolve());
       this.server.closeAllConnections();

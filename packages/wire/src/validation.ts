@@ -37,7 +37,8 @@ function isKnownGoodPath(path: string): boolean {
  * Checks one decoded envelope tuple `[to, toUid, from, message]` before anything sees it: the
  * shape, the recipient path, that the sender address is on the authenticated `origin` node, and
  * that the message type is registered; the message is then rebuilt from its schema, whose
- * identity claims must be `origin` too (a forged message is refused as `forged`).
+ * identity claims must be `origin` too (a forged message is refused as `forged`), and `origin`
+ * must hold the authority the type declares, as this node sees it now (else `unauthorized`).
  */
 export function checkEnvelope(system: ActorSystem, raw: unknown, origin: UniqueNodeAddress): EnvelopeCheck {
   if (!Array.isArray(raw) || raw.length < 4 || raw.length > 5) {

@@ -63,7 +63,12 @@ export function partitionView(input: SbrInput): PartitionView {
     if (live.has(subject) && still.length > 0) observations[subject] = still;
   }
   const indirect = indirectlyConnected(observations, input.selfKey, input.ownReachable);
-  const unreachable = new Set(Object.keys(observations).filter((s) => !indirect.has(s)));
+  // A member this node reaches (itself included) is never cleanly unreachable from here: the
+  // reports about it are contradicted, and whoever made them is set aside as indirectly connected.
+  // (Counting itself unreachable once made a decider reported by one liar think it was not the
+  // decider, while everyone else waited for it: no decision, ever.)
+  const reachedHere = (s: string) => s === input.selfKey || input.ownReachable.has(s);
+  const unreachable = new Set(Object.keys(observations).filter((s) => !indirect.has(s) && !reachedHere(s)));
   const clean = input.members.filter((m) => !indirect.has(m.key));
   return { indirect, unreachable, clean };
 }

@@ -27,11 +27,15 @@ type AllocatorEvent =
       readonly type: 'allocator.members';
       readonly members: readonly PartitionMember[];
       readonly all: readonly string[];
+      /** The membership's version: receivers judge the table against their view at it. */
+      readonly version: number;
     }
   | TableAck;
 
 interface AllocatorContext {
   readonly table: PartitionTable | undefined;
+  /** The membership version `table` was computed from (sent with it). */
+  readonly membershipVersion: number;
   readonly memberKeys: string;
   readonly waiting: readonly string[];
 }
@@ -42,7 +46,7 @@ function membersOf(m: Membership) {
     .filter((x) => x.status === 'up')
     .map((x) => ({ key: memberKey(x), roles: x.roles }));
   const all = m.members.filter((x) => x.status !== 'down' && x.status !== 'removed').map(memberKey);
-  return { members, all };
+  return { members, all, version: m.version };
 }
 
 /**
@@ -74,7 +78,7 @@ export function allocatorLogic(input: AllocatorInput) {
     },
   }).createMachine({
     id: 'partitionAllocator',
-    context: () => ({ table: service.table(), memberKeys: '', waiting: [] }),
+    context: () => ({ table: service.table(), membershipVersion: 0, memberKeys: '', waiting: [] }),
     invoke: { src: 'membershipFeed' },
     initial: 'stable',
     on: {
@@ -91,11 +95,17 @@ export function allocatorLogic(input: AllocatorInput) {
             { event: 'partitions.allocated', version: next.version, members: e.members.length, moved },
             `allocated ${options.partitionCount} partitions over ${e.members.length} members (${moved} moved)`,
           );
-          const message: TableMessage = { type: 'partitions.table', table: next, replyTo: selfRef() };
+          const message: TableMessage = {
+            type: 'partitions.table',
+            table: next,
+            replyTo: selfRef(),
+            membershipVersion: e.version,
+          };
           const others = e.all.filter((k) => k !== cluster.self.key);
           for (const key of others) system.remoteRef(nodeOfKey(key), PARTITIONS_PATH).send(message);
           return {
             table: next,
+            membershipVersion: e.version,
             memberKeys: e.members
               .map((m) => m.key)
               .sort()
@@ -118,11 +128,23 @@ export function allocatorLogic(input: AllocatorInput) {
         after: {
           ackTimeout: {
             target: 'stable',
-            actions: ({ context }) =>
+            actions: ({ context }) => {
               system.logger.warn(
                 { event: 'partitions.ack-timeout', missing: context.waiting },
                 'partition table not acknowledged by every member in time',
-              ),
+              );
+              // once more to those missing: a receiver refuses a table from a sender it does not
+              // know as a member yet (its view lagged), and judges the same table again now
+              if (!context.table) return;
+              const message: TableMessage = {
+                type: 'partitions.table',
+                table: context.table,
+                replyTo: selfRef(),
+                membershipVersion: context.membershipVersion,
+              };
+              for (const key of context.waiting)
+                system.remoteRef(nodeOfKey(key), PARTITIONS_PATH).send(message);
+            },
           },
         },
       },

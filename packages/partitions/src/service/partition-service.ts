@@ -1,15 +1,17 @@
-import { addressOfKey, type Cluster, memberKey, nodeOfKey } from '@doyen/cluster';
+import { addressOfKey, type Cluster, type Membership, memberKey, nodeOfKey, oldestOf } from '@doyen/cluster';
 import {
   type ActorRef,
   type ActorSystem,
   FieldError,
   type Message,
+  RateLimitedLog,
   type Read,
   read,
   schema,
 } from '@doyen/core';
 import { partitionOf } from '../partition-of.js';
 import { countsByOwner, type PartitionTable, validateTable } from '../partition-table.js';
+import { strangerIn, tableRefusal } from './table-authority.js';
 
 export const PARTITIONS_PATH = '/system/partitions';
 
@@ -18,7 +20,24 @@ export interface TableMessage {
   readonly type: 'partitions.table';
   readonly table: PartitionTable;
   readonly replyTo: ActorRef;
+  /** Version of the membership the allocator computed it from: a receiver judges it at that version. */
+  readonly membershipVersion: number;
 }
+
+export interface PartitionServiceOptions {
+  /**
+   * The member key of the node hosting the allocator singleton in `membership`, as this node
+   * sees it. Default: the oldest up member (the singletons' default placement); pass the
+   * singletons' placement when the allocator has a role or an elected placement.
+   */
+  readonly allocatorHost?: (membership: Membership) => string | undefined;
+}
+
+/** Tables held until this node's view reaches their membership, at most one per sender. */
+const MAX_HELD_TABLES = 16;
+
+const REFUSED_TOTAL = 'doyen_partitions_tables_refused_total';
+const REFUSED_HELP = 'Partition tables refused: not from the allocator host, or naming non-members';
 
 /** A table from the network: checked whole (its invariants span fields), then copied. */
 const readTable: Read<PartitionTable> = (value, path) => {
@@ -48,32 +67,44 @@ export class PartitionService {
   private current: PartitionTable | undefined;
   private readonly listeners = new Set<(table: PartitionTable) => void>();
 
+  private readonly allocatorHost: (membership: Membership) => string | undefined;
+  /** Sender key -> the latest table it sent that this node's view has not caught up with. */
+  private readonly held = new Map<string, TableMessage>();
+  private readonly refusedLog: RateLimitedLog;
+
   constructor(
     readonly system: ActorSystem,
     readonly cluster: Cluster,
     readonly partitionCount: number,
+    options: PartitionServiceOptions = {},
   ) {
+    this.refusedLog = new RateLimitedLog(system.logger, () => system.clock.now(), 5);
+    this.allocatorHost =
+      options.allocatorHost ??
+      ((m) => {
+        const oldest = oldestOf(m.members);
+        return oldest && memberKey(oldest);
+      });
+    // at the boundary a table comes from a member (or to a joiner, which judges it once it has a
+    // view); which member hosts the allocator is judged here, at the table's own membership
     system.messageTypes.register(
       'partitions.table',
-      schema<TableMessage>({ table: readTable, replyTo: read.ref }, (m) => [m.replyTo]),
+      schema<TableMessage>(
+        { table: readTable, replyTo: read.ref, membershipVersion: read.count },
+        (m) => [m.replyTo],
+        'member',
+      ),
     );
     system.messageTypes.register(
       'partitions.ack',
-      schema<TableAck>({ version: read.count, from: read.memberKey }, (m) => [m.from]),
+      // an ack only ends the allocator's wait for its own sender, whoever that is now
+      schema<TableAck>({ version: read.count, from: read.memberKey }, (m) => [m.from], 'anyone'),
     );
     system.functionRef(PARTITIONS_PATH.split('/')[2]!, (message) => this.onMessage(message), 'system');
-    // A table can overtake the membership update that introduces its sender (they are handled
-    // by different actors): keep it until the membership catches up.
-    cluster.subscribeMembership(() => {
-      const pending = this.pending;
-      if (pending && this.fromMember(pending)) {
-        this.pending = undefined;
-        this.accept(pending);
-      }
-    });
+    // A table can overtake the membership update it was computed from (they are handled by
+    // different actors): it waits until this node's view reaches that version, then is judged.
+    cluster.subscribeMembership((m) => this.judgeHeld(m));
   }
-
-  private pending: TableMessage | undefined;
 
   /** The latest table this node knows (undefined before the first one arrives). */
   table(): PartitionTable | undefined {
@@ -127,14 +158,54 @@ export class PartitionService {
   private onMessage(message: Message): void {
     if (message.type !== 'partitions.table') return;
     const m = message as unknown as TableMessage;
-    // only from a member of our own cluster (the allocator runs on its oldest)
-    if (this.fromMember(m)) this.accept(m);
-    else if (!this.pending || this.pending.table.version < m.table.version) this.pending = m;
+    const view = this.cluster.state().membership;
+    if (view && view.version >= m.membershipVersion) this.judge(m, view);
+    else this.hold(m);
   }
 
-  private fromMember(m: TableMessage): boolean {
+  /** Never ahead of the membership that produced it: kept until our view reaches it. */
+  private hold(m: TableMessage): void {
     const sender = memberKey(m.replyTo.address.node);
-    return (this.cluster.state().membership?.members ?? []).some((x) => memberKey(x) === sender);
+    // a sender's latest table replaces its earlier one (its tables arrive in the order it sent
+    // them): a high version it held must not shadow the next real one
+    if (!this.held.has(sender) && this.held.size >= MAX_HELD_TABLES) return;
+    this.held.set(sender, m);
+  }
+
+  private judgeHeld(view: Membership): void {
+    for (const [sender, m] of this.held) {
+      if (!view.members.some((x) => memberKey(x) === sender)) this.held.delete(sender);
+      else if (view.version >= m.membershipVersion) {
+        this.held.delete(sender);
+        this.judge(m, view);
+      }
+    }
+  }
+
+  /** Adopted only when `tableRefusal` finds nothing: from the allocator's host, naming members. */
+  private judge(m: TableMessage, view: Membership): void {
+    const sender = memberKey(m.replyTo.address.node);
+    const host = this.allocatorHost(view);
+    const reason = tableRefusal(m.table, sender, view, host);
+    if (reason === undefined) {
+      this.accept(m);
+      return;
+    }
+    this.system.metrics.inc(REFUSED_TOTAL, REFUSED_HELP, { reason });
+    const stranger =
+      reason === 'unknown-owner' ? strangerIn(m.table, new Set(view.members.map(memberKey))) : undefined;
+    this.refusedLog.warn(
+      `table-refused:${reason}`,
+      {
+        event: 'partitions.table-refused',
+        reason,
+        sender,
+        host,
+        version: m.table.version,
+        ...(stranger !== undefined ? { owner: stranger.slice(0, 300) } : {}),
+      },
+      `partition table v${m.table.version} from ${sender} refused: ${reason}`,
+    );
   }
 
   private accept(m: TableMessage): void {
