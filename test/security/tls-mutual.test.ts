@@ -1,12 +1,24 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext, connect as tlsConnect } from 'node:tls';
+import { Packr, Unpackr } from 'msgpackr';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { Envelope } from '../../packages/core/src/index.js';
-import { Association, NodeIdentity, resolveWireConfig, WS_PATH } from '../../packages/wire/src/index.js';
+import {
+  Association,
+  CloseCode,
+  HandshakeKind,
+  NodeIdentity,
+  resolveWireConfig,
+  WS_PATH,
+} from '../../packages/wire/src/index.js';
 import { type IssuedCertificate, TestPki } from '../support/certificates.js';
-import { eventsOf, type LoggedNode, ping, startLoggedNode } from '../support/tls-nodes.js';
+import { helloFrame } from '../support/raw-peer.js';
+import { eventsOf, type LoggedNode, ping, startLoggedNode, TEST_SECRET } from '../support/tls-nodes.js';
 import { eventually } from '../support/wait.js';
+
+const plain = new Packr({ useRecords: false });
+const unplain = new Unpackr({ useRecords: false });
 
 let pki: TestPki;
 let certA: IssuedCertificate;
@@ -212,6 +224,63 @@ describe('mutual TLS between nodes', () => {
     const named = await node({ wire: { tls: pki.tlsFor(certB) } });
     ping(strict, named);
     await eventually(() => named.inbox.length === 1, { what: 'the message to 127.0.0.1' });
+  });
+});
+
+describe('wire.tls.bindIdentity: a certificate speaks only for the hosts it names', () => {
+  /** A wss client with certA (SAN IP:127.0.0.1, DNS:localhost) whose hello claims `host`. */
+  function claimOverTls(n: LoggedNode, host: string): Promise<string> {
+    return new Promise((resolve) => {
+      const ws = new WebSocket(`wss://127.0.0.1:${n.transport.port}${WS_PATH}`, {
+        ca: readFileSync(pki.caFile),
+        cert: readFileSync(certA.certFile),
+        key: readFileSync(certA.keyFile),
+        checkServerIdentity: () => undefined,
+        perMessageDeflate: false,
+      });
+      ws.once('message', (data: Buffer) => {
+        const [, , nonce] = unplain.unpack(data) as [number, number, Buffer];
+        ws.once('message', (reply: Buffer) => {
+          resolve((unplain.unpack(reply) as unknown[])[0] === HandshakeKind.Welcome ? 'welcome' : 'other');
+          ws.terminate();
+        });
+        const hello = helloFrame({ port: n.transport.port }, Buffer.from(nonce), {
+          cluster: 'tls',
+          secret: TEST_SECRET,
+          host,
+          port: 2552,
+          uid: 'claimer',
+        });
+        ws.send(plain.pack(hello));
+      });
+      ws.once('close', (code) => resolve(`closed ${code}`));
+      ws.once('error', () => {});
+    });
+  }
+
+  it('refuses a hello whose host the certificate does not name; welcomes one it names', async () => {
+    // verifyPeerAddress off, so the certificate is what binds (a node name, or behind NAT)
+    const strict = await node({
+      wire: { tls: { ...pki.tlsFor(certB), bindIdentity: true }, verifyPeerAddress: false },
+    });
+    expect(await claimOverTls(strict, '10.9.9.9')).toBe(`closed ${CloseCode.wrongSource}`);
+    expect(await claimOverTls(strict, 'node-7.example')).toBe(`closed ${CloseCode.wrongSource}`);
+    expect(
+      strict.transport.system.metrics.value('doyen_wire_rejected_total', { reason: 'certificate-mismatch' }),
+    ).toBe(2);
+    // positive controls: the hosts the certificate names are welcomed…
+    expect(await claimOverTls(strict, 'localhost')).toBe('welcome');
+    expect(await claimOverTls(strict, '127.0.0.1')).toBe('welcome');
+    // …and without the option the same certificate may claim any host
+    const lenient = await node({ wire: { tls: pki.tlsFor(certB), verifyPeerAddress: false } });
+    expect(await claimOverTls(lenient, '10.9.9.9')).toBe('welcome');
+    // two bound nodes still talk: each certificate names 127.0.0.1, where each is dialled
+    const other = await node({ wire: { tls: { ...pki.tlsFor(certA), bindIdentity: true } } });
+    ping(strict, other);
+    ping(other, strict);
+    await eventually(() => other.inbox.length === 1 && strict.inbox.length === 1, {
+      what: 'messages both ways',
+    });
   });
 });
 

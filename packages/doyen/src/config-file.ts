@@ -98,6 +98,7 @@ const wire = object({
     certFile: str(),
     keyFile: str(),
     verifyHostname: bool(),
+    bindIdentity: bool(),
     reloadIntervalMs: num(),
   }),
 });

@@ -18,6 +18,12 @@ export interface WireTlsConfig {
    * members are usually addressed by pod IP; the CA is the trust anchor and the HMAC handshake binds identity).
    */
   readonly verifyHostname?: boolean;
+  /**
+   * Bind each certificate to its node: a peer's certificate must name (SAN) the host its hello
+   * claims, and a dialled peer's the address it was dialled at (as `verifyHostname`). Without it
+   * any certificate of the cluster CA may claim any host (the identity keys still bind members).
+   */
+  readonly bindIdentity?: boolean;
   /** How often the three files are re-read to detect a rotation (default 10 s). */
   readonly reloadIntervalMs?: number;
 }

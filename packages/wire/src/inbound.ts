@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { checkServerIdentity, type TLSSocket } from 'node:tls';
 import {
   type ActorSystem,
   type AuthenticatedNode,
@@ -260,6 +261,13 @@ export class InboundConnection implements DecodeTask {
       this.close('wrong-key', `hello claims member ${this.peerName} with another identity key`);
       return;
     }
+    const certificateProblem = this.config.tls?.bindIdentity
+      ? certificateMismatch(this.socket, hello.host)
+      : undefined;
+    if (certificateProblem !== undefined) {
+      this.close('certificate-mismatch', `hello claims ${hello.host}: ${certificateProblem}`);
+      return;
+    }
     if (this.config.verifyPeerAddress && !claimsItsSource(hello.host, this.remote)) {
       // a secret holder claiming another node's identity: its address is not the one it names
       this.close('wrong-source', `hello claims ${hello.host} but comes from ${this.remote}`);
@@ -326,6 +334,20 @@ export class InboundConnection implements DecodeTask {
       this.system.metrics.inc('doyen_wire_messages_received_total', 'Messages received', { lane }, accepted);
     }
   }
+}
+
+/**
+ * Why the peer's TLS certificate does not name `host` (Node's own SAN matching, as a client
+ * checks a server), or undefined when it does. No certificate at all counts as a mismatch.
+ */
+function certificateMismatch(socket: WebSocket, host: string): string | undefined {
+  // ws keeps the transport socket as `_socket`; with wire.tls it is the TLSSocket of the upgrade
+  const tls = (socket as unknown as { _socket?: TLSSocket })._socket;
+  const certificate =
+    tls && typeof tls.getPeerCertificate === 'function' ? tls.getPeerCertificate() : undefined;
+  if (!certificate || Object.keys(certificate).length === 0) return 'no peer certificate';
+  const bare = host.startsWith('[') ? host.slice(1, -1) : host;
+  return checkServerIdentity(bare, certificate)?.message;
 }
 
 /** Whether a hello's host, when it is an IP address, is the address the connection comes from. */

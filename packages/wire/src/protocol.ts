@@ -62,6 +62,8 @@ export const CLOSE_CODE_OF = {
   'bad-proof': CloseCode.badProof,
   'wrong-target': CloseCode.wrongTarget,
   'wrong-source': CloseCode.wrongSource,
+  /** With `wire.tls.bindIdentity`: the peer's certificate does not name the host its hello claims. */
+  'certificate-mismatch': CloseCode.wrongSource,
   /** A hello not signed by the key it names, or claiming a member whose admitted key is another. */
   'wrong-key': CloseCode.wrongKey,
   'handshake-timeout': CloseCode.handshakeTimeout,

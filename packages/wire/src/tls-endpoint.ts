@@ -94,7 +94,9 @@ export class TlsEndpoint {
     minVersion: 'TLSv1.2',
     // Off by default: the CA is the trust anchor and the HMAC handshake binds the node's identity;
     // members are mostly dialled by pod IP, which certificates rarely name.
-    ...(this.config.verifyHostname ? {} : { checkServerIdentity: () => undefined }),
+    ...(this.config.verifyHostname || this.config.bindIdentity
+      ? {}
+      : { checkServerIdentity: () => undefined }),
   });
 
   async close(): Promise<void> {
