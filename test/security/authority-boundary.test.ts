@@ -9,7 +9,7 @@ import {
 } from '../../packages/core/src/index.js';
 import { Election, peersOf } from '../../packages/election/src/index.js';
 import { WsTransport } from '../../packages/wire/src/index.js';
-import { type ClusterNode, freePorts, startClusterNode } from '../support/cluster-nodes.js';
+import { type ClusterNode, freePorts, startUpCluster } from '../support/cluster-nodes.js';
 import { eventually } from '../support/wait.js';
 
 const origin = (uid: string): UniqueNodeAddress => ({ host: '127.0.0.1', port: 7, uid });
@@ -115,21 +115,8 @@ describe('authority at the boundary: a non-member speaking the wire', () => {
   });
 
   it('drops a down request and a merge order from a non-member; a member is heard', async () => {
-    const [pa, pb, pc, px] = await freePorts(4);
-    const seeds = [{ host: '127.0.0.1', port: pa! }];
-    const a = await startClusterNode(pa!, seeds);
-    await a.cluster.whenUp();
-    const b = await startClusterNode(pb!, seeds);
-    const c = await startClusterNode(pc!, seeds);
-    nodes = [a, b, c];
-    await Promise.all([b.cluster.whenUp(), c.cluster.whenUp()]);
-    await eventually(
-      () =>
-        nodes.every(
-          (n) => n.cluster.state().membership?.members.filter((m) => m.status === 'up').length === 3,
-        ),
-      { what: 'three up members everywhere' },
-    );
+    const [a, b, c] = (await startUpCluster([{}, {}, {}], nodes)) as [ClusterNode, ClusterNode, ClusterNode];
+    const [px] = await freePorts(1);
     const sys = (n: ClusterNode) => n.transport.system;
     const unauthorized = (n: ClusterNode) => sys(n).metrics.value('doyen_wire_unauthorized_total');
     const rejected = (n: ClusterNode) =>

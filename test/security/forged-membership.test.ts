@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Membership, memberKey, type Update } from '../../packages/cluster/src/index.js';
 import type { ActorRef, Message } from '../../packages/core/src/index.js';
-import { type ClusterNode, freePorts, startClusterNode } from '../support/cluster-nodes.js';
+import { type ClusterNode, startUpCluster } from '../support/cluster-nodes.js';
 import { eventually } from '../support/wait.js';
 
 /**
@@ -18,24 +18,8 @@ describe('forged membership messages from an authenticated member', () => {
   });
 
   async function threeNodes() {
-    const [pa, pb, pc] = await freePorts(3);
-    const seeds = [{ host: '127.0.0.1', port: pa! }];
-    const a = await startClusterNode(pa!, seeds);
-    await a.cluster.whenUp();
-    const b = await startClusterNode(pb!, seeds);
-    const c = await startClusterNode(pc!, seeds);
-    nodes = [a, b, c];
-    await Promise.all([b.cluster.whenUp(), c.cluster.whenUp()]);
-    await eventually(
-      () =>
-        nodes.every(
-          (n) =>
-            n.cluster.state().membership?.members.every((m) => m.status === 'up') &&
-            n.cluster.state().membership?.members.length === 3,
-        ),
-      { what: 'three up members everywhere' },
-    );
-    return { a, b, c };
+    const [a, b, c] = await startUpCluster([{}, {}, {}], nodes);
+    return { a: a!, b: b!, c: c! };
   }
 
   const membershipRef = (from: ClusterNode, to: ClusterNode): ActorRef =>

@@ -8,7 +8,7 @@ import {
   NodeIdentity,
   type WireConfig,
 } from '../../packages/wire/src/index.js';
-import { type ClusterNode, freePorts, startClusterNode } from '../support/cluster-nodes.js';
+import { type ClusterNode, freePorts, startUpCluster } from '../support/cluster-nodes.js';
 import { startTestNode, type TestNode } from '../support/nodes.js';
 import { connectRaw, handshake, type RawPeerWithChallenge, startFakeAcceptor } from '../support/raw-peer.js';
 import { eventually } from '../support/wait.js';
@@ -33,23 +33,7 @@ describe('a member identity needs its private key, not the shared secret', () =>
     single = undefined;
   });
 
-  async function cluster(wires: Partial<WireConfig>[]) {
-    const ports = await freePorts(wires.length);
-    const seeds = [{ host: '127.0.0.1', port: ports[0]! }];
-    const first = await startClusterNode(ports[0]!, seeds, {}, wires[0]);
-    nodes = [first];
-    await first.cluster.whenUp();
-    for (let i = 1; i < wires.length; i++) nodes.push(await startClusterNode(ports[i]!, seeds, {}, wires[i]));
-    await eventually(
-      () =>
-        nodes.every(
-          (n) =>
-            n.cluster.state().membership?.members.filter((m) => m.status === 'up').length === wires.length,
-        ),
-      { what: `${wires.length} up members everywhere` },
-    );
-    return nodes;
-  }
+  const cluster = (wires: Partial<WireConfig>[]) => startUpCluster(wires, nodes);
 
   /** A raw peer from 127.0.0.1 that completes a hello claiming `claim`, signed with `identity`. */
   async function claimTowards(

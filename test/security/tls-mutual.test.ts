@@ -235,7 +235,6 @@ describe('wire.tls.bindIdentity: a certificate speaks only for the hosts it name
         ca: readFileSync(pki.caFile),
         cert: readFileSync(certA.certFile),
         key: readFileSync(certA.keyFile),
-        checkServerIdentity: () => undefined,
         perMessageDeflate: false,
       });
       ws.once('message', (data: Buffer) => {

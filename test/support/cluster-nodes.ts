@@ -7,7 +7,10 @@ export interface ClusterNode {
   readonly cluster: Cluster;
 }
 
-export { freePorts } from '../../packages/testkit/src/free-ports.js';
+import { freePorts } from '../../packages/testkit/src/free-ports.js';
+import { eventually } from './wait.js';
+
+export { freePorts };
 
 export async function startClusterNode(
   port: number,
@@ -32,6 +35,34 @@ export async function startClusterNode(
   transport.setKnownPeers([], seeds);
   cluster.subscribeMembership((m) => transport.setKnownPeers(m.members.map(nodeOf), seeds));
   return { transport, cluster };
+}
+
+/**
+ * A cluster of `wires.length` nodes on 127.0.0.1 (one wire config each), the first its seed,
+ * resolved once every node sees them all up. Push the nodes to `into` as they start, so a test's
+ * cleanup closes them even when the cluster never forms.
+ */
+export async function startUpCluster(
+  wires: readonly Partial<WireConfig>[],
+  into: ClusterNode[],
+  config: Partial<ClusterConfig> = {},
+): Promise<ClusterNode[]> {
+  const ports = await freePorts(wires.length);
+  const seeds = [{ host: '127.0.0.1', port: ports[0]! }];
+  const first = await startClusterNode(ports[0]!, seeds, config, wires[0]);
+  into.push(first);
+  await first.cluster.whenUp();
+  for (let i = 1; i < wires.length; i++)
+    into.push(await startClusterNode(ports[i]!, seeds, config, wires[i]));
+  const nodes = into.slice(-wires.length);
+  await eventually(
+    () =>
+      nodes.every(
+        (n) => n.cluster.state().membership?.members.filter((m) => m.status === 'up').length === wires.length,
+      ),
+    { what: `${wires.length} up members everywhere` },
+  );
+  return nodes;
 }
 
 /** The view a node has: coordinator address and the sorted live member addresses. */
