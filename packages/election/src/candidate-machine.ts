@@ -1,28 +1,44 @@
-import type { Message } from '@doyen/core';
-import { assign, setup } from 'xstate';
-import type {
-  CandidateAlive,
-  CandidateElected,
-  CandidateHeartbeat,
-  CandidateMessage,
-  CandidateProbe,
-} from './candidate-messages.js';
-import type { ElectionDeps, ElectionPeer, PeersChanged } from './election.js';
-import { byRankDescending, highestRanked, peerAt } from './peers.js';
+import { setup } from 'xstate';
+import {
+  allAnswered,
+  announce,
+  announcesLower,
+  announcesPeer,
+  announcesSelf,
+  answerAlive,
+  becomeLeader,
+  type CandidateContext,
+  type CandidateEvent,
+  type CandidatePolicy,
+  type CandidateStep,
+  clearLeader,
+  defer,
+  followAnnounced,
+  followSender,
+  fromBetterLeader,
+  fromPeer,
+  hasPick,
+  heartbeat,
+  initialCandidateContext,
+  noteAnswer,
+  pickIsSelf,
+  probe,
+  reportLeading,
+  settle,
+  startFallback,
+  tieBreakMs,
+} from './candidate-decisions.js';
+import type { ElectionDeps } from './election.js';
+import {
+  fromLeader,
+  leaderRemoved,
+  reportFollowing,
+  reportLooking,
+  takePeers,
+} from './election-decisions.js';
+import { runElectionEffect, stepOf } from './election-machine.js';
 
-export interface CandidateContext {
-  readonly peers: readonly ElectionPeer[];
-  /** Whom this node follows (itself while leading); null while looking. */
-  readonly leader: string | null;
-  /** Peers that answered this round's probes. */
-  readonly answered: readonly string[];
-  /** Someone else is probing: wait a reply timeout longer before starting our own round. */
-  readonly deferred: boolean;
-  /** No candidate answered: this round probes the ordinary peers ranked above us. */
-  readonly fallback: boolean;
-}
-
-type CandidateEvent = CandidateMessage | PeersChanged;
+export type { CandidateContext } from './candidate-decisions.js';
 
 /**
  * The candidate/ordinary optimisation of the bully election (MURSHED12):
@@ -36,207 +52,114 @@ type CandidateEvent = CandidateMessage | PeersChanged;
  *   highest responder, or ourselves.
  * - No quorum: each partition side elects its own leader; leaders heartbeat every peer, and a
  *   heartbeat from a higher leader than the one followed wins, so after a heal the highest leads.
+ * Decisions are the pure functions of candidate-decisions.ts; the action `run` executes their effects.
  */
 export function createCandidateMachine(deps: ElectionDeps) {
-  const { self, options, system } = deps;
+  const { self, options } = deps;
   const { timing } = options;
-  const log = (event: string, fields: Record<string, unknown>, msg: string) =>
-    system.logger.info({ event, algorithm: 'candidate', ...fields }, msg);
-  const send = (to: ElectionPeer, message: CandidateMessage) => deps.send(to, message as unknown as Message);
-  const rankOf = (c: CandidateContext, address: string | null) =>
-    address === null ? -1 : (peerAt(c.peers, address)?.rank ?? -1);
-  const others = (c: CandidateContext) => c.peers.filter((p) => p.address !== self.address);
-  const candidates = (c: CandidateContext) => byRankDescending(c.peers).slice(0, options.candidates);
-  const isCandidate = (c: CandidateContext) => candidates(c).some((p) => p.address === self.address);
-  /** Whom this round probes: the other candidates, or in the fallback round the higher ordinary peers. */
-  const probed = (c: CandidateContext) => {
-    const cands = candidates(c);
-    return c.fallback
-      ? c.peers.filter((p) => p.rank > self.rank && !cands.includes(p))
-      : cands.filter((p) => p.address !== self.address);
+  const policy: CandidatePolicy = {
+    self,
+    candidates: options.candidates,
+    tieBreakStepMs: timing.tieBreakStepMs,
+    replyTimeoutMs: timing.replyTimeoutMs,
   };
-  /** The highest live one this round: answered, or ourselves when eligible. */
-  const pick = (c: CandidateContext) => {
-    const live = c.answered.map((a) => peerAt(c.peers, a)).filter((p): p is ElectionPeer => p !== undefined);
-    if (c.fallback || isCandidate(c)) live.push(self);
-    return highestRanked(live);
-  };
-  const report = (role: 'looking' | 'following' | 'leading', leader: string | null) =>
-    deps.report({ role, leader: leader ?? undefined, term: 0, acting: role === 'leading' });
-  /** Sender of a network message, if it is one of the current peers (others are ignored). */
-  const sender = (c: CandidateContext, e: CandidateEvent) =>
-    e.type === 'election.peers' ? undefined : peerAt(c.peers, e.from);
 
-  return setup({
+  const machineSetup = setup({
     types: { context: {} as CandidateContext, events: {} as CandidateEvent },
     delays: {
-      tieBreak: ({ context }) => {
-        const maxRank = Math.max(...context.peers.map((p) => p.rank));
-        const delta = (maxRank - self.rank) * timing.tieBreakStepMs;
-        return context.deferred ? delta + timing.replyTimeoutMs : delta;
-      },
+      tieBreak: ({ context }) => tieBreakMs(policy, context),
       reply: timing.replyTimeoutMs,
       leaderTimeout: timing.leaderTimeoutMs,
       heartbeat: timing.heartbeatIntervalMs,
     },
     guards: {
-      fromPeer: ({ context, event }) => sender(context, event) !== undefined,
-      fromLeader: ({ context, event }) =>
-        sender(context, event) !== undefined &&
-        event.type !== 'election.peers' &&
-        event.from === context.leader,
-      /** A heartbeat from a higher leader than the one we follow (or we follow none). */
-      fromBetterLeader: ({ context, event }) =>
-        (sender(context, event)?.rank ?? -1) > rankOf(context, context.leader),
-      announcesSelf: ({ context, event }) =>
-        sender(context, event) !== undefined &&
-        event.type === 'election.candidate.elected' &&
-        event.leader === self.address,
-      announcesPeer: ({ context, event }) =>
-        sender(context, event) !== undefined &&
-        event.type === 'election.candidate.elected' &&
-        peerAt(context.peers, event.leader) !== undefined,
-      announcesLower: ({ context, event }) =>
-        event.type === 'election.candidate.elected' && rankOf(context, event.leader) < self.rank,
-      allAnswered: ({ context }) => probed(context).every((p) => context.answered.includes(p.address)),
-      pickIsSelf: ({ context }) => pick(context) === self,
-      hasPick: ({ context }) => pick(context) !== undefined,
-      leaderRemoved: ({ context, event }) =>
-        event.type === 'election.peers' &&
-        context.leader !== null &&
-        !event.peers.some((p) => p.address === context.leader),
+      fromPeer: ({ context, event }) => fromPeer(context, event),
+      fromLeader: ({ context, event }) => fromLeader(context, event),
+      fromBetterLeader: ({ context, event }) => fromBetterLeader(context, event),
+      announcesSelf: ({ context, event }) => announcesSelf(policy, context, event),
+      announcesPeer: ({ context, event }) => announcesPeer(context, event),
+      announcesLower: ({ context, event }) => announcesLower(policy, context, event),
+      allAnswered: ({ context }) => allAnswered(policy, context),
+      pickIsSelf: ({ context }) => pickIsSelf(policy, context),
+      hasPick: ({ context }) => hasPick(policy, context),
+      leaderRemoved: ({ context, event }) => leaderRemoved(context, event),
     },
     actions: {
-      setPeers: assign(({ event }) => (event.type === 'election.peers' ? { peers: event.peers } : {})),
-      reportLooking: () => report('looking', null),
-      reportFollowing: ({ context }) => report('following', context.leader),
-      clearLeader: assign({ leader: null }),
-      settle: assign({ deferred: false, fallback: false }),
-      defer: assign({ deferred: true }),
-      answerAlive: ({ context, event }) => {
-        const to = sender(context, event);
-        const alive: CandidateAlive = { type: 'election.candidate.alive', from: self.address };
-        if (to) send(to, alive);
-      },
-      probe: assign(({ context }) => {
-        const targets = probed(context);
-        const probe: CandidateProbe = { type: 'election.candidate.probe', from: self.address };
-        for (const p of targets) send(p, probe);
-        if (!context.fallback) {
-          log(
-            'election.candidate.started',
-            { probed: targets.length },
-            `candidate: election started (${targets.length} candidates asked)`,
-          );
-        }
-        return { answered: [], deferred: false };
-      }),
-      noteAnswer: assign(({ context, event }) => {
-        const p = sender(context, event);
-        return p && !context.answered.includes(p.address)
-          ? { answered: [...context.answered, p.address] }
-          : {};
-      }),
-      startFallback: assign(({ context }) => {
-        log(
-          'election.candidate.fallback',
-          { higher: probed({ ...context, fallback: true }).length },
-          'candidate: no candidate alive; falling back to the highest-ranked live peer',
-        );
-        return { fallback: true };
-      }),
-      /** Tells every other peer whom this round chose, and follows it. */
-      announce: assign(({ context }) => {
-        const chosen = pick(context)!;
-        const message: CandidateElected = {
-          type: 'election.candidate.elected',
-          from: self.address,
-          leader: chosen.address,
-        };
-        for (const p of others(context)) send(p, message);
-        log(
-          'election.candidate.announced',
-          { leader: chosen.address, fallback: context.fallback },
-          `candidate: announced ${chosen.address}`,
-        );
-        return { leader: chosen.address };
-      }),
-      followSender: assign(({ event }) =>
-        event.type === 'election.candidate.heartbeat' ? { leader: event.from } : {},
-      ),
-      followAnnounced: assign(({ event }) =>
-        event.type === 'election.candidate.elected' ? { leader: event.leader } : {},
-      ),
-      becomeLeader: assign({ leader: self.address }),
-      reportLeading: () => {
-        report('leading', self.address);
-        log('election.candidate.won', {}, 'candidate: leading');
-      },
-      heartbeat: ({ context }) => {
-        const beat: CandidateHeartbeat = { type: 'election.candidate.heartbeat', from: self.address };
-        for (const p of others(context)) send(p, beat);
-      },
+      run: runElectionEffect(deps, { algorithm: 'candidate' }),
     },
-  }).createMachine({
+  });
+
+  /** Applies a decision: its context assigned, its effects to `run`. */
+  const apply = (decide: (context: CandidateContext, event: CandidateEvent) => CandidateStep) =>
+    machineSetup.enqueueActions(stepOf(decide));
+  const withPolicy = (
+    decide: (p: CandidatePolicy, c: CandidateContext, e: CandidateEvent) => CandidateStep,
+  ) => apply((c, e) => decide(policy, c, e));
+  const setPeers = apply(takePeers);
+  const answer = withPolicy(answerAlive);
+
+  return machineSetup.createMachine({
     id: 'candidate',
-    context: { peers: options.peers, leader: null, answered: [], deferred: false, fallback: false },
+    context: initialCandidateContext(options.peers),
     initial: 'waiting',
     on: {
-      'election.peers': { actions: 'setPeers' },
-      'election.candidate.probe': { guard: 'fromPeer', actions: 'answerAlive' },
+      'election.peers': { actions: setPeers },
+      'election.candidate.probe': { guard: 'fromPeer', actions: answer },
       // The latest announcement wins (a leader ignores lower ones: its heartbeats correct them).
       'election.candidate.elected': [
         { guard: 'announcesSelf', target: '.leading' },
-        { guard: 'announcesPeer', target: '.following', actions: 'followAnnounced' },
+        { guard: 'announcesPeer', target: '.following', actions: apply(followAnnounced) },
       ],
       'election.candidate.heartbeat': [
         { guard: 'fromLeader', target: '.following' },
-        { guard: 'fromBetterLeader', target: '.following', actions: 'followSender' },
+        { guard: 'fromBetterLeader', target: '.following', actions: apply(followSender) },
       ],
     },
     states: {
       /** Tie-breaking delay: higher ranks start sooner; an announcement or heartbeat ends it. */
       waiting: {
-        entry: ['clearLeader', 'reportLooking'],
+        entry: [apply(clearLeader), apply(reportLooking)],
         on: {
           'election.candidate.probe': {
             guard: 'fromPeer',
             target: 'waiting',
             reenter: true,
-            actions: ['answerAlive', 'defer'],
+            actions: [answer, apply(defer)],
           },
         },
         after: { tieBreak: 'probing' },
       },
       probing: {
-        entry: 'probe',
+        entry: withPolicy(probe),
         always: { guard: 'allAnswered', target: 'deciding' },
-        on: { 'election.candidate.alive': { actions: 'noteAnswer' } },
+        on: { 'election.candidate.alive': { actions: apply(noteAnswer) } },
         after: { reply: 'deciding' },
       },
       deciding: {
         always: [
-          { guard: 'pickIsSelf', target: 'leading', actions: 'announce' },
-          { guard: 'hasPick', target: 'following', actions: 'announce' },
-          { target: 'probing', actions: 'startFallback' },
+          { guard: 'pickIsSelf', target: 'leading', actions: withPolicy(announce) },
+          { guard: 'hasPick', target: 'following', actions: withPolicy(announce) },
+          { target: 'probing', actions: withPolicy(startFallback) },
         ],
       },
       following: {
-        entry: ['settle', 'reportFollowing'],
+        entry: [apply(settle), apply(reportFollowing)],
         on: {
-          'election.peers': { guard: 'leaderRemoved', target: 'waiting', actions: 'setPeers' },
+          'election.peers': { guard: 'leaderRemoved', target: 'waiting', actions: setPeers },
         },
         after: { leaderTimeout: 'waiting' },
       },
       leading: {
-        entry: ['settle', 'becomeLeader', 'reportLeading'],
+        entry: [apply(settle), withPolicy(becomeLeader), withPolicy(reportLeading)],
         on: {
           // Already leading: nothing to do; a lower announcement is corrected by our heartbeats.
           'election.candidate.elected': [{ guard: 'announcesSelf' }, { guard: 'announcesLower' }],
         },
         initial: 'beating',
         states: {
-          beating: { after: { heartbeat: { target: 'beating', reenter: true, actions: 'heartbeat' } } },
+          beating: {
+            after: { heartbeat: { target: 'beating', reenter: true, actions: withPolicy(heartbeat) } },
+          },
         },
       },
     },

@@ -1,4 +1,5 @@
 import type { ElectionPeer, LeaderView } from './election.js';
+import type { LogEffect, ReportEffect } from './election-decisions.js';
 import { majorityOf, peerAt } from './peers.js';
 import type { QuorumMessage } from './quorum-messages.js';
 
@@ -62,13 +63,8 @@ export type QuorumEffect =
   | { readonly kind: 'broadcast'; readonly message: QuorumMessage }
   /** Durable before any reply that depends on it leaves (effects run in order). */
   | { readonly kind: 'persist'; readonly generation: number; readonly votedFor: string | null }
-  | {
-      readonly kind: 'log';
-      readonly event: string;
-      readonly fields: Readonly<Record<string, unknown>>;
-      readonly msg: string;
-    }
-  | { readonly kind: 'report'; readonly view: LeaderView };
+  | LogEffect
+  | ReportEffect;
 
 export interface QuorumStep {
   readonly context: QuorumContext;
