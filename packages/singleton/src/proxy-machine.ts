@@ -1,9 +1,26 @@
 import { type Membership, memberKey, nodeOfKey } from '@doyen/cluster';
-import { type ActorRef, type ActorSystem, inSpan, type Message } from '@doyen/core';
-import { assign, setup } from 'xstate';
+import { type ActorRef, type ActorSystem, enqueueDecision, inSpan, type Message } from '@doyen/core';
+import { setup } from 'xstate';
 import { managerPath, proxyPath } from './manager-machine.js';
-import type { Drained, HandOverStarted, Identify, Identity } from './messages.js';
+import type { Drained, Identify } from './messages.js';
 import type { SingletonPlacement } from './placement.js';
+import {
+  bufferMessage,
+  followHost,
+  forward,
+  handOverStarted,
+  hostChanged,
+  identify,
+  identityFromHost,
+  initialProxyContext,
+  type ProxyContext,
+  type ProxyEffect,
+  type ProxyEvent,
+  type ProxyPolicy,
+  type ProxyStep,
+  startedByTarget,
+  takeIdentity,
+} from './proxy-decisions.js';
 
 export interface ProxySettings {
   readonly name: string;
@@ -14,153 +31,108 @@ export interface ProxySettings {
   readonly placement: SingletonPlacement;
 }
 
-export type ProxyEvent =
-  | { readonly type: 'singleton.membership'; readonly membership: Membership }
-  | HandOverStarted
-  | Identity
-  | Message;
-
-export interface ProxyContext {
-  readonly oldestKey: string | undefined;
-  readonly target: ActorRef | undefined;
-  readonly buffer: readonly Message[];
-  readonly dropped: number;
-}
-
-const isControl = (type: string) =>
-  type === 'singleton.membership' || type === 'singleton.hand-over-started' || type === 'singleton.identity';
+export type { ProxyContext, ProxyEffect, ProxyEvent } from './proxy-decisions.js';
 
 /**
  * The singleton proxy of one node (Akka's ClusterSingletonProxy): identifying → forwarding,
  * buffering in between. It follows the oldest; when the oldest changes or a hand-over starts it
  * sends a `drained` marker behind everything it forwarded, buffers, and identifies the new
  * instance, so each sender's messages arrive exactly once and in order across a graceful hand-over.
+ * Decisions are the pure functions of proxy-decisions.ts; the action `run` executes their effects.
  */
 export function createProxyMachine(system: ActorSystem, settings: ProxySettings) {
   const selfKey = memberKey(system.node);
-  const managerOf = (key: string) => system.remoteRef(nodeOfKey(key), managerPath(settings.name));
-  const selfRef = () => system.remoteRef(system.node, proxyPath(settings.name));
+  const policy: ProxyPolicy = {
+    name: settings.name,
+    bufferSize: settings.bufferSize,
+    hostKeyOf: (m: Membership) => {
+      const host = settings.placement.hostOf(m, settings.role);
+      return host && memberKey(host);
+    },
+  };
 
-  return setup({
-    types: { context: {} as ProxyContext, events: {} as ProxyEvent },
-    delays: { identifyInterval: settings.identifyIntervalMs },
-    actions: {
-      buffer: assign(({ context, event }) => {
-        if (isControl(event.type)) return {};
-        const buffer = [...context.buffer, event as Message];
-        let dropped = context.dropped;
-        while (buffer.length > settings.bufferSize) {
-          const oldest = buffer.shift()!;
-          dropped++;
-          system.logger.warn(
-            {
-              event: 'singleton.proxy-buffer-full',
-              singleton: settings.name,
-              bufferSize: settings.bufferSize,
-            },
-            `singleton ${settings.name}: proxy buffer full, dropping the oldest message`,
-          );
-          system.deadLetter(proxyPath(settings.name), oldest, undefined, 'mailbox-overflow-dropped-oldest');
-        }
-        return { buffer, dropped };
-      }),
-      forward: ({ context, event }) => {
-        if (!isControl(event.type)) forwardTraced(settings.name, context.target!, event as Message);
-      },
-      drainOld: ({ context, event }) => {
-        // behind everything forwarded so far, on the same lane: "nothing more from me"
-        const inbox =
-          event.type === 'singleton.hand-over-started' ? (event as HandOverStarted).inbox : context.target;
+  const execute = (effect: ProxyEffect): void => {
+    switch (effect.kind) {
+      case 'identify': {
+        const ask: Identify = {
+          type: 'singleton.identify',
+          name: settings.name,
+          replyTo: system.remoteRef(system.node, proxyPath(settings.name)),
+        };
+        system.remoteRef(nodeOfKey(effect.hostKey), managerPath(settings.name)).send(ask);
+        return;
+      }
+      case 'forward':
+        forwardTraced(settings.name, effect.to, effect.message);
+        return;
+      case 'drained': {
         const marker: Drained = { type: 'singleton.drained', proxy: selfKey };
-        inbox?.send(marker);
-      },
-      identify: ({ context }) => {
-        if (!context.oldestKey) return;
-        const identify: Identify = { type: 'singleton.identify', name: settings.name, replyTo: selfRef() };
-        managerOf(context.oldestKey).send(identify);
-      },
+        effect.to.send(marker);
+        return;
+      }
+      case 'dead-letter':
+        system.deadLetter(proxyPath(settings.name), effect.message, undefined, effect.reason);
+        return;
+      case 'log':
+        system.logger[effect.level]({ event: effect.event, ...effect.fields }, effect.msg);
+        return;
+    }
+  };
+
+  const machineSetup = setup({
+    types: { context: {} as ProxyContext, events: {} as ProxyEvent },
+    actions: {
+      run: (_, effect: ProxyEffect) => execute(effect),
     },
+    delays: { identifyInterval: settings.identifyIntervalMs },
     guards: {
-      // an identity is believed only from the node we take for the oldest (it names its inbox)
-      identityFromOldest: ({ context, event }) =>
-        event.type === 'singleton.identity' &&
-        memberKey((event as Identity).inbox.address.node) === context.oldestKey,
-      // a hand-over is announced by the node we forward to
-      startedByTarget: ({ context, event }) =>
-        event.type === 'singleton.hand-over-started' &&
-        context.target !== undefined &&
-        memberKey((event as HandOverStarted).inbox.address.node) === memberKey(context.target.address.node),
-      oldestChanged: ({ context, event }) => {
-        if (event.type !== 'singleton.membership') return false;
-        const o = settings.placement.hostOf((event as { membership: Membership }).membership, settings.role);
-        return (o && memberKey(o)) !== context.oldestKey;
-      },
+      identityFromHost: ({ context, event }) => identityFromHost(context, event),
+      startedByTarget: ({ context, event }) => startedByTarget(context, event),
+      hostChanged: ({ context, event }) => hostChanged(policy, context, event),
     },
-  }).createMachine({
+  });
+
+  /** Applies a decision: its context assigned, its effects to `run`. */
+  const apply = (step: (context: ProxyContext, event: ProxyEvent) => ProxyStep) =>
+    machineSetup.enqueueActions(({ context, event, enqueue }) =>
+      enqueueDecision(enqueue, context, step(context, event)),
+    );
+  const follow = apply((c, e) => followHost(policy, c, e));
+
+  return machineSetup.createMachine({
     id: 'singletonProxy',
-    context: { oldestKey: undefined, target: undefined, buffer: [], dropped: 0 },
+    context: initialProxyContext,
     initial: 'identifying',
     states: {
       identifying: {
-        entry: 'identify',
+        entry: apply(identify),
         on: {
           'singleton.membership': {
-            guard: 'oldestChanged',
+            guard: 'hostChanged',
             target: 'identifying',
             reenter: true,
-            actions: assign({
-              oldestKey: ({ event }) => {
-                const o = settings.placement.hostOf(
-                  (event as { membership: Membership }).membership,
-                  settings.role,
-                );
-                return o && memberKey(o);
-              },
-            }),
+            actions: follow,
           },
           'singleton.identity': {
-            guard: 'identityFromOldest',
+            guard: 'identityFromHost',
             target: 'forwarding',
-            actions: [
-              assign({ target: ({ event }) => (event as Identity).inbox }),
-              ({ context, event }) => {
-                const inbox = (event as Identity).inbox;
-                for (const m of context.buffer) forwardTraced(settings.name, inbox, m);
-              },
-              assign({ buffer: [] }),
-            ],
+            actions: apply(takeIdentity),
           },
-          'singleton.hand-over-started': { actions: 'drainOld' },
-          '*': { actions: 'buffer' },
+          'singleton.hand-over-started': { actions: apply(handOverStarted) },
+          '*': { actions: apply((c, e) => bufferMessage(policy, c, e)) },
         },
         after: { identifyInterval: { target: 'identifying', reenter: true } },
       },
       forwarding: {
         on: {
-          'singleton.membership': {
-            guard: 'oldestChanged',
-            target: 'identifying',
-            actions: [
-              'drainOld',
-              assign({
-                target: undefined,
-                oldestKey: ({ event }) => {
-                  const o = settings.placement.hostOf(
-                    (event as { membership: Membership }).membership,
-                    settings.role,
-                  );
-                  return o && memberKey(o);
-                },
-              }),
-            ],
-          },
+          'singleton.membership': { guard: 'hostChanged', target: 'identifying', actions: follow },
           'singleton.hand-over-started': {
             guard: 'startedByTarget',
             target: 'identifying',
-            actions: ['drainOld', assign({ target: undefined })],
+            actions: apply(handOverStarted),
           },
           'singleton.identity': {},
-          '*': { actions: 'forward' },
+          '*': { actions: apply(forward) },
         },
       },
     },

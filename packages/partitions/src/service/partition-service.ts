@@ -1,28 +1,13 @@
 import { addressOfKey, type Cluster, type Membership, memberKey, nodeOfKey, oldestOf } from '@doyen/cluster';
-import {
-  type ActorRef,
-  type ActorSystem,
-  FieldError,
-  type Message,
-  RateLimitedLog,
-  type Read,
-  read,
-  schema,
-} from '@doyen/core';
+import { type ActorRef, type ActorSystem, type Message, RateLimitedLog } from '@doyen/core';
 import { partitionOf } from '../partition-of.js';
-import { countsByOwner, type PartitionTable, validateTable } from '../partition-table.js';
+import { countsByOwner, type PartitionTable } from '../partition-table.js';
+import { registerAllocatorMessages, type TableAck, type TableMessage } from './allocator-messages.js';
 import { strangerIn, tableRefusal } from './table-authority.js';
 
-export const PARTITIONS_PATH = '/system/partitions';
+export type { TableAck, TableMessage } from './allocator-messages.js';
 
-/** Allocator -> every member: the new table; answered with an ack. */
-export interface TableMessage {
-  readonly type: 'partitions.table';
-  readonly table: PartitionTable;
-  readonly replyTo: ActorRef;
-  /** Version of the membership the allocator computed it from: a receiver judges it at that version. */
-  readonly membershipVersion: number;
-}
+export const PARTITIONS_PATH = '/system/partitions';
 
 export interface PartitionServiceOptions {
   /**
@@ -38,25 +23,6 @@ const MAX_HELD_TABLES = 16;
 
 const REFUSED_TOTAL = 'doyen_partitions_tables_refused_total';
 const REFUSED_HELP = 'Partition tables refused: not from the allocator host, or naming non-members';
-
-/** A table from the network: checked whole (its invariants span fields), then copied. */
-const readTable: Read<PartitionTable> = (value, path) => {
-  const problem = validateTable(value);
-  if (problem !== undefined) throw new FieldError(path, problem);
-  const t = value as PartitionTable;
-  return {
-    version: t.version,
-    partitionCount: t.partitionCount,
-    owners: [...t.owners],
-    backups: t.backups.map((b) => [...b]),
-  };
-};
-
-export interface TableAck {
-  readonly type: 'partitions.ack';
-  readonly version: number;
-  readonly from: string;
-}
 
 /**
  * A node's view of the partition table: adopts newer tables from the allocator (acknowledging
@@ -85,21 +51,8 @@ export class PartitionService {
         const oldest = oldestOf(m.members);
         return oldest && memberKey(oldest);
       });
-    // at the boundary a table comes from a member (or to a joiner, which judges it once it has a
-    // view); which member hosts the allocator is judged here, at the table's own membership
-    system.messageTypes.register(
-      'partitions.table',
-      schema<TableMessage>(
-        { table: readTable, replyTo: read.ref, membershipVersion: read.count },
-        (m) => [m.replyTo],
-        'member',
-      ),
-    );
-    system.messageTypes.register(
-      'partitions.ack',
-      // an ack only ends the allocator's wait for its own sender, whoever that is now
-      schema<TableAck>({ version: read.count, from: read.memberKey }, (m) => [m.from], 'anyone'),
-    );
+    // a table is judged here, at its own membership: see `judge`
+    registerAllocatorMessages(system.messageTypes);
     system.functionRef(PARTITIONS_PATH.split('/')[2]!, (message) => this.onMessage(message), 'system');
     // A table can overtake the membership update it was computed from (they are handled by
     // different actors): it waits until this node's view reaches that version, then is judged.

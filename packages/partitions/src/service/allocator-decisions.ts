@@ -1,0 +1,166 @@
+import { type Membership, memberKey } from '@doyen/cluster';
+import { allocate } from '../allocate.js';
+import type { AllocateOptions, PartitionMember } from '../inputs.js';
+import { movedPartitions } from '../movement.js';
+import type { PartitionTable } from '../partition-table.js';
+import type { TableAck } from './allocator-messages.js';
+
+/**
+ * The partition allocator's decisions as pure functions of (context, event): when to allocate,
+ * the next table with its effects as data (adopt it here, log, publish it), the acks collected,
+ * and the resend to whoever has not acknowledged in time. The machine (allocator-machine.ts)
+ * wires them to its states and delay; its one action `run` executes the effects.
+ */
+
+/** The membership as the allocator needs it, sent by the machine's membership feed. */
+export interface MembersEvent {
+  readonly type: 'allocator.members';
+  /** Up members: those may own partitions. */
+  readonly members: readonly PartitionMember[];
+  /** Every live member (not down or removed): each must learn the table. */
+  readonly all: readonly string[];
+  /** The membership's version: receivers judge the table against their view at it. */
+  readonly version: number;
+  /** The latest table this node's partition service knows, as the feed saw it. */
+  readonly known: PartitionTable | undefined;
+}
+
+export type AllocatorEvent = MembersEvent | TableAck;
+
+export interface AllocatorContext {
+  /** The last table this allocator computed (at first: the one this node knew when it started). */
+  readonly table: PartitionTable | undefined;
+  /** The membership version `table` was computed from (sent with it). */
+  readonly membershipVersion: number;
+  /** Keys of the up members `table` was computed for, sorted. */
+  readonly memberKeys: readonly string[];
+  /** Members that have not acknowledged `table` yet. */
+  readonly waiting: readonly string[];
+}
+
+export function initialAllocatorContext(known: PartitionTable | undefined): AllocatorContext {
+  return { table: known, membershipVersion: 0, memberKeys: [], waiting: [] };
+}
+
+/** What a decision depends on besides the context. */
+export interface AllocatorPolicy {
+  /** This node's member key: it adopts the table itself instead of being sent it. */
+  readonly selfKey: string;
+  readonly options: AllocateOptions;
+}
+
+/** What the machine's action `run` carries out. */
+export type AllocatorEffect =
+  /** The partition service on this node adopts the table (it runs the allocator). */
+  | { readonly kind: 'adopt'; readonly table: PartitionTable }
+  | {
+      readonly kind: 'log';
+      readonly level: 'info' | 'warn';
+      readonly event: string;
+      readonly fields: Readonly<Record<string, unknown>>;
+      readonly msg: string;
+    }
+  /** The table, computed at `membershipVersion`, to the partition service of each of `to`. */
+  | {
+      readonly kind: 'publish';
+      readonly to: readonly string[];
+      readonly table: PartitionTable;
+      readonly membershipVersion: number;
+    };
+
+export interface AllocatorStep {
+  readonly context: AllocatorContext;
+  readonly effects: readonly AllocatorEffect[];
+}
+
+const same = (context: AllocatorContext): AllocatorStep => ({ context, effects: [] });
+
+/** Up members may own partitions; everyone live must learn the table. */
+export function membersEventOf(m: Membership, known: PartitionTable | undefined): MembersEvent {
+  const members = m.members
+    .filter((x) => x.status === 'up')
+    .map((x) => ({ key: memberKey(x), roles: x.roles }));
+  const all = m.members.filter((x) => x.status !== 'down' && x.status !== 'removed').map(memberKey);
+  return { type: 'allocator.members', members, all, version: m.version, known };
+}
+
+const sortedKeys = (members: readonly PartitionMember[]): string[] => members.map((m) => m.key).sort();
+
+// ---- what the context says -------------------------------------------------------------------
+
+/** The up members differ from those the current table was computed for. */
+export function membersChanged(ctx: AllocatorContext, event: AllocatorEvent): boolean {
+  if (event.type !== 'allocator.members') return false;
+  const keys = sortedKeys(event.members);
+  return keys.length !== ctx.memberKeys.length || keys.some((k, i) => k !== ctx.memberKeys[i]);
+}
+
+export function allAcked(ctx: AllocatorContext): boolean {
+  return ctx.waiting.length === 0;
+}
+
+// ---- steps -----------------------------------------------------------------------------------
+
+/**
+ * New up members: the balanced table with minimal movement from the last one known, adopted
+ * here and published to every other live member, whose acks are then awaited.
+ */
+export function allocateFor(
+  policy: AllocatorPolicy,
+  ctx: AllocatorContext,
+  event: AllocatorEvent,
+): AllocatorStep {
+  if (event.type !== 'allocator.members') return same(ctx);
+  const before = ctx.table ?? event.known;
+  const next = allocate(before, event.members, policy.options);
+  const moved = before ? movedPartitions(before, next).length : next.owners.filter(Boolean).length;
+  const others = event.all.filter((k) => k !== policy.selfKey);
+  return {
+    context: {
+      table: next,
+      membershipVersion: event.version,
+      memberKeys: sortedKeys(event.members),
+      waiting: others,
+    },
+    effects: [
+      { kind: 'adopt', table: next },
+      {
+        kind: 'log',
+        level: 'info',
+        event: 'partitions.allocated',
+        fields: { version: next.version, members: event.members.length, moved },
+        msg: `allocated ${policy.options.partitionCount} partitions over ${event.members.length} members (${moved} moved)`,
+      },
+      { kind: 'publish', to: others, table: next, membershipVersion: event.version },
+    ],
+  };
+}
+
+/** A member acknowledged: no longer waited for. */
+export function takeAck(ctx: AllocatorContext, event: AllocatorEvent): AllocatorStep {
+  if (event.type !== 'partitions.ack') return same(ctx);
+  return same({ ...ctx, waiting: ctx.waiting.filter((k) => k !== event.from) });
+}
+
+/**
+ * Not every member acknowledged in time: warn, and send the table once more to those missing
+ * (a receiver refuses a table from a sender it does not know as a member yet, its view lagging,
+ * and judges the same table again now).
+ */
+export function resendToMissing(ctx: AllocatorContext): AllocatorStep {
+  const warn: AllocatorEffect = {
+    kind: 'log',
+    level: 'warn',
+    event: 'partitions.ack-timeout',
+    fields: { missing: ctx.waiting },
+    msg: 'partition table not acknowledged by every member in time',
+  };
+  if (!ctx.table) return { context: ctx, effects: [warn] };
+  return {
+    context: ctx,
+    effects: [
+      warn,
+      { kind: 'publish', to: ctx.waiting, table: ctx.table, membershipVersion: ctx.membershipVersion },
+    ],
+  };
+}
