@@ -308,8 +308,11 @@ describe('the downing machine alone: every path (xstate/graph)', () => {
       serializeState: (s) =>
         JSON.stringify({
           v: s.value,
-          r: s.context.reachability,
-          o: s.context.ownReachable,
+          r: s.context.partition && [
+            [...s.context.partition.unreachable].sort(),
+            [...s.context.partition.indirect].sort(),
+          ],
+          o: [...s.context.ownReachable].sort(),
           w: s.context.view?.version,
         }),
     },

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
-  type DowningEvent,
   initialDowningContext,
   isDecider,
   take,
 } from '../../packages/cluster/src/downing/downing-decisions.js';
+import type { DowningEvent } from '../../packages/cluster/src/downing/downing-messages.js';
 import {
   type ClusterConfig,
   convergedHere,

@@ -1,6 +1,6 @@
 import { type ActorSystem, type DecisionStep, enqueueDecision, type Message } from '@doyen/core';
 import { setup } from 'xstate';
-import type { OwnReachabilityMessage } from './downing/downing-decisions.js';
+import type { OwnReachabilityMessage } from './downing/downing-messages.js';
 import type { Heartbeater, PeerStatus } from './failure-detector/heartbeater.js';
 import type { Membership } from './membership.js';
 import type { ReachabilityChange } from './messages.js';

@@ -1,7 +1,7 @@
 import type { ActorRef, ActorSystem, Message, UniqueNodeAddress } from '@doyen/core';
 import { setup } from 'xstate';
 import type { ClusterConfig } from './config.js';
-import { DOWNING_PATH, sbrViewMessage } from './downing/downing-machine.js';
+import { DOWNING_PATH } from './downing/downing-machine.js';
 import { isLive } from './member.js';
 import type { Membership } from './membership.js';
 import {
@@ -41,6 +41,7 @@ import {
   welcomed,
   welcomedByUpdate,
 } from './membership-protocol.js';
+import { sbrViewMessage } from './membership-views.js';
 import type {
   Ack,
   DownedNotice,

@@ -1,6 +1,4 @@
-import { isLive, memberKey } from '../member.js';
-import type { MembershipContext } from '../membership-protocol.js';
-import { Recent } from './recent.js';
+import type { DowningEvent, SbrViewMessage } from './downing-messages.js';
 import {
   countsAbsent,
   type PartitionView,
@@ -16,48 +14,27 @@ import type { StrategyConfig } from './strategies.js';
 /**
  * The split-brain resolver's decisions as pure functions of (context, event): what the downing
  * machine knows, what changed, who decides, and the effects to carry out, as data. The machine
- * (downing-machine.ts) only wires them to states and delays, and its named actions execute the
+ * (downing-machine.ts) only wires them to states and delays, and its named action executes the
  * effects, so a run replays from its events alone.
+ *
+ * Each event is taken once, by `decide` (or `observe` in states that do not route on it): it
+ * computes the next context, with what follows from it (who is unreachable, the strategy's
+ * verdict), and what the event changed (`news`), which is all the machine's guards read.
  */
-
-/** Membership -> downing: what this node currently knows (sent after every change). */
-export interface SbrViewMessage {
-  readonly type: 'sbr.view';
-  readonly selfKey: string;
-  readonly version: number;
-  readonly members: readonly SbrMember[];
-  readonly observations: Readonly<Record<string, readonly string[]>>;
-}
-
-/** Failure detector -> downing: the peers it monitors and currently reaches (sent on every change). */
-export interface OwnReachabilityMessage {
-  readonly type: 'sbr.own-reachability';
-  readonly reachable: readonly string[];
-}
-
-export type DowningEvent = SbrViewMessage | OwnReachabilityMessage;
-
-export function sbrViewMessage(selfKey: string, ctx: MembershipContext): SbrViewMessage {
-  const m = ctx.membership!;
-  return {
-    type: 'sbr.view',
-    selfKey,
-    version: m.version,
-    members: m.members
-      .filter((x) => isLive(x.status))
-      .map((x) => ({ key: memberKey(x), address: x.address, age: x.age, status: x.status, roles: x.roles })),
-    observations: ctx.observations,
-  };
-}
 
 export interface DowningContext {
   readonly view: SbrViewMessage | undefined;
-  /** Peers this node's failure detector monitors and reaches, sorted. */
-  readonly ownReachable: readonly string[];
-  /** Unreachable + indirectly connected members: a change is a reachability change. */
-  readonly reachability: string;
-  /** Keys of the up members, sorted: a member becoming up is a membership change. */
-  readonly memberSignature: string;
+  /** Peers this node's failure detector monitors and reaches. */
+  readonly ownReachable: ReadonlySet<string>;
+  /** Who is unreachable and who indirectly connected, by the view and ownReachable (undefined before a view). */
+  readonly partition: PartitionView | undefined;
+  /** Keys of the up members: a member becoming up is a membership change. */
+  readonly up: ReadonlySet<string>;
+  /**
+   * The strategy's resolution of what this node knows now (undefined before a view, under
+   * lease-majority, and when the resolver is inactive).
+   */
+  readonly resolution: SbrResolution | undefined;
   readonly lastDecision: SbrResolution | undefined;
   readonly warnedClusterSize: number;
   /**
@@ -69,19 +46,37 @@ export interface DowningContext {
    * over there.
    */
   readonly absent: readonly SbrMember[];
+  /** What the event `decide` just took changed, for the guards that route it; undefined at rest. */
+  readonly news: DowningNews | undefined;
 }
+
+/** What one event changed, in the terms the machine's transitions ask (Akka's). */
+export interface DowningNews {
+  /** A member counted here crossed over: this member downed itself at once (see recant). */
+  readonly recanted: boolean;
+  /** A member became up (Akka's rule: only an up restarts stable-after; see memberUp). */
+  readonly memberUp: boolean;
+  /** Who is unreachable or indirectly connected changed (Akka's reachability change). */
+  readonly reachabilityChanged: boolean;
+  /** A reachability change that cannot change this member's losing verdict (see losingStill). */
+  readonly losingStill: boolean;
+}
+
+const NOBODY: ReadonlySet<string> = new Set();
 
 export const initialDowningContext: DowningContext = {
   view: undefined,
-  ownReachable: [],
-  reachability: '',
-  memberSignature: '',
+  ownReachable: NOBODY,
+  partition: undefined,
+  up: NOBODY,
+  resolution: undefined,
   lastDecision: undefined,
   warnedClusterSize: 0,
   absent: [],
+  news: undefined,
 };
 
-/** What the machine's named actions carry out. */
+/** What the machine's named action carries out. */
 export type DowningEffect =
   | {
       readonly kind: 'log-decision';
@@ -101,7 +96,7 @@ export interface DowningStep {
   readonly effects: readonly DowningEffect[];
 }
 
-/** Settings a decision depends on (from ClusterConfig). */
+/** Settings a decision depends on (from the cluster's configuration). */
 export interface DowningPolicy {
   /** undefined under lease-majority (resolved with the lease) and when inactive. */
   readonly strategy: StrategyConfig | undefined;
@@ -127,91 +122,60 @@ export function inputOf(ctx: DowningContext): SbrInput | undefined {
     members: view.members,
     observations: view.observations,
     selfKey: view.selfKey,
-    ownReachable: new Set(ctx.ownReachable),
+    ownReachable: ctx.ownReachable,
     absent: ctx.absent,
   };
 }
 
-/** partitionView depends on the view and this node's reachable peers only (not on `absent`). */
-const partitions = new Recent<Pick<DowningContext, 'view' | 'ownReachable'>, PartitionView | undefined>(
-  4,
-  (a, b) => a.view === b.view && a.ownReachable === b.ownReachable,
-);
-
-/** Who is unreachable and who indirectly connected, by this context (undefined before a view). */
-function partitionOf(ctx: DowningContext): PartitionView | undefined {
-  return partitions.get(ctx, () => {
-    const input = inputOf(ctx);
-    return input && partitionView(input);
-  });
-}
-
-function reachabilityOf(ctx: DowningContext): string {
-  const partition = partitionOf(ctx);
-  if (!partition) return '';
-  const { indirect, unreachable } = partition;
-  return `${[...unreachable].sort().join(',')}|${[...indirect].sort().join(',')}`;
-}
-
-const resolutions = new Recent<
-  { readonly strategy: StrategyConfig; readonly ctx: DowningContext },
-  SbrResolution | undefined
->(4, (a, b) => a.strategy === b.strategy && a.ctx === b.ctx);
-
-/** The strategy's decision on this context (undefined before a view). */
-function resolutionOf(strategy: StrategyConfig, ctx: DowningContext): SbrResolution | undefined {
-  return resolutions.get({ strategy, ctx }, () => {
-    const input = inputOf(ctx);
-    return input && resolve(strategy, input, partitionOf(ctx));
-  });
-}
-
-function memberSignatureOf(view: SbrViewMessage | undefined): string {
-  if (!view) return '';
-  return view.members
-    .filter((m) => m.status === 'up')
-    .map((m) => m.key)
-    .sort()
-    .join(',');
-}
-
 /**
- * The last context `take` computed. The machine's guards and its action each ask for it (three
- * to four times per event, one after another in one transition); the answer is a pure function of
- * (context, event), so the last one is kept, and a membership change costs one pass over the
- * members instead of four.
+ * The context after an event, as far as the event alone says: views and own reachability both
+ * only replace what they carry, and who is unreachable and who is up follow from them. The
+ * strategy's resolution and the members remembered as absent are observe's.
  */
-const takes = new Recent<{ readonly ctx: DowningContext; readonly event: DowningEvent }, DowningContext>(
-  1,
-  (a, b) => a.ctx === b.ctx && a.event === b.event,
-);
-
-/** The context after an event (views and own reachability both only replace what they carry). */
 export function take(ctx: DowningContext, event: DowningEvent): DowningContext {
-  return takes.get({ ctx, event }, () => takeAnew(ctx, event));
-}
-
-function takeAnew(ctx: DowningContext, event: DowningEvent): DowningContext {
   const next: DowningContext =
     event.type === 'sbr.view'
-      ? { ...ctx, view: event }
-      : { ...ctx, ownReachable: [...new Set(event.reachable)].sort() };
-  return { ...next, reachability: reachabilityOf(next), memberSignature: memberSignatureOf(next.view) };
+      ? { ...ctx, view: event, up: upOf(event) }
+      : { ...ctx, ownReachable: new Set(event.reachable) };
+  const input = inputOf(next);
+  return { ...next, partition: input && partitionView(input), resolution: undefined };
+}
+
+function upOf(view: SbrViewMessage): ReadonlySet<string> {
+  return new Set(view.members.filter((m) => m.status === 'up').map((m) => m.key));
+}
+
+/** The strategy's resolution of this context, kept in it (see DowningContext.resolution). */
+function resolved(policy: DowningPolicy, ctx: DowningContext): DowningContext {
+  const input = inputOf(ctx);
+  const resolution = policy.strategy && input ? resolve(policy.strategy, input, ctx.partition) : undefined;
+  return { ...ctx, resolution };
 }
 
 /** Someone is unreachable or indirectly connected: the resolver has work to do. */
 export function isTroubled(ctx: DowningContext): boolean {
-  return ctx.reachability !== '' && ctx.reachability !== '|';
+  const p = ctx.partition;
+  return p !== undefined && (p.unreachable.size > 0 || p.indirect.size > 0);
 }
 
-/** Would this event leave the cluster troubled? */
-export function troubledAfter(ctx: DowningContext, event: DowningEvent): boolean {
-  return isTroubled(take(ctx, event));
+function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  return a.size === b.size && [...a].every((k) => b.has(k));
 }
 
-/** Did this event change who is unreachable or indirectly connected (Akka's reachability change)? */
-export function reachabilityChanges(ctx: DowningContext, event: DowningEvent): boolean {
-  return take(ctx, event).reachability !== ctx.reachability;
+/** Did who is unreachable or indirectly connected change (before a view, nobody is either)? */
+function reachabilityChanged(before: DowningContext, after: DowningContext): boolean {
+  const [b, a] = [before.partition, after.partition];
+  if (b === undefined || a === undefined) return b !== a;
+  return !sameSet(b.unreachable, a.unreachable) || !sameSet(b.indirect, a.indirect);
+}
+
+/**
+ * Did a member become up (Akka's rule: only an up restarts stable-after)? Joins, leaves and
+ * removals do not: a restarted incarnation that joins the losing side's decider while it waits
+ * must not postpone that side's decision past the winners' down-removal margin.
+ */
+function memberUp(before: DowningContext, after: DowningContext): boolean {
+  return after.up !== before.up && [...after.up].some((k) => !before.up.has(k));
 }
 
 /**
@@ -225,26 +189,13 @@ export function reachabilityChanges(ctx: DowningContext, event: DowningEvent): b
  * side for a few rounds, and waiting out each round kept a losing side up seconds after the
  * other side had decided.
  */
-export function losingStill(policy: DowningPolicy, ctx: DowningContext, event: DowningEvent): boolean {
-  const strategy = policy.strategy;
-  const after = observe(policy, ctx, event).context;
-  const [unreachableBefore = '', indirectBefore = ''] = ctx.reachability.split('|');
-  const [unreachableAfter = '', indirectAfter = ''] = after.reachability.split('|');
-  if (indirectBefore !== indirectAfter) return false;
-  const grown = new Set(unreachableAfter.split(',').filter((k) => k !== ''));
-  if (!unreachableBefore.split(',').every((k) => k === '' || grown.has(k))) return false;
-  return selfDowning(strategy, ctx) !== undefined && selfDowning(strategy, after) !== undefined;
-}
-
-/**
- * Did a member become up (Akka's rule: only an up restarts stable-after)? Joins, leaves and
- * removals do not: a restarted incarnation that joins the losing side's decider while it waits
- * must not postpone that side's decision past the winners' down-removal margin.
- */
-export function membershipChanges(ctx: DowningContext, event: DowningEvent): boolean {
-  const before = new Set(ctx.memberSignature.split(','));
-  const after = take(ctx, event).memberSignature;
-  return after !== '' && after.split(',').some((k) => !before.has(k));
+function losingStill(before: DowningContext, after: DowningContext): boolean {
+  const indirectBefore = before.partition?.indirect ?? NOBODY;
+  const indirectAfter = after.partition?.indirect ?? NOBODY;
+  if (!sameSet(indirectBefore, indirectAfter)) return false;
+  const unreachableAfter = after.partition?.unreachable ?? NOBODY;
+  if (![...(before.partition?.unreachable ?? NOBODY)].every((k) => unreachableAfter.has(k))) return false;
+  return downsOwnSide(before) && downsOwnSide(after);
 }
 
 /**
@@ -261,31 +212,26 @@ function absentAfter(ctx: DowningContext, event: DowningEvent): readonly SbrMemb
   if (ctx.absent.length === 0 && !isTroubled(ctx)) return ctx.absent;
   const keys = new Set(event.members.map((m) => m.key));
   const addresses = new Set(event.members.map((m) => m.address));
-  const cutOff = new Set(ctx.reachability.split(/[|,]/).filter((k) => k !== ''));
-  const gone = (ctx.view?.members ?? []).filter((m) => !keys.has(m.key) && cutOff.has(m.key));
+  const cutOff = (k: string) =>
+    (ctx.partition?.unreachable.has(k) ?? false) || (ctx.partition?.indirect.has(k) ?? false);
+  const gone = (ctx.view?.members ?? []).filter((m) => !keys.has(m.key) && cutOff(m.key));
   const known = new Set(ctx.absent.map((m) => m.key));
   const merged = [...ctx.absent, ...gone.filter((m) => !known.has(m.key))];
   const kept = merged.filter((m) => !keys.has(m.key) && !addresses.has(m.address));
   return kept.length === ctx.absent.length && kept.every((m, i) => m === ctx.absent[i]) ? ctx.absent : kept;
 }
 
-const observed = new Recent<
-  { readonly policy: DowningPolicy; readonly ctx: DowningContext; readonly event: DowningEvent },
-  DowningStep
->(1, (a, b) => a.policy === b.policy && a.ctx === b.ctx && a.event === b.event);
-
 /**
- * The next context plus the static-quorum warning when the cluster grew past 2·quorum − 1. Kept
- * for the last (policy, context, event), as take is: the guards judge the very context the
- * action then assigns.
+ * The next context (with the members remembered as absent and the strategy's resolution) plus
+ * the static-quorum warning when the cluster grew past 2·quorum − 1. What the states that do not
+ * route on an event do with it.
  */
 export function observe(policy: DowningPolicy, ctx: DowningContext, event: DowningEvent): DowningStep {
-  return observed.get({ policy, ctx, event }, () => observeAnew(policy, ctx, event));
-}
-
-function observeAnew(policy: DowningPolicy, ctx: DowningContext, event: DowningEvent): DowningStep {
   const taken = take(ctx, event);
-  const next = policy.remembersDowned ? { ...taken, absent: absentAfter(ctx, event) } : taken;
+  const next = resolved(
+    policy,
+    policy.remembersDowned ? { ...taken, absent: absentAfter(ctx, event) } : taken,
+  );
   const size = next.view?.members.length ?? 0;
   const q = policy.quorumSize;
   if (q === undefined || size <= 2 * q - 1 || size === ctx.warnedClusterSize) {
@@ -295,6 +241,29 @@ function observeAnew(policy: DowningPolicy, ctx: DowningContext, event: DowningE
     context: { ...next, warnedClusterSize: size },
     effects: [{ kind: 'warn-quorum-exceeded', size, quorumSize: q }],
   };
+}
+
+/**
+ * One event, once: observe's context and effects, this member downing itself at once when the
+ * event puts it on a losing side while members are remembered as absent (recant), and what the
+ * event changed (`news`) for the guards that route it.
+ */
+export function decide(policy: DowningPolicy, ctx: DowningContext, event: DowningEvent): DowningStep {
+  const seen = observe(policy, ctx, event);
+  const recanted = recant(ctx, seen);
+  const step = recanted ?? seen;
+  const news: DowningNews = {
+    recanted: recanted !== undefined,
+    memberUp: memberUp(ctx, seen.context),
+    reachabilityChanged: reachabilityChanged(ctx, seen.context),
+    losingStill: losingStill(ctx, seen.context),
+  };
+  return { context: { ...step.context, news }, effects: step.effects };
+}
+
+/** The event `decide` took has been routed. */
+export function settle(ctx: DowningContext): DowningStep {
+  return { context: ctx.news === undefined ? ctx : { ...ctx, news: undefined }, effects: [] };
 }
 
 /** Does `after` remember a member as absent that `before` did not? */
@@ -307,8 +276,8 @@ export function remembersNew(before: DowningContext, after: DowningContext): boo
  * The detection time has passed since the last member was remembered: a member counted here that
  * was already silent then would have been found unreachable by now.
  */
-export function forgetAbsent(ctx: DowningContext): DowningStep {
-  return { context: ctx.absent.length === 0 ? ctx : { ...ctx, absent: [] }, effects: [] };
+export function forgetAbsent(policy: DowningPolicy, ctx: DowningContext): DowningStep {
+  return { context: ctx.absent.length === 0 ? ctx : resolved(policy, { ...ctx, absent: [] }), effects: [] };
 }
 
 /**
@@ -317,14 +286,9 @@ export function forgetAbsent(ctx: DowningContext): DowningStep {
  * crossed over. The other side then survives and starts singletons after its down-removal
  * margin, which may end before this side's next stable-after would. So a member this event puts
  * on a losing side downs itself at once, without waiting (downing only itself is always safe).
- * undefined when nothing is remembered or this side still survives.
+ * undefined when nothing is remembered or this side still survives. `seen`: observe's step.
  */
-export function recant(
-  policy: DowningPolicy,
-  ctx: DowningContext,
-  event: DowningEvent,
-): DowningStep | undefined {
-  const seen = observe(policy, ctx, event);
+function recant(ctx: DowningContext, seen: DowningStep): DowningStep | undefined {
   if (seen.context.absent.length === 0) return undefined;
   // already out: once is enough
   const self = seen.context.view?.selfKey;
@@ -334,7 +298,7 @@ export function recant(
     ctx.lastDecision?.down.includes(self)
   )
     return undefined;
-  const own = selfDowning(policy.strategy, seen.context);
+  const own = selfDowning(seen.context);
   if (!own) return undefined;
   // Only itself: a recant is a guess (a member counted here may have crossed over, or may only
   // have stalled on a loaded host), so it is not passed on to the side as a decision is.
@@ -350,7 +314,7 @@ export function recant(
  */
 export function isDecider(ctx: DowningContext): boolean {
   const input = inputOf(ctx);
-  const partition = partitionOf(ctx);
+  const partition = ctx.partition;
   if (!input || !partition) return false;
   const { unreachable } = partition;
   const subjects = new Set(
@@ -380,14 +344,14 @@ function logged(
   };
 }
 
-/** The decider's decision for its side: log it and have the membership carry it out. */
-export function decideForSide(strategy: StrategyConfig, ctx: DowningContext): DowningStep {
-  return decided(ctx, resolutionOf(strategy, ctx)!);
+/** The decider's decision for its side (a strategy's): log it and have the membership carry it out. */
+export function decideForSide(ctx: DowningContext): DowningStep {
+  return decided(ctx, ctx.resolution!);
 }
 
 /** lease-majority, once the lease attempt is over. */
 export function decideWithLease(ctx: DowningContext, acquired: boolean): DowningStep {
-  return decided(ctx, resolveWithLease(inputOf(ctx)!, acquired));
+  return decided(ctx, resolveWithLease(inputOf(ctx)!, acquired, ctx.partition));
 }
 
 function decided(ctx: DowningContext, resolution: SbrResolution): DowningStep {
@@ -398,6 +362,15 @@ function decided(ctx: DowningContext, resolution: SbrResolution): DowningStep {
       { kind: 'execute', down: resolution.down, unreachable: resolution.unreachable },
     ],
   };
+}
+
+/** The strategy's resolution takes this member's whole side down, this member with it. */
+export function downsOwnSide(ctx: DowningContext): boolean {
+  const selfKey = ctx.view?.selfKey;
+  const resolution = ctx.resolution;
+  if (selfKey === undefined || !resolution) return false;
+  if (resolution.decision !== 'down-reachable' && resolution.decision !== 'down-all') return false;
+  return resolution.down.includes(selfKey);
 }
 
 /**
@@ -412,15 +385,10 @@ function decided(ctx: DowningContext, resolution: SbrResolution): DowningStep {
  * the side it tells is the one its decision takes down anyway. undefined when the decision does
  * not take this member down (it waits for the decider, as before).
  */
-export function selfDowning(
-  strategy: StrategyConfig | undefined,
-  ctx: DowningContext,
-): DowningStep | undefined {
-  const selfKey = ctx.view?.selfKey;
-  const resolution = strategy && resolutionOf(strategy, ctx);
-  if (selfKey === undefined || !resolution) return undefined;
-  if (resolution.decision !== 'down-reachable' && resolution.decision !== 'down-all') return undefined;
-  if (!resolution.down.includes(selfKey)) return undefined;
+export function selfDowning(ctx: DowningContext): DowningStep | undefined {
+  if (!downsOwnSide(ctx)) return undefined;
+  const selfKey = ctx.view!.selfKey;
+  const resolution = ctx.resolution!;
   const across = new Set([...resolution.unreachable, ...resolution.indirectlyConnected, selfKey]);
   return {
     context: { ...ctx, lastDecision: resolution },
@@ -437,7 +405,7 @@ export function selfDowning(
  */
 export function downAllWhenUnstable(ctx: DowningContext): DowningStep {
   const input = inputOf(ctx)!;
-  const { unreachable, indirect } = partitionOf(ctx)!;
+  const { unreachable, indirect } = ctx.partition!;
   const resolution: SbrResolution = {
     decision: 'down-all',
     down: input.members.map((m) => m.key),

@@ -1,42 +1,34 @@
 import { type ActorSystem, enqueueDecision, type Message } from '@doyen/core';
-import { fromPromise, setup } from 'xstate';
-import type { ClusterConfig } from '../config.js';
+import { and, fromPromise, setup } from 'xstate';
 import { detectionTimeMs } from '../failure-detector/detector.js';
+import type { DowningConfig } from './downing-config.js';
 import {
   type DowningContext,
   type DowningEffect,
-  type DowningEvent,
   type DowningPolicy,
   type DowningStep,
+  decide,
   decideForSide,
   decideWithLease,
   downAllWhenUnstable,
   downingPolicy,
+  downsOwnSide,
   forgetAbsent,
   initialDowningContext,
   inputOf,
   isDecider,
   isTroubled,
-  losingStill,
-  membershipChanges,
   observe,
-  reachabilityChanges,
-  recant,
   remembersNew,
   selfDowning,
-  troubledAfter,
+  settle,
 } from './downing-decisions.js';
+import type { DowningEvent } from './downing-messages.js';
 import { defaultDownAllWhenUnstableMs, defaultStableAfterMs, isMinoritySide } from './resolver.js';
 import type { StrategyConfig } from './strategies.js';
 
-export {
-  type DowningContext,
-  type DowningEffect,
-  type DowningEvent,
-  type OwnReachabilityMessage,
-  type SbrViewMessage,
-  sbrViewMessage,
-} from './downing-decisions.js';
+export type { DowningContext, DowningEffect } from './downing-decisions.js';
+export type { DowningEvent, OwnReachabilityMessage, SbrViewMessage } from './downing-messages.js';
 
 export const DOWNING_PATH = '/system/downing';
 const MEMBERSHIP_PATH = '/system/membership';
@@ -47,16 +39,14 @@ interface ForgetAbsent {
   readonly type: 'sbr.forget-absent';
 }
 
-/** The event guards judge: they sit only on `sbr.view` and `sbr.own-reachability` transitions. */
-const seen = (event: DowningEvent | ForgetAbsent): DowningEvent => event as DowningEvent;
-
 export interface DowningDeps {
   readonly system: ActorSystem;
-  readonly config: ClusterConfig;
+  /** The cluster's configuration (ClusterConfig), of which downing reads its part. */
+  readonly config: DowningConfig;
 }
 
 /** The strategy a downing mode runs (undefined: lease-majority, or the resolver is inactive). */
-export function strategyOf(config: ClusterConfig): StrategyConfig | undefined {
+export function strategyOf(config: Pick<DowningConfig, 'downing' | 'sbr'>): StrategyConfig | undefined {
   const sbr = config.sbr;
   const role = sbr.role ? { role: sbr.role } : {};
   switch (config.downing) {
@@ -78,7 +68,9 @@ export function strategyOf(config: ClusterConfig): StrategyConfig | undefined {
  * stable-after without changes, then deciding) → decided. Inputs are events only: the
  * membership's `sbr.view` and the failure detector's `sbr.own-reachability`; decisions are the
  * pure functions of downing-decisions.ts, whose effects (log, metric, `sbr.execute`) the named
- * action `run` carries out. Under `auto` and `manual` the machine stays inactive.
+ * action `run` carries out. Under `auto` and `manual` the machine stays inactive. The states that
+ * route on an event (stable, waiting, healed, decided) take it once, with `decide`, and their
+ * eventless transitions route on what it changed (`context.news`); the others only observe it.
  *
  * Stability means reachability (as in Akka): the down-all-when-unstable limit counts from the
  * first reachability change after a fully reachable cluster, and only reachability changes keep
@@ -164,22 +156,27 @@ export function createDowningMachine(deps: DowningDeps) {
       calmFor: ({ context }) => Math.min(1000, stableAfter(context) / 2),
       leaseDelay: ({ context }) => {
         const input = inputOf(context);
-        return input && isMinoritySide(input, sbr.role) ? sbr.acquireLeaseDelayForMinorityMs : 0;
+        return input && isMinoritySide(input, sbr.role, context.partition)
+          ? sbr.acquireLeaseDelayForMinorityMs
+          : 0;
       },
     },
     guards: {
       active: () => active,
-      troubledAfter: ({ context, event }) => troubledAfter(context, seen(event)),
-      recants: ({ context, event }) => recant(policy, context, seen(event)) !== undefined,
-      calmAfter: ({ context, event }) => !troubledAfter(context, seen(event)),
-      membershipChanges: ({ context, event }) => membershipChanges(context, seen(event)),
-      reachabilityChanges: ({ context, event }) => reachabilityChanges(context, seen(event)),
-      losingStill: ({ context, event }) => losingStill(policy, context, seen(event)),
-      anyChange: ({ context, event }) =>
-        membershipChanges(context, seen(event)) || reachabilityChanges(context, seen(event)),
+      // The routing guards read what `decide` stored for the event just taken (context.news);
+      // every route settles it, so an event is routed once.
+      recanted: ({ context }) => context.news?.recanted === true,
+      troubled: ({ context }) => context.news !== undefined && isTroubled(context),
+      calm: ({ context }) => context.news !== undefined && !isTroubled(context),
+      memberUp: ({ context }) => context.news?.memberUp === true,
+      reachabilityChanged: ({ context }) => context.news?.reachabilityChanged === true,
+      losingStill: ({ context }) => context.news?.losingStill === true,
+      anyChange: ({ context }) =>
+        context.news?.memberUp === true || context.news?.reachabilityChanged === true,
+      hasNews: ({ context }) => context.news !== undefined,
       isDecider: ({ context }) => isDecider(context),
       usesLease: () => policy.usesLease,
-      downsOwnSide: ({ context }) => selfDowning(strategy, context) !== undefined,
+      downsOwnSide: ({ context }) => downsOwnSide(context),
       stillTroubled: ({ context }) => isTroubled(context),
       downAllWhenUnstable: () => sbr.downAllWhenUnstableMs !== 'off',
     },
@@ -203,13 +200,22 @@ export function createDowningMachine(deps: DowningDeps) {
         enqueue.raise({ type: 'sbr.forget-absent' }, { id: FORGET_ID, delay: rememberMs });
       }
     });
-  const take = apply((c, e) => observe(policy, c, e));
-  const recanting = apply((c, e) => recant(policy, c, e)!);
-  /** First on every event while active: a member counted here crossed over (see recant). */
-  const recants = { guard: 'recants', target: '#downing.decided', actions: recanting } as const;
+  /** In the states that do not route on it, an event only updates what this node knows. */
+  const observeEvent = apply((c, e) => observe(policy, c, e));
+  /** In the states that route on it: the event taken once, what it changed left for the guards. */
+  const decideEvent = apply((c, e) => decide(policy, c, e));
+  const settleEvent = apply((c) => settle(c));
   const leaseAnswer = apply((c, e) =>
     decideWithLease(c, (e as unknown as { output: boolean }).output === true),
   );
+  const onEvent = {
+    'sbr.view': { actions: decideEvent },
+    'sbr.own-reachability': { actions: decideEvent },
+  } as const;
+  /** First on every event routed while active: a member counted here crossed over (see recant). */
+  const recanted = { guard: 'recanted', target: '#downing.decided', actions: settleEvent } as const;
+  /** Last: an event that moves nothing here is only settled. */
+  const unchanged = { guard: 'hasNews', actions: settleEvent } as const;
 
   /**
    * While unstable (in `waiting` or `healed`; never by re-entering `unstable`, which would restart
@@ -218,32 +224,28 @@ export function createDowningMachine(deps: DowningDeps) {
    * change restarts the stable-after wait only, unless it cannot change a losing verdict
    * (losingStill).
    */
-  const whileUnstable = {
-    'sbr.view': [
-      recants,
-      { guard: 'calmAfter', target: '#downing.unstable.healed', actions: take },
-      { guard: 'membershipChanges', target: '#downing.unstable', reenter: true, actions: take },
-      { guard: 'losingStill', actions: take },
-      { guard: 'reachabilityChanges', target: '#downing.unstable.waiting', reenter: true, actions: take },
-      { actions: take },
-    ],
-    'sbr.own-reachability': [
-      recants,
-      { guard: 'calmAfter', target: '#downing.unstable.healed', actions: take },
-      { guard: 'losingStill', actions: take },
-      { guard: 'reachabilityChanges', target: '#downing.unstable.waiting', reenter: true, actions: take },
-      { actions: take },
-    ],
-  } as const;
+  const whileUnstable = [
+    recanted,
+    { guard: 'calm', target: '#downing.unstable.healed', actions: settleEvent },
+    { guard: 'memberUp', target: '#downing.unstable', reenter: true, actions: settleEvent },
+    { guard: 'losingStill', actions: settleEvent },
+    {
+      guard: 'reachabilityChanged',
+      target: '#downing.unstable.waiting',
+      reenter: true,
+      actions: settleEvent,
+    },
+    unchanged,
+  ] as const;
 
   return machineSetup.createMachine({
     id: 'downing',
     context: initialDowningContext,
     initial: 'checking',
     on: {
-      'sbr.view': { actions: take },
-      'sbr.own-reachability': { actions: take },
-      'sbr.forget-absent': { actions: apply((c) => forgetAbsent(c)) },
+      'sbr.view': { actions: observeEvent },
+      'sbr.own-reachability': { actions: observeEvent },
+      'sbr.forget-absent': { actions: apply((c) => forgetAbsent(policy, c)) },
     },
     states: {
       checking: {
@@ -251,18 +253,8 @@ export function createDowningMachine(deps: DowningDeps) {
       },
       inactive: {},
       stable: {
-        on: {
-          'sbr.view': [
-            recants,
-            { guard: 'troubledAfter', target: 'unstable', actions: take },
-            { actions: take },
-          ],
-          'sbr.own-reachability': [
-            recants,
-            { guard: 'troubledAfter', target: 'unstable', actions: take },
-            { actions: take },
-          ],
-        },
+        on: onEvent,
+        always: [recanted, { guard: 'troubled', target: 'unstable', actions: settleEvent }, unchanged],
       },
       unstable: {
         initial: 'waiting',
@@ -270,7 +262,7 @@ export function createDowningMachine(deps: DowningDeps) {
           unstableLimit: [
             {
               // no decider guard: if the side cannot agree on one, every member downs all (safe)
-              guard: ({ context }) => sbr.downAllWhenUnstableMs !== 'off' && isTroubled(context),
+              guard: and(['downAllWhenUnstable', 'stillTroubled']),
               target: 'decided',
               actions: apply((c) => downAllWhenUnstable(c)),
             },
@@ -278,7 +270,8 @@ export function createDowningMachine(deps: DowningDeps) {
         },
         states: {
           waiting: {
-            on: whileUnstable,
+            on: onEvent,
+            always: whileUnstable,
             after: { stableAfter: 'deciding' },
           },
           deciding: {
@@ -287,7 +280,7 @@ export function createDowningMachine(deps: DowningDeps) {
               {
                 guard: 'downsOwnSide',
                 target: '#downing.decided',
-                actions: apply((c) => selfDowning(strategy, c)!),
+                actions: apply((c) => selfDowning(c)!),
               },
               // not the decider, and this side survives: wait for the decider's news. Stable for
               // stable-after is the end of an instability: the down-all limit starts over too.
@@ -297,7 +290,8 @@ export function createDowningMachine(deps: DowningDeps) {
           // Everyone reachable again. A heal and the next failure can be milliseconds apart (one
           // link heals as another breaks): only a calm that lasts ends the instability.
           healed: {
-            on: whileUnstable,
+            on: onEvent,
+            always: whileUnstable,
             after: { calmFor: '#downing.stable' },
           },
         },
@@ -305,7 +299,7 @@ export function createDowningMachine(deps: DowningDeps) {
       deciderActs: {
         always: [
           { guard: 'usesLease', target: 'leaseWait' },
-          { target: 'decided', actions: apply((c) => decideForSide(strategy!, c)) },
+          { target: 'decided', actions: apply((c) => decideForSide(c)) },
         ],
       },
       leaseWait: {
@@ -321,20 +315,13 @@ export function createDowningMachine(deps: DowningDeps) {
         },
       },
       decided: {
-        on: {
-          'sbr.view': [
-            recants,
-            { guard: 'calmAfter', target: 'stable', actions: take },
-            { guard: 'anyChange', target: 'unstable', actions: take },
-            { actions: take },
-          ],
-          'sbr.own-reachability': [
-            recants,
-            { guard: 'calmAfter', target: 'stable', actions: take },
-            { guard: 'reachabilityChanges', target: 'unstable', actions: take },
-            { actions: take },
-          ],
-        },
+        on: onEvent,
+        always: [
+          recanted,
+          { guard: 'calm', target: 'stable', actions: settleEvent },
+          { guard: 'anyChange', target: 'unstable', actions: settleEvent },
+          unchanged,
+        ],
         after: { retryAfterDecision: 'unstable' },
       },
     },

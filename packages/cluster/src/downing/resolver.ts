@@ -122,14 +122,22 @@ export function countsAbsent(strategy: StrategyConfig | undefined): boolean {
 }
 
 /** lease-majority: does this side look like the minority (then it waits before trying the lease)? */
-export function isMinoritySide(input: SbrInput, role?: string): boolean {
-  const { unreachable, clean } = partitionView(input);
+export function isMinoritySide(
+  input: SbrInput,
+  role?: string,
+  partition: PartitionView = partitionView(input),
+): boolean {
+  const { unreachable, clean } = partition;
   return keepMajority({ members: clean, unreachable }, role).decision !== 'down-unreachable';
 }
 
 /** lease-majority after the lease attempt: the holder's side survives, the other side downs itself. */
-export function resolveWithLease(input: SbrInput, acquired: boolean): SbrResolution {
-  const { indirect, unreachable } = partitionView(input);
+export function resolveWithLease(
+  input: SbrInput,
+  acquired: boolean,
+  partition: PartitionView = partitionView(input),
+): SbrResolution {
+  const { indirect, unreachable } = partition;
   const decision = acquired ? 'down-unreachable' : 'down-reachable';
   return {
     unreachable: [...unreachable],
