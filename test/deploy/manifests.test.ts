@@ -3,18 +3,15 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
-import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
-import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
-import { Secret } from 'kubernetes-models/v1/Secret';
-import { Service } from 'kubernetes-models/v1/Service';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { defaultClusterConfig } from '../../packages/cluster/src/index.js';
 import { envNameOf, NODE_OPTIONS } from '../../packages/doyen/src/cli-options.js';
+import { leavePhaseTimeoutMs, worstCaseShutdownMs } from '../../packages/doyen/src/coordinated-shutdown.js';
 import { HTTP_TOKEN_ENV, SECRET_ENV } from '../../packages/doyen/src/secret-sources.js';
 import { freePorts } from '../../packages/testkit/src/index.js';
 import { type CliNode, runCli } from '../support/cli-process.js';
 import { eventually } from '../support/wait.js';
+import { type K8sObject, loadYaml, validateObject } from './kubernetes-kit.js';
 
 /**
  * The Kubernetes deploy kit (deploy/kubernetes, the Dockerfile): every object valid against the
@@ -26,23 +23,7 @@ import { eventually } from '../support/wait.js';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const DIR = join(ROOT, 'deploy/kubernetes');
 
-type K8sObject = { apiVersion: string; kind: string; metadata: { name: string }; [k: string]: any };
-
-/** The schema each kind is checked against; a kind missing here fails the test. */
-const MODELS: Record<string, new (data: any) => { validate(): void }> = {
-  'v1/Service': Service,
-  'v1/Secret': Secret,
-  'apps/v1/Deployment': Deployment,
-  'apps/v1/StatefulSet': StatefulSet,
-  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
-};
-
-function load(file: string): K8sObject[] {
-  return parseAllDocuments(readFileSync(join(DIR, file), 'utf8')).map((d) => {
-    if (d.errors.length > 0) throw new Error(`${file}: ${d.errors[0]!.message}`);
-    return d.toJS() as K8sObject;
-  });
-}
+const load = (file: string): K8sObject[] => loadYaml(join(DIR, file)) as K8sObject[];
 
 const files = readdirSync(DIR).filter((f) => f.endsWith('.yaml'));
 const objects = files
@@ -55,11 +36,40 @@ const container = deployment.spec.template.spec.containers[0];
 const env: { name: string; value?: string; valueFrom?: any }[] = container.env;
 const envValue = (name: string) => env.find((e) => e.name === name)?.value;
 
-function validate(o: K8sObject): void {
-  const Model = MODELS[`${o.apiVersion}/${o.kind}`];
-  if (!Model) throw new Error(`no schema known for ${o.apiVersion} ${o.kind}`);
-  new Model(o).validate();
+/** Where the node keeps its vote without --vote-file: under the OS temp dir (start-node.ts). */
+const VOTE_FILE_DEFAULT = '/tmp/doyen-vote.json';
+
+/** The volume mount holding `dir` in the pod (the longest mount path that contains it). */
+function mountOf(o: K8sObject, dir: string): { name: string; mountPath: string } | undefined {
+  const mounts: { name: string; mountPath: string }[] = o.spec.template.spec.containers[0].volumeMounts ?? [];
+  return mounts
+    .filter((m) => dir === m.mountPath || dir.startsWith(`${m.mountPath}/`))
+    .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
 }
+
+/** What keeps a directory of the pod: a per-pod claim, an emptyDir, another volume, or nothing. */
+function voteFileStorage(o: K8sObject, dir: string): 'claim' | 'emptyDir' | 'other' | 'none' {
+  const mount = mountOf(o, dir);
+  if (!mount) return 'none';
+  if ((o.spec.volumeClaimTemplates ?? []).some((t: K8sObject) => t.metadata.name === mount.name))
+    return 'claim';
+  const volume = (o.spec.template.spec.volumes ?? []).find((v: { name: string }) => v.name === mount.name);
+  return volume?.emptyDir ? 'emptyDir' : 'other';
+}
+
+/** A StatefulSet's pod template without its vote file and the claim mount that keeps it. */
+function withoutVoteVolume(template: any): any {
+  const copy = structuredClone(template);
+  const c = copy.spec.containers[0];
+  const claims = new Set<string>(
+    (statefulSet.spec.volumeClaimTemplates ?? []).map((t: K8sObject) => t.metadata.name),
+  );
+  c.env = c.env.filter((e: { name: string }) => e.name !== 'DOYEN_VOTE_FILE');
+  c.volumeMounts = c.volumeMounts.filter((m: { name: string }) => !claims.has(m.name));
+  return copy;
+}
+
+const validate = validateObject;
 
 describe('the Kubernetes manifests', () => {
   it('are all valid against the Kubernetes schemas', () => {
@@ -88,8 +98,44 @@ describe('the Kubernetes manifests', () => {
   it('kustomization lists files that exist; the StatefulSet runs the very pod template of the Deployment', () => {
     const kustomization = load('kustomization.yaml')[0]!;
     for (const r of kustomization.resources as string[]) expect(files).toContain(r);
-    expect(statefulSet.spec.template).toEqual(deployment.spec.template);
+    // word for word, but for the vote file on the pod's own volume claim
+    expect(withoutVoteVolume(statefulSet.spec.template)).toEqual(deployment.spec.template);
+    expect(statefulSet.spec.template).not.toEqual(deployment.spec.template);
     expect(statefulSet.spec.serviceName).toBe(only('Service')[0]!.metadata.name);
+  });
+
+  it("the StatefulSet keeps the quorum coordinator's vote on a per-pod volume claim, not an emptyDir", () => {
+    const voteDir = (o: K8sObject) => {
+      const c = o.spec.template.spec.containers[0];
+      const file =
+        c.env.find((e: { name: string }) => e.name === 'DOYEN_VOTE_FILE')?.value ?? VOTE_FILE_DEFAULT;
+      return file.slice(0, file.lastIndexOf('/'));
+    };
+    expect(voteFileStorage(statefulSet, voteDir(statefulSet))).toBe('claim');
+    const claim = statefulSet.spec.volumeClaimTemplates.find(
+      (t: K8sObject) => t.metadata.name === mountOf(statefulSet, voteDir(statefulSet))?.name,
+    );
+    expect(claim.spec.accessModes).toEqual(['ReadWriteOnce']);
+    // positive control: the Deployment's vote would sit in /tmp, an emptyDir a recreated pod loses
+    expect(voteFileStorage(deployment, voteDir(deployment))).toBe('emptyDir');
+  });
+
+  it('the grace period outlasts the worst-case coordinated shutdown, computed from its phase timeouts', () => {
+    // the manifests set no leave or phase timeout of their own: the defaults apply
+    for (const e of env) expect(e.name, e.name).not.toMatch(/LEAVE|PHASE|SHUTDOWN/);
+    const worstMs = worstCaseShutdownMs({ leave: leavePhaseTimeoutMs(defaultClusterConfig.leaveTimeoutMs) });
+    expect(worstMs).toBe(36_000);
+    const preStopWaitMs = Number(
+      /setTimeout\(r, (\d+)\)/.exec(container.lifecycle.preStop.exec.command[2])![1],
+    );
+    for (const o of [deployment, statefulSet]) {
+      const graceMs = o.spec.template.spec.terminationGracePeriodSeconds * 1000;
+      expect(graceMs, o.kind).toBeGreaterThan(worstMs);
+      // the hook starts the same shutdown; its wait must end inside the grace period too
+      expect(graceMs, o.kind).toBeGreaterThan(preStopWaitMs);
+    }
+    // positive control: the old 30 s would not have covered it
+    expect(30_000).toBeLessThan(worstMs);
   });
 
   it('every DOYEN_* variable is a flag of doyen node (or its secret twin)', () => {
@@ -121,8 +167,6 @@ describe('the Kubernetes manifests', () => {
     }
     // the service name the pods look up is the Service's, in the pod's namespace
     expect(envValue('DOYEN_SERVICE')).toBe(`${service.metadata.name}.$(POD_NAMESPACE).svc.cluster.local`);
-    // grace: the leave phase (10 s leave timeout + 1 s) and the next phases fit
-    expect(deployment.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(11 + 5 * 3);
   });
 
   it('the image builds every package doyen needs and runs its compiled CLI', () => {

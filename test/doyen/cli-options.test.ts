@@ -48,9 +48,13 @@ describe('doyen node options: one table, a DOYEN_* variable for every flag', () 
     expect(parseNodeArgs([], { DOYEN_INSECURE: '0' }).values.insecure).toBe(false);
     expect(parseNodeArgs([], { DOYEN_INSECURE: 'FALSE' }).values.insecure).toBe(false);
     expect(parseNodeArgs([], { DOYEN_INSPECT: '1' }).values.inspect).toBe(true);
-    expect(() => parseNodeArgs([], { DOYEN_ENABLE_FAULT_INJECTION: 'yes' })).toThrow(
-      /DOYEN_ENABLE_FAULT_INJECTION must be true, false, 1 or 0/,
-    );
+    expect(parseNodeArgs([], { DOYEN_ENABLE_FAULT_INJECTION: 'yes', DOYEN_INSPECT: 'no' }).problems).toEqual([
+      {
+        name: 'enable-fault-injection',
+        message: expect.stringMatching(/DOYEN_ENABLE_FAULT_INJECTION must be true, false, 1 or 0/),
+      },
+      { name: 'inspect', message: expect.stringMatching(/DOYEN_INSPECT must be true, false, 1 or 0/) },
+    ]);
     // DOYEN_SECRET stays with resolveSecrets: it must not pose as --secret (which warns)
     expect(parseNodeArgs([], { DOYEN_SECRET: 's' }).values.secret).toBeUndefined();
   });
@@ -115,7 +119,7 @@ describe('--config files are checked', () => {
 });
 
 describe('doyen CLI (child processes): help, version, environment, config', { timeout: 60_000 }, () => {
-  it('--help and --version print to stdout and exit 0; an unknown option exits 2 with the usage', async () => {
+  it('--help and --version (-v, version) print to stdout and exit 0', async () => {
     const runs = [
       cli(['--help']),
       cli(['node', '--help']),
@@ -123,6 +127,10 @@ describe('doyen CLI (child processes): help, version, environment, config', { ti
       cli(['--version']),
       cli(['node', '--version']),
       cli(['config-schema']),
+      cli(['-v']),
+      cli(['version']),
+      cli(['node', '-v']),
+      cli(['inspector', '-v']),
     ];
     const stdout = runs.map((n) => {
       let out = '';
@@ -132,15 +140,68 @@ describe('doyen CLI (child processes): help, version, environment, config', { ti
     for (const n of runs) expect((await n.exited).code).toBe(0);
     expect(stdout[0]!()).toMatch(/usage: doyen node/);
     expect(stdout[1]!()).toMatch(/--http-port Q +DOYEN_HTTP_PORT/);
+    expect(stdout[1]!()).toMatch(/--app app\.js +DOYEN_APP/);
     expect(stdout[2]!()).toMatch(/usage: doyen inspector/);
-    expect(stdout[3]!().trim()).toBe(`doyen ${VERSION}`);
-    expect(stdout[4]!().trim()).toBe(`doyen ${VERSION}`);
     expect(JSON.parse(stdout[5]!())).toEqual(configFileJsonSchema());
-    const unknown = cli(['node', '--bogus']);
+    for (const i of [3, 4, 6, 7, 8, 9]) expect(stdout[i]!().trim()).toBe(`doyen ${VERSION}`);
+  });
+
+  it('an unknown option or command exits 2 with one line naming it and where help is, not the usage', async () => {
+    const cases: [string[], RegExp][] = [
+      [['node', '--bogus'], /^doyen: unknown option --bogus \(doyen node --help lists the options\)\n$/],
+      // the value of a mistyped option is not shown
+      [
+        ['node', '--secrte=hunter2'],
+        /^doyen: unknown option --secrte \(doyen node --help lists the options\)\n$/,
+      ],
+      [['node', '-x'], /^doyen: unknown option -x \(/],
+      [['node', 'extra'], /^doyen: doyen node takes no arguments besides its options/],
+      [['node', '--port'], /^doyen: Option '--port <value>' argument missing \(doyen node --help/],
+      [['--bogus'], /^doyen: unknown option --bogus \(doyen --help lists them\)\n$/],
+      [['bogus'], /^doyen: unknown command bogus \(doyen --help lists them\)\n$/],
+    ];
+    const runs = cases.map(([args]) => {
+      const n = cli(args);
+      let err = '';
+      n.process.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+      return { n, err: () => err };
+    });
+    for (const [i, { n, err }] of runs.entries()) {
+      expect((await n.exited).code).toBe(2);
+      expect(err()).toMatch(cases[i]![1]);
+      expect(err()).not.toMatch(/usage:/);
+    }
+    // positive control: the usage is what `doyen` alone prints (exit 2), 60-odd lines
+    const bare = cli([]);
     let err = '';
-    unknown.process.stderr!.on('data', (c: Buffer) => (err += c.toString()));
-    expect((await unknown.exited).code).toBe(2);
-    expect(err).toMatch(/Unknown option '--bogus'[\s\S]*usage: doyen node/);
+    bare.process.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+    expect((await bare.exited).code).toBe(2);
+    expect(err).toMatch(/usage: doyen node/);
+    expect(err.split('\n').length).toBeGreaterThan(40);
+  });
+
+  it('config problems: every one reported, in one run', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'doyen-cli-problems-'));
+    const file = join(dir, 'c.json');
+    writeFileSync(file, JSON.stringify({ httpport: 1, logLevel: 'loud' }));
+    const n = cli(
+      ['node', '--host', '127.0.0.1', '--port', 'x', '--seeds', '127.0.0.1:1', '--config', file],
+      {
+        DOYEN_ON_DOWNED: 'reboot',
+      },
+    );
+    expect((await n.exited).code).toBe(2);
+    const out = n.logs.join('\n');
+    for (const problem of [
+      /6 problems:/,
+      /--port must be an integer, got x/,
+      /DOYEN_ON_DOWNED must be restart or exit, got reboot/,
+      /c\.json: httpport: unknown setting/,
+      /c\.json: logLevel: expected one of/,
+      /cluster is required/,
+      /no cluster secret and no TLS/,
+    ])
+      expect(out).toMatch(problem);
   });
 
   it('a node configured only through DOYEN_* variables: HTTP on DOYEN_HTTP_PORT, debug lines, no /partitions', async () => {

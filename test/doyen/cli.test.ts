@@ -104,7 +104,7 @@ describe('doyen node (child processes)', () => {
     expect(n.logs.join('\n')).toMatch(/could not join the cluster: no seed answered after 2 attempts/);
   });
 
-  it('bad arguments exit 2 with usage', async () => {
+  it('bad arguments exit 2 naming them', async () => {
     const n = runCli([
       'node',
       '--cluster',

@@ -12,12 +12,14 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
+import { Module } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CompileCacheReport } from '../../packages/doyen/src/compile-cache.js';
+import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 import { type CliNode, killAll, runCli, secretEnv } from '../support/cli-process.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { eventually } from '../support/wait.js';
@@ -168,6 +170,77 @@ describe('the bin runs the bundle through V8 code cache (compile-cache.ts)', () 
     expect(off.ran.tag).toBe('a');
     expect(readdirSync(open)).toEqual([]);
     expect(readdirSync(target)).toEqual([]);
+  });
+});
+
+/** Two copies of one bundle that throws and prints where: the same bytes, in two directories. */
+function throwingCopies(): [string, string] {
+  const source = `'use strict';
+function fail() { throw new Error('boom'); }
+try { fail(); } catch (error) { console.log(JSON.stringify({ stack: error.stack })); }
+`;
+  return ['copy-a', 'copy-b'].map((name) => {
+    const dir = join(work, `${name}-${++fixtures}`);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'bundle.cjs'), source);
+    return join(dir, 'bundle.cjs');
+  }) as [string, string];
+}
+
+/** runWithCodeCache of a throwing copy in a process of its own: the stack it printed, and the report. */
+async function stackInChild(
+  bundle: string,
+  cache: string,
+): Promise<{ stack: string; report: CompileCacheReport }> {
+  const script = `import { runWithCodeCache } from ${JSON.stringify(pathToFileURL(COMPILE_CACHE).href)};
+console.log(JSON.stringify(runWithCodeCache(process.argv[1], { saveAfterMs: 0 })));
+setTimeout(() => {}, 200);`;
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script, bundle], {
+    env: { ...process.env, DOYEN_COMPILE_CACHE: cache },
+  });
+  const [printed, report] = stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  return { stack: printed.stack, report };
+}
+
+describe('a stack trace names the bundle that runs, not the copy that filled the cache', () => {
+  it('another checkout of the same bundle has its own entry: its stack traces name its own path', async () => {
+    const dir = cacheDir('two-checkouts');
+    const [a, b] = throwingCopies();
+    expect((await stackInChild(a, dir)).report.status).toBe('miss');
+    const again = await stackInChild(a, dir);
+    expect(again.report.status).toBe('hit');
+    expect(again.stack).toContain(`${a}:2:`);
+    const other = await stackInChild(b, dir);
+    expect(other.stack).toContain(`${b}:2:`);
+    expect(other.stack).not.toContain(a);
+    expect(other.report.status).toBe('miss');
+    // and it is cached for the next start of that copy, still naming it
+    const otherAgain = await stackInChild(b, dir);
+    expect(otherAgain.report.status).toBe('hit');
+    expect(otherAgain.stack).toContain(`${b}:2:`);
+  });
+
+  it('positive control: V8 code cached under one filename and read under another names the first', async () => {
+    const [a, b] = throwingCopies();
+    const source = Module.wrap(readFileSync(a, 'utf8'));
+    const dataFile = join(work, `named-${++fixtures}.v8`);
+    const compile = (
+      filename: string,
+      withData: boolean,
+    ) => `const fs = require('node:fs'); const vm = require('node:vm');
+const s = new vm.Script(${JSON.stringify(source)}, { filename: ${JSON.stringify(filename)}${withData ? `, cachedData: fs.readFileSync(${JSON.stringify(dataFile)})` : ''} });
+if (s.cachedDataRejected) throw new Error('V8 rejected the data');
+${withData ? '' : `fs.writeFileSync(${JSON.stringify(dataFile)}, s.createCachedData());`}
+s.runInThisContext().call({}, {}, require, { exports: {} }, ${JSON.stringify(filename)}, '.');`;
+    await run(process.execPath, ['-e', compile(a, false)]);
+    const { stdout } = await run(process.execPath, ['-e', compile(b, true)]);
+    const { stack } = JSON.parse(stdout.trim()) as { stack: string };
+    // what a cache keyed by content alone would show for the second checkout
+    expect(stack).toContain(`${a}:2:`);
+    expect(stack).not.toContain(b);
   });
 });
 
@@ -339,4 +412,60 @@ describe('the doyen bin', () => {
       directory: dir,
     });
   }, 60_000);
+
+  it('two checkouts of the bin share a cache directory: the stack traces of the second name its own bundle', async () => {
+    // copies under packages/doyen/node_modules, where the bundle's externals (etcd3, ws) resolve
+    const copies = mkdtempSync(join(ROOT, 'packages/doyen/node_modules/.doyen-stack-test-'));
+    try {
+      const bins = ['checkout-a', 'checkout-b'].map((name) => {
+        const dist = join(copies, name, 'dist');
+        mkdirSync(dist, { recursive: true });
+        for (const f of ['bin.js', 'compile-cache.js', 'cli-bundle.cjs'])
+          copyFileSync(join(ROOT, 'packages/doyen/dist', f), join(dist, f));
+        return join(dist, 'bin.js');
+      });
+      // an app whose setup, called from inside the bundle, logs the stack it was called on
+      const app = join(copies, 'app.js');
+      writeFileSync(
+        app,
+        "export function setup(node) { node.logger.info({ event: 'app.stack', stack: new Error('here').stack }, 'stack'); }\n",
+      );
+      const dir = cacheDir('two-bins');
+      const start = async (bin: string) => {
+        const [port] = await freePorts(1);
+        const node = NodeProcess.spawn({
+          args: [bin, 'node', '--cluster', 'stacks', '--host', '127.0.0.1', '--port', String(port)].concat([
+            '--seeds',
+            `127.0.0.1:${port}`,
+            '--app',
+            app,
+          ]),
+          env: { ...secretEnv(), DOYEN_COMPILE_CACHE: dir, DOYEN_LOG_LEVEL: 'info' },
+        });
+        started.push(Object.assign(node, { httpPort: undefined }));
+        const stack = (await node.waitForEvent('app.stack', 30_000))?.stack as string;
+        const cache = node.events().find((e) => e.event === 'node.compile-cache');
+        return { node, stack, cache };
+      };
+      const [a, b] = bins as [string, string];
+      const first = await start(a);
+      expect(first.cache).toMatchObject({ status: 'miss' });
+      expect(first.stack).toContain(join(a, '..', 'cli-bundle.cjs'));
+      await eventually(() => readdirSync(dir).some((f) => f.endsWith('.v8')), {
+        timeoutMs: 10_000,
+        what: 'the cache file',
+      });
+      first.node.kill9();
+      const second = await start(b);
+      expect(second.stack).toContain(join(b, '..', 'cli-bundle.cjs'));
+      expect(second.stack).not.toContain(join(a, '..'));
+      second.node.kill9();
+      // positive control: the first checkout, started again, reads the cache (it was filled)
+      const again = await start(a);
+      expect(again.cache).toMatchObject({ status: 'hit' });
+      expect(again.stack).toContain(join(a, '..', 'cli-bundle.cjs'));
+    } finally {
+      rmSync(copies, { recursive: true, force: true });
+    }
+  }, 90_000);
 });

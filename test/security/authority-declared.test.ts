@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Receptionist } from '../../packages/cluster/src/index.js';
 import type { Authority, MessageTypes } from '../../packages/core/src/index.js';
 import { definitionOf, ELECTION_ALGORITHMS } from '../../packages/election/src/index.js';
 import { PartitionService } from '../../packages/partitions/src/index.js';
@@ -38,9 +39,10 @@ const EXPECTED: Record<string, Authority> = {
   'singleton.drained': 'anyone',
   'partitions.table': 'member',
   'partitions.ack': 'anyone',
+  'receptionist.listing': 'member',
 };
 
-const PROTOCOL = /^(doyen|membership|heartbeat|sbc|singleton|partitions|election)\./;
+const PROTOCOL = /^(doyen|membership|heartbeat|sbc|singleton|partitions|election|receptionist)\./;
 
 describe('every protocol message type declares an authority', () => {
   let node: ClusterNode;
@@ -51,6 +53,7 @@ describe('every protocol message type declares an authority', () => {
     const system = node.transport.system;
     new ClusterSingletons(system, node.cluster);
     new PartitionService(system, node.cluster, 16);
+    Receptionist.start(system, node.cluster);
     for (const algorithm of ELECTION_ALGORITHMS)
       definitionOf(algorithm).registerMessages(system.messageTypes);
     types = system.messageTypes;

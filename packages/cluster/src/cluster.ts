@@ -13,6 +13,7 @@ import { createDowningMachine, DOWNING_PATH } from './downing/downing-machine.js
 import { defaultStableAfterMs } from './downing/resolver.js';
 import { HEARTBEAT_PULSE_PATH, Heartbeater } from './failure-detector/heartbeater.js';
 import { createFailureDetectorMachine, HEARTBEAT_PATH } from './failure-detector-machine.js';
+import { joinAttemptFailure } from './join-attempts.js';
 import { type Member, memberKey, nodeOf } from './member.js';
 import { coordinatorOf, type Membership } from './membership.js';
 import { installMembershipAuthority } from './membership-authority.js';
@@ -70,6 +71,8 @@ export class Cluster {
   private readonly membershipListeners = new Set<(membership: Membership) => void>();
   private last: Membership | undefined;
   private lastSeq = 0;
+  /** The join attempt last reported failed (each is logged once, with its seeds and their errors). */
+  private reportedJoinAttempt = 0;
   private status: NodeStatus = 'joining';
   private upWaiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
   private goneWaiters: (() => void)[] = [];
@@ -283,8 +286,23 @@ export class Cluster {
     return [...seen.values()].map(({ host, port }) => ({ host, port }));
   }
 
+  private reportFailedJoinAttempt(snapshot: MembershipSnapshot): void {
+    const attempt = snapshot.context.attempt;
+    if (!joinAttemptEnded(snapshot) || attempt <= this.reportedJoinAttempt) return;
+    this.reportedJoinAttempt = attempt;
+    const { fields, message } = joinAttemptFailure(
+      this.config.seeds,
+      this.system.node,
+      attempt,
+      this.config.maxJoinAttempts,
+      (seed) => this.system.lastDialFailure(seed),
+    );
+    this.system.logger.warn(fields, message);
+  }
+
   private onSnapshot(snapshot: MembershipSnapshot): void {
     const status = statusOf(snapshot);
+    this.reportFailedJoinAttempt(snapshot);
     const observations = snapshot.context.observations;
     for (const entry of snapshot.context.journal) {
       if (entry.seq <= this.lastSeq) continue;
@@ -387,6 +405,11 @@ export class Cluster {
       }
     }
   }
+}
+
+/** Where a join attempt ends without a welcome: backing off before the next, or giving up. */
+function joinAttemptEnded(s: MembershipSnapshot): boolean {
+  return s.matches('backingOff') || s.matches('joinFailed');
 }
 
 function statusOf(s: MembershipSnapshot): NodeStatus {

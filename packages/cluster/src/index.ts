@@ -1,6 +1,7 @@
 export * from './cluster.js';
 export * from './cluster-events.js';
 export * from './config.js';
+export * from './downing/downing-config.js';
 export * from './downing/downing-machine.js';
 export * from './downing/indirectly-connected.js';
 export * from './downing/resolver.js';
@@ -33,6 +34,8 @@ export * from './membership.js';
 export * from './membership-authority.js';
 export * from './membership-machine.js';
 export * from './membership-protocol.js';
+export * from './membership-views.js';
 export * from './messages.js';
 export * from './quorum-protection.js';
+export * from './receptionist/index.js';
 export * from './split-brain-checker.js';

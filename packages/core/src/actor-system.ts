@@ -29,8 +29,10 @@ import {
 } from './errors.js';
 import { RateLimitedLog, silentLogger } from './logger.js';
 import { type Delivery, defaultMailboxConfig, type MailboxConfig, type OverflowPolicy } from './mailbox.js';
+import { MAILBOX_DEPTH_MAX_SERIES, mailboxDepthSeries } from './mailbox-depth-series.js';
 import type { Message, Rejected, Terminated, TerminationReason } from './message.js';
 import { MessageTypes } from './message-types.js';
+import { MAILBOX_DEPTH_BUCKETS } from './metric-catalogue.js';
 import { Metrics } from './metrics.js';
 import { PeerKeys } from './peer-keys.js';
 import { type PeerLimits, PerNodeCounts, resolvePeerLimits, TokenBuckets } from './peer-limits.js';
@@ -104,7 +106,6 @@ class CellRef extends LocalActorRef {
  */
 const ASK_SETTLED = { outcome: 'settled' } as const;
 const ASK_TIMED_OUT = { outcome: 'timeout' } as const;
-const MAILBOX_DEPTH_BUCKETS = [0, 1, 10, 100, 1_000, 10_000, 100_000];
 
 export class ActorSystem implements RefHost, CellHost {
   readonly cluster: string;
@@ -168,8 +169,8 @@ export class ActorSystem implements RefHost, CellHost {
     this.mailboxLog = new RateLimitedLog(this.logger, () => this.clock.now(), 1);
     this.metrics.collect(
       'doyen_mailbox_depth',
-      'Messages waiting in each local mailbox that has any (read when scraped)',
-      () => this.mailboxDepths(),
+      `Messages waiting in each top-level local actor and its descendants, past ${MAILBOX_DEPTH_MAX_SERIES} the rest as other (read when scraped)`,
+      () => mailboxDepthSeries(this.mailboxDepths()),
     );
     this.supervisionDefault = validateSupervision(config.supervision ?? defaultSupervision);
     const dispatcherConfig: DispatcherConfig = {
@@ -200,6 +201,11 @@ export class ActorSystem implements RefHost, CellHost {
   /** True when no actor has queued messages. */
   get idle(): boolean {
     return this.dispatcher.idle;
+  }
+
+  /** Why the transport's last dial to a node failed, when it knows (a join attempt names it). */
+  lastDialFailure(node: NodeAddress): string | undefined {
+    return this.transport?.lastDialFailure?.(node);
   }
 
   attachTransport(transport: RemoteTransport): void {
@@ -503,11 +509,8 @@ export class ActorSystem implements RefHost, CellHost {
     );
   }
 
-  private *mailboxDepths(): Iterable<{ labels: { path: string }; value: number }> {
-    for (const [path, cell] of this.cells) {
-      const depth = cell.mailbox.size;
-      if (depth > 0) yield { labels: { path }, value: depth };
-    }
+  private *mailboxDepths(): Iterable<[string, number]> {
+    for (const [path, cell] of this.cells) yield [path, cell.mailbox.size];
   }
 
   deadLetter(
@@ -783,6 +786,8 @@ export class ActorSystem implements RefHost, CellHost {
   /** Stops every actor and fails pending asks. Idempotent. */
   terminate(): void {
     if (this.terminated) return;
+    // what cannot be delivered now is the expected end of things: counted, not logged
+    this.deadLetters.shutdownStarted();
     for (const cell of [...this.cells.values()]) if (!cell.parent) cell.stop('stopped');
     this.terminated = true;
     this.askDeadlines.clear();

@@ -72,8 +72,30 @@ export function formatActorAddress(address: ActorAddress): string {
 }
 
 export function parseActorAddress(text: string): ActorAddress {
+  const location = parseActorLocation(text);
+  if (location.uid === undefined)
+    throw new InvalidAddressError(
+      text,
+      "expected doyen://<cluster>@<host>:<port>/<path>#<uid>; the uid names the node incarnation (a ref's id carries it; `node.refFor(address)` in doyen resolves the current one)",
+    );
+  return { cluster: location.cluster, node: { ...location.node, uid: location.uid }, path: location.path };
+}
+
+/** An actor's place, `doyen://<cluster>@<host>:<port>/<path>` with or without `#<uid>`. */
+export interface ActorLocation {
+  readonly cluster: string;
+  readonly node: NodeAddress;
+  readonly path: string;
+  /** The node incarnation, when the address names one. */
+  readonly uid: string | undefined;
+}
+
+/** Parses an actor address whose `#uid` is optional (a path on whichever incarnation runs there). */
+export function parseActorLocation(text: string): ActorLocation {
   const m =
-    /^doyen:\/\/([A-Za-z0-9_.-]+)@(\[[^\]]+\]|[^:[\]/@#]+):(\d{1,5})(\/[^#]*)#([A-Za-z0-9]+|\*)$/.exec(text);
+    /^doyen:\/\/([A-Za-z0-9_.-]+)@(\[[^\]]+\]|[^:[\]/@#]+):(\d{1,5})(\/[^#]*)(?:#([A-Za-z0-9]+|\*))?$/.exec(
+      text,
+    );
   if (!m) throw new InvalidAddressError(text, 'expected doyen://<cluster>@<host>:<port>/<path>#<uid>');
   const [, cluster, rawHost, port, path, uid] = m as unknown as [
     string,
@@ -81,11 +103,11 @@ export function parseActorAddress(text: string): ActorAddress {
     string,
     string,
     string,
-    string,
+    string | undefined,
   ];
   if (!isValidPath(path)) throw new InvalidAddressError(text, `bad path ${path}`);
   const portNumber = Number(port);
   if (portNumber > 65535) throw new InvalidAddressError(text, 'port out of range');
   const host = rawHost.startsWith('[') ? rawHost.slice(1, -1) : rawHost;
-  return { cluster, node: { host, port: portNumber, uid }, path };
+  return { cluster, node: { host, port: portNumber }, path, uid };
 }

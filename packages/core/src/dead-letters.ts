@@ -1,22 +1,29 @@
 import type { Logger } from 'pino';
+import { parseActorLocation } from './address.js';
 import type { Clock } from './clock.js';
 import { RateLimitedLog } from './logger.js';
 import type { Message } from './message.js';
 import type { Metrics } from './metrics.js';
+import { laneOf } from './transport.js';
 
-export type DeadLetterReason =
-  | 'no-such-actor'
-  | 'actor-stopped'
-  | 'mailbox-full'
-  | 'mailbox-overflow-dropped-oldest'
-  | 'wrong-incarnation'
-  | 'no-transport'
-  | 'outbound-queue-full'
-  | 'message-too-large'
-  | 'unencodable'
-  | 'ask-reply-after-timeout'
-  | 'node-gone'
-  | 'system-terminated';
+/** Why a message could not be delivered (each a series of `doyen_dead_letters_total`, at 0 from the start). */
+export const DEAD_LETTER_REASONS = [
+  'no-such-actor',
+  'actor-stopped',
+  'mailbox-full',
+  'mailbox-overflow-dropped-oldest',
+  'wrong-incarnation',
+  'no-transport',
+  'outbound-queue-full',
+  'message-too-large',
+  'unencodable',
+  'ask-reply-after-timeout',
+  'node-gone',
+  /** Sent by path (no uid) while no member runs at that address. */
+  'no-member-at-address',
+  'system-terminated',
+] as const;
+export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];
 
 export interface DeadLetter {
   readonly recipient: string;
@@ -25,18 +32,51 @@ export interface DeadLetter {
   readonly reason: DeadLetterReason;
 }
 
+/**
+ * How a dead letter is logged, as Akka does: an app's message that went nowhere at info; one
+ * to a system actor (`/system/...`: heartbeats to a member that is gone, a join to a seed
+ * that is not there) at debug, since the protocol that sent it reports what matters itself;
+ * none once the node is shutting down, when undelivered messages are the expected end of
+ * things (Akka's `log-dead-letters-during-shutdown = off`). Every letter is still counted.
+ */
+export function deadLetterLogLevel(letter: DeadLetter, shuttingDown: boolean): 'info' | 'debug' | undefined {
+  if (shuttingDown) return undefined;
+  return laneOf(recipientPath(letter.recipient)) === 'system' ? 'debug' : 'info';
+}
+
+/** The path of a recipient given as a path (the wire's envelopes) or as a full actor address. */
+function recipientPath(recipient: string): string {
+  if (recipient.startsWith('/')) return recipient;
+  try {
+    // with or without `#uid`: a path ref that follows a node's incarnations names no uid
+    return parseActorLocation(recipient).path;
+  } catch {
+    return recipient;
+  }
+}
+
 /** Undeliverable messages end here: counted per reason, logged (rate limited), observable. */
 export class DeadLetters {
   private readonly listeners = new Set<(letter: DeadLetter) => void>();
   private readonly log: RateLimitedLog;
+  private shuttingDown = false;
   count = 0;
 
   constructor(
-    logger: Logger,
+    private readonly logger: Logger,
     clock: Clock,
     private readonly metrics: Metrics,
   ) {
     this.log = new RateLimitedLog(logger, () => clock.now(), 10);
+  }
+
+  /** The node is stopping: dead letters are counted and published, no longer logged. */
+  shutdownStarted(): void {
+    this.shuttingDown = true;
+  }
+
+  get isShuttingDown(): boolean {
+    return this.shuttingDown;
   }
 
   publish(letter: DeadLetter): void {
@@ -44,17 +84,21 @@ export class DeadLetters {
     this.metrics.inc('doyen_dead_letters_total', 'Messages that could not be delivered', {
       reason: letter.reason,
     });
-    this.log.warn(
-      'dead-letter',
-      {
-        event: 'dead-letter',
-        recipient: letter.recipient,
-        sender: letter.sender,
-        messageType: letter.message.type,
-        reason: letter.reason,
-      },
-      `dead letter to ${letter.recipient}: ${letter.reason}`,
-    );
+    const level = deadLetterLogLevel(letter, this.shuttingDown);
+    if (level !== undefined && this.logger.isLevelEnabled(level)) {
+      this.log.at(
+        level,
+        `dead-letter:${level}`,
+        {
+          event: 'dead-letter',
+          recipient: letter.recipient,
+          sender: letter.sender,
+          messageType: letter.message.type,
+          reason: letter.reason,
+        },
+        `dead letter to ${letter.recipient}: ${letter.reason}`,
+      );
+    }
     for (const listener of this.listeners) listener(letter);
   }
 

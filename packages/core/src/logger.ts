@@ -27,18 +27,26 @@ export class RateLimitedLog {
   ) {}
 
   warn(key: string, fields: Record<string, unknown>, message: string): void {
+    this.at('warn', key, fields, message);
+  }
+
+  /** As `warn`, at another level (a key's lines, and its "suppressed" line, all at that level). */
+  at(level: 'warn' | 'info' | 'debug', key: string, fields: Record<string, unknown>, message: string): void {
     const t = this.now();
     let w = this.windows.get(key);
     if (!w || t - w.start >= 1000) {
       if (w && w.suppressed > 0) {
-        this.logger.warn({ ...fields, suppressed: w.suppressed }, `${w.suppressed} similar lines suppressed`);
+        this.logger[level](
+          { ...fields, suppressed: w.suppressed },
+          `${w.suppressed} similar lines suppressed`,
+        );
       }
       w = { start: t, used: 0, suppressed: 0 };
       this.windows.set(key, w);
     }
     if (w.used < this.perSecond) {
       w.used++;
-      this.logger.warn(fields, message);
+      this.logger[level](fields, message);
     } else {
       w.suppressed++;
     }

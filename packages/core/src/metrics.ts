@@ -1,11 +1,14 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { DOYEN_METRICS, LATENCY_BUCKETS_SECONDS, type MetricDefinition } from './metric-catalogue.js';
 
 /**
  * A node's metrics, exposed in Prometheus' text format by prom-client: its registry renders,
- * escapes label values and carries the default process and Node.js metrics and the histograms.
+ * escapes label values and carries the histograms.
  * Counters and gauges are kept here first — an increment on a hot path (a frame, a dead letter)
  * is one map update — and handed to prom-client when the metrics are scraped. Every Metrics has
- * its own registry, so several nodes in one process never share a series.
+ * its own registry, so several nodes in one process never share a series. doyen's own metrics
+ * (DOYEN_METRICS) exist from the start, at 0; the process and Node.js metrics belong to the
+ * process, so one registry of them, made when the first Metrics is, is rendered by every one.
  */
 export type Labels = Readonly<Record<string, string>>;
 
@@ -14,6 +17,8 @@ interface Series {
   readonly help: string;
   readonly kind: 'counter' | 'gauge';
   readonly values: Map<string, { labels: Labels; value: number }>;
+  /** Label names declared before any value has them (so the metric renders with them, empty). */
+  readonly labelNames: Set<string>;
 }
 
 /**
@@ -41,10 +46,26 @@ interface Collected {
   readonly read: () => Iterable<{ labels: Labels; value: number }>;
 }
 
-/** Default buckets for latencies in seconds (Prometheus' own, finer below 10 ms). */
-export const LATENCY_BUCKETS_SECONDS: readonly number[] = [
-  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-];
+let processRegistry: Registry | undefined;
+
+/**
+ * The process's default metrics, registered once, when the first node starts (not at its first
+ * scrape). prom-client counts CPU from the moment it registers: the CPU used before is added,
+ * so `process_cpu_seconds_total` is the process's own total, as Prometheus defines it.
+ */
+function processMetrics(): Registry {
+  if (processRegistry) return processRegistry;
+  const before = process.cpuUsage();
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const add = (name: string, micros: number) =>
+    (registry.getSingleMetric(name) as Counter | undefined)?.inc(micros / 1e6);
+  add('process_cpu_user_seconds_total', before.user);
+  add('process_cpu_system_seconds_total', before.system);
+  add('process_cpu_seconds_total', before.user + before.system);
+  processRegistry = registry;
+  return registry;
+}
 
 export class Metrics {
   /** prom-client's registry of this node: scrape it with `render()` (or add it to your own). */
@@ -54,15 +75,52 @@ export class Metrics {
   private readonly histograms = new Map<string, Histogram>();
   /** The prom-client metric mirroring each series, and the label names it was made with. */
   private readonly mirrors = new Map<string, { metric: Counter | Gauge; labelNames: string }>();
-  private defaultsCollected = false;
+  private readonly processRegistry = processMetrics();
+
+  constructor() {
+    for (const definition of DOYEN_METRICS) this.declare(definition);
+  }
 
   private get(name: string, help: string, kind: Series['kind']): Series {
     let s = this.series.get(name);
     if (!s) {
-      s = { name, help, kind, values: new Map() };
+      s = { name, help, kind, values: new Map(), labelNames: new Set() };
       this.series.set(name, s);
     }
     return s;
+  }
+
+  /**
+   * Makes a metric exist before its first value: its known label sets at 0 (the unlabelled
+   * series when it has no labels), its label names declared. Declaring again changes nothing.
+   */
+  declare(definition: MetricDefinition): void {
+    const { name, help, kind, labelNames = [] } = definition;
+    const zeros = definition.zeros ?? (labelNames.length === 0 ? [{}] : []);
+    if (kind === 'histogram') {
+      if (this.histograms.has(name)) return;
+      const h = this.histogram(name, help, labelNames, definition.buckets ?? LATENCY_BUCKETS_SECONDS);
+      for (const labels of zeros) h.zero(labels as Record<string, string>);
+      return;
+    }
+    const s = this.get(name, help, kind);
+    for (const label of labelNames) s.labelNames.add(label);
+    for (const labels of zeros) {
+      const key = labelKey(labels);
+      if (!s.values.has(key)) s.values.set(key, { labels, value: 0 });
+    }
+  }
+
+  private histogram(name: string, help: string, labelNames: readonly string[], buckets: readonly number[]) {
+    const h = new Histogram({
+      name,
+      help,
+      labelNames: [...labelNames],
+      buckets: [...buckets],
+      registers: [this.registry],
+    });
+    this.histograms.set(name, h);
+    return h;
   }
 
   inc(name: string, help: string, labels: Labels = {}, by = 1): void {
@@ -93,17 +151,7 @@ export class Metrics {
     labels: Labels = {},
     buckets: readonly number[] = LATENCY_BUCKETS_SECONDS,
   ): void {
-    let h = this.histograms.get(name);
-    if (!h) {
-      h = new Histogram({
-        name,
-        help,
-        labelNames: Object.keys(labels),
-        buckets: [...buckets],
-        registers: [this.registry],
-      });
-      this.histograms.set(name, h);
-    }
+    const h = this.histograms.get(name) ?? this.histogram(name, help, Object.keys(labels), buckets);
     h.observe(labels as Record<string, string>, value);
   }
 
@@ -133,13 +181,11 @@ export class Metrics {
 
   /** Everything in Prometheus' text format: doyen's series, histograms, process and Node.js metrics. */
   async render(): Promise<string> {
-    if (!this.defaultsCollected) {
-      this.defaultsCollected = true;
-      collectDefaultMetrics({ register: this.registry });
-    }
-    for (const s of this.series.values()) this.mirror(s.name, s.help, s.kind, () => s.values.values());
+    for (const s of this.series.values())
+      this.mirror(s.name, s.help, s.kind, () => s.values.values(), s.labelNames);
     for (const c of this.collected.values()) this.mirror(c.name, c.help, 'gauge', c.read);
-    return this.registry.metrics();
+    const own = await this.registry.metrics();
+    return `${own.endsWith('\n') || own === '' ? own : `${own}\n`}${await this.processRegistry.metrics()}`;
   }
 
   /**
@@ -151,8 +197,9 @@ export class Metrics {
     help: string,
     kind: 'counter' | 'gauge',
     read: () => Iterable<{ labels: Labels; value: number }>,
+    declared: ReadonlySet<string> = new Set(),
   ): void {
-    const names = new Set<string>();
+    const names = new Set<string>(declared);
     const values = [...read()];
     for (const v of values) for (const k of Object.keys(v.labels)) names.add(k);
     const labelNames = [...names].sort();

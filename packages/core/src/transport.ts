@@ -1,4 +1,4 @@
-import type { UniqueNodeAddress } from './address.js';
+import type { NodeAddress, UniqueNodeAddress } from './address.js';
 import type { Message } from './message.js';
 
 /**
@@ -23,6 +23,8 @@ export interface Envelope {
 /** The network as the actor system sees it: the wire implements it with WebSockets, the testkit in memory. */
 export interface RemoteTransport {
   send(node: UniqueNodeAddress, envelope: Envelope, lane: Lane): void;
+  /** Why the last dial to a node failed (`connect ECONNREFUSED …`), if it did and none succeeded since. */
+  lastDialFailure?(node: NodeAddress): string | undefined;
 }
 
 /** System paths travel on the system lane, everything else on the user lane. */

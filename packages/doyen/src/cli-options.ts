@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { DoyenError } from '@doyen/core';
 import { SECRET_ENV } from './secret-sources.js';
+import { shownValue } from './shown-value.js';
 
 /** A bad flag or environment variable: the CLI exits 2 with this message. */
 export class CliUsageError extends DoyenError {
@@ -56,6 +57,11 @@ export const NODE_OPTIONS = {
   roles: { type: 'string', arg: 'a,b', help: 'roles of this node' },
   'bind-host': { type: 'string', arg: 'B', help: 'interface to bind (default: --host)' },
   config: { type: 'string', arg: 'file.json', help: 'settings file (startNode fields; checked)' },
+  app: {
+    type: 'string',
+    arg: 'app.js',
+    help: 'an ES module exporting setup(node, incarnation) (and config defaults) to run',
+  },
   secret: { type: 'string', arg: 'S', help: 'cluster secret (on argv `ps` shows it: prefer the variable)' },
   'secret-file': { type: 'string', arg: 'F', help: 'file holding the cluster secret' },
   'identity-key-file': {
@@ -107,12 +113,15 @@ export interface ParsedNodeArgs {
   readonly sourceOf: (name: NodeOptionName) => string;
   readonly help: boolean;
   readonly version: boolean;
+  /** Variables whose value was refused (left out of `values`): reported with the config's other problems. */
+  readonly problems: readonly { readonly name: NodeOptionName; readonly message: string }[];
 }
 
 /**
  * `doyen node` arguments, then the environment for each flag not on argv (flag > environment;
  * the config file comes after both). An empty variable counts as unset. `--secret`'s twin
- * DOYEN_SECRET is left to resolveSecrets: it must not look like the flag (which warns).
+ * DOYEN_SECRET is left to resolveSecrets: it must not look like the flag (which warns). Bad
+ * arguments throw CliUsageError (one line, naming the flag); bad variables are `problems`.
  */
 export function parseNodeArgs(
   args: readonly string[],
@@ -122,15 +131,20 @@ export function parseNodeArgs(
   try {
     parsed = parseArgs({
       args: [...args],
-      options: { ...NODE_OPTIONS, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } },
+      options: {
+        ...NODE_OPTIONS,
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      },
       strict: true,
       allowPositionals: false,
     }).values;
   } catch (error) {
-    throw new CliUsageError((error as Error).message);
+    throw new CliUsageError(argumentProblem(error as Error & { code?: string }));
   }
   const values: Record<string, string | boolean> = {};
   const fromEnv = new Set<string>();
+  const problems: { name: NodeOptionName; message: string }[] = [];
   for (const [name, option] of Object.entries(NODE_OPTIONS) as [NodeOptionName, NodeOption][]) {
     const given = parsed[name];
     if (given !== undefined) {
@@ -142,21 +156,36 @@ export function parseNodeArgs(
     const text = env[variable];
     if (text === undefined || text === '') continue;
     fromEnv.add(name);
-    values[name] = option.type === 'boolean' ? parseBoolean(variable, text) : text;
+    if (option.type === 'string') {
+      values[name] = text;
+      continue;
+    }
+    const t = text.trim().toLowerCase();
+    if (t === 'true' || t === '1') values[name] = true;
+    else if (t === 'false' || t === '0') values[name] = false;
+    else problems.push({ name, message: `${variable} must be true, false, 1 or 0, got ${shownValue(text)}` });
   }
   return {
     values: values as OptionValues,
     sourceOf: (name) => (fromEnv.has(name) ? envNameOf(name) : `--${name}`),
     help: parsed.help === true,
     version: parsed.version === true,
+    problems,
   };
 }
 
-function parseBoolean(variable: string, text: string): boolean {
-  const t = text.trim().toLowerCase();
-  if (t === 'true' || t === '1') return true;
-  if (t === 'false' || t === '0') return false;
-  throw new CliUsageError(`${variable} must be true, false, 1 or 0, got ${JSON.stringify(text)}`);
+/**
+ * parseArgs' error in one line: an unknown flag by its name only (`--secrte=S` must not show S),
+ * without its advice about positionals, which does not apply to `doyen node`.
+ */
+function argumentProblem(error: Error & { code?: string }): string {
+  if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const option = /'([^']*)'/.exec(error.message)?.[1]?.split('=')[0];
+    return option ? `unknown option ${option}` : 'unknown option';
+  }
+  if (error.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL')
+    return 'doyen node takes no arguments besides its options (--name value)';
+  return error.message.split('\n')[0]!.replace(/\.$/, '');
 }
 
 /** The option list of the usage text: flag, its variable, what it does. */

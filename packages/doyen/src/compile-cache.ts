@@ -2,15 +2,16 @@
 // node's start-up CPU; with the code of an earlier start cached it is read back instead (what
 // Node 22's module.enableCompileCache() does; Node 20 has none).
 //
-// The cache is one file per bundle content and Node version, in a directory only this user can
-// write: DOYEN_COMPILE_CACHE names it (default: the OS temp dir's doyen-compile-cache-UID), or
-// turns it off with "off". V8 checks its own version and flags but, of the source, only the
-// length: code cached from another source of the same length runs as if it were this one. So the
-// file starts with the full hash of the content it was made from, checked before V8 sees it (the
-// name carries the hash too, so builds do not overwrite each other's). What is in the directory
-// is trusted only because nobody else can put it there: the directory and every directory above
-// it must be ours or root's and writable by nobody else (a sticky one, like /tmp, keeps others
-// from renaming our entries), and the file is checked on the descriptor it is read from.
+// The cache is one file per bundle content, bundle path and Node version, in a directory only
+// this user can write: DOYEN_COMPILE_CACHE names it (default: the OS temp dir's
+// doyen-compile-cache-UID), or turns it off with "off". V8 checks its own version and flags
+// but, of the source, only the length: code cached from another source of the same length runs
+// as if it were this one. So the file starts with the full hash of the content it was made from,
+// checked before V8 sees it (the name carries the hash too, so builds do not overwrite each
+// other's). What is in the directory is trusted only because nobody else can put it there: the
+// directory and every directory above it must be ours or root's and writable by nobody else (a
+// sticky one, like /tmp, keeps others from renaming our entries), and the file is checked on the
+// descriptor it is read from.
 // Anything wrong with the cache (unreadable, rejected, unsafe directory) falls back to compiling.
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -165,8 +166,13 @@ export function runWithCodeCache(
   const source = raw.startsWith('#!') ? `//${raw.slice(2)}` : raw;
   const directory = cacheDirectory(options.env ?? process.env);
   const unusable = directory === undefined ? undefined : unsafeDirectory(directory);
-  // the bytes hash in ~2 ms, the decoded string in ~6
-  const key = createHash('sha256').update(`${process.version} ${process.arch}\n`).update(bytes).digest('hex');
+  // the bytes hash in ~2 ms, the decoded string in ~6. The bundle's path is in the key too: V8's
+  // cached code keeps the script name it was compiled with (the filename given below is not used
+  // on a hit), so stack traces of another copy of the same bundle would name the first copy's path
+  const key = createHash('sha256')
+    .update(`${process.version} ${process.arch}\n${bundle}\n`)
+    .update(bytes)
+    .digest('hex');
   const file =
     directory !== undefined && !unusable ? path.join(directory, `cli-${key.slice(0, 32)}.v8`) : undefined;
   const entry = file ? readEntry(file, key) : undefined;

@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { DOWNING_MODES } from '@doyen/cluster';
-import { InvalidConfigError, parseNodeAddress } from '@doyen/core';
+import { parseNodeAddress } from '@doyen/core';
 import { COORDINATOR_MODES } from '@doyen/election';
 import { type TProperties, type TSchema, Type } from '@sinclair/typebox';
 import { Value, ValueErrorType } from '@sinclair/typebox/value';
 import { parse as parseYaml } from 'yaml';
+import { type ConfigProblem, ConfigProblemsError } from './config-problems.js';
 import { SHUTDOWN_PHASES } from './coordinated-shutdown.js';
+import { jsonErrorOffset, lineAndColumn } from './json-error-position.js';
 import type { NodeConfig } from './node-config.js';
 import { parseSeeds } from './node-config.js';
 import { shownValue } from './shown-value.js';
@@ -212,49 +214,74 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function refuseSecrets(value: unknown): void {
-  if (!isRecord(value)) return;
+/** A secret put in the file: said explicitly rather than "unknown setting". */
+function secretProblems(value: unknown): ConfigProblem[] {
+  if (!isRecord(value)) return [];
   const keys = [
     ...Object.keys(value),
     ...(isRecord(value.wire) ? Object.keys(value.wire).map((k) => `wire.${k}`) : []),
   ];
-  for (const at of keys) {
+  return keys.flatMap((at) => {
     const secret = SECRET_KEYS[at];
-    if (secret) throw new InvalidConfigError(`${at}: secrets are not read from a config file: ${secret}`);
-  }
+    return secret
+      ? [{ setting: at.split('.')[0]!, message: `${at}: secrets are not read from a config file: ${secret}` }]
+      : [];
+  });
 }
 
-/** The first way `value` (at `pointer`) misses `schema`, in words naming its path; undefined when it fits. */
-function firstProblem(schema: TSchema, value: unknown, pointer: string): string | undefined {
-  const first = Value.Errors(schema, value).First();
-  if (!first) return undefined;
-  const at = pointer + first.path;
-  const where = dotted(at) || 'the config';
-  if (first.type === ValueErrorType.ObjectAdditionalProperties) {
-    const parent = dotted(at.slice(0, at.lastIndexOf('/')));
-    const known = Object.keys((first.schema.properties as TProperties | undefined) ?? {});
-    return `${where}: unknown setting (known${parent ? ` in ${parent}` : ''}: ${known.join(', ')})`;
-  }
-  if (first.type === ValueErrorType.Union) {
-    // one option of the value's own container kind: its own, more precise problem
-    const near = (first.schema.anyOf as TSchema[]).filter(
-      (o) =>
-        (o.type === 'array') === Array.isArray(first.value) &&
-        (o.type === 'object') === isRecord(first.value),
-    );
-    if (near.length === 1 && (near[0]!.type === 'array' || near[0]!.type === 'object')) {
-      const deeper = firstProblem(near[0]!, first.value, at);
-      if (deeper) return deeper;
+/** The top-level setting a JSON pointer is under (`/seeds/0/port` → seeds); undefined for the root. */
+function settingAt(pointer: string): string | undefined {
+  const first = pointer.split('/')[1];
+  return first === undefined || first === '' ? undefined : first.replace(/~1/g, '/').replace(/~0/g, '~');
+}
+
+/** Every way `value` (at `pointer`) misses `schema`, in words naming its path; empty when it fits. */
+function schemaProblems(schema: TSchema, value: unknown, pointer: string): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const add = (at: string, message: string) => {
+    const setting = settingAt(at);
+    problems.push(setting === undefined ? { message } : { setting, message });
+  };
+  for (const error of Value.Errors(schema, value)) {
+    const at = pointer + error.path;
+    const where = dotted(at) || 'the config';
+    if (error.type === ValueErrorType.ObjectAdditionalProperties) {
+      const parent = dotted(at.slice(0, at.lastIndexOf('/')));
+      const known = Object.keys((error.schema.properties as TProperties | undefined) ?? {});
+      // a secret key has its own message (secretProblems)
+      if (!SECRET_KEYS[dotted(at)])
+        add(at, `${where}: unknown setting (known${parent ? ` in ${parent}` : ''}: ${known.join(', ')})`);
+      continue;
     }
+    if (error.type === ValueErrorType.Union) {
+      // one option of the value's own container kind: its own, more precise problems
+      const near = (error.schema.anyOf as TSchema[]).filter(
+        (o) =>
+          (o.type === 'array') === Array.isArray(error.value) &&
+          (o.type === 'object') === isRecord(error.value),
+      );
+      if (near.length === 1 && (near[0]!.type === 'array' || near[0]!.type === 'object')) {
+        const deeper = schemaProblems(near[0]!, error.value, at);
+        if (deeper.length > 0) {
+          problems.push(...deeper);
+          continue;
+        }
+      }
+    }
+    add(at, `${where}: expected ${describe(error.schema)}, got ${shownValue(error.value)}`);
   }
-  return `${where}: expected ${describe(first.schema)}, got ${shownValue(first.value)}`;
+  return problems;
 }
 
-/** Throws InvalidConfigError naming the first path of `value` that does not fit the file's schema. */
+/** Every way a parsed config file misses the schema (secrets in it included); empty when it fits. */
+export function configFileProblems(value: unknown): ConfigProblem[] {
+  return [...secretProblems(value), ...schemaProblems(CONFIG_FILE_SCHEMA, value, '')];
+}
+
+/** Throws InvalidConfigError naming every path of `value` that does not fit the file's schema. */
 export function checkConfigFile(value: unknown): void {
-  refuseSecrets(value);
-  const problem = firstProblem(CONFIG_FILE_SCHEMA, value, '');
-  if (problem) throw new InvalidConfigError(problem);
+  const problems = configFileProblems(value);
+  if (problems.length > 0) throw new ConfigProblemsError(problems);
 }
 
 /**
@@ -266,38 +293,64 @@ function syntaxProblem(error: Error, text: string, yaml: boolean): string {
     const [first = 'not valid YAML'] = error.message.split('\n');
     return first.replace(/:$/, '');
   }
-  const position = /at position (\d+)/.exec(error.message);
-  if (position) {
-    const before = text.slice(0, Number(position[1])).split('\n');
-    return `not valid JSON at line ${before.length}, column ${before.at(-1)!.length + 1}`;
-  }
-  return /end of JSON input/.test(error.message) ? 'not valid JSON: it ends too early' : 'not valid JSON';
+  const offset = jsonErrorOffset(text);
+  if (offset === text.length || offset < 0) return 'not valid JSON: it ends too early';
+  const { line, column } = lineAndColumn(text, offset);
+  return `not valid JSON at line ${line}, column ${column}`;
 }
 
-/** The settings a `--config` file holds, checked against CONFIG_FILE_SCHEMA (JSON, or YAML for .yaml/.yml); seeds parsed. */
-export function parseConfigFile(text: string, path: string): Partial<NodeConfig> & { lease?: FileLease } {
+/** What a config file gave: its settings (without those refused), and its problems. */
+export interface ConfigFileReading {
+  /** Undefined when the file could not be read or parsed at all. */
+  readonly settings: FileSettings | undefined;
+  readonly problems: readonly ConfigProblem[];
+}
+
+/** The settings of a `--config` file's text, and every problem in it (each prefixed with the file). */
+export function readConfigText(text: string, path: string): ConfigFileReading {
+  const inFile = (p: ConfigProblem): ConfigProblem => ({ ...p, message: `config ${path}: ${p.message}` });
   let raw: unknown;
   const yaml = /\.ya?ml$/i.test(path);
   try {
     // YAML 1.2's core schema: plain data only (no custom tags), aliases bounded by the parser
     raw = yaml ? parseYaml(text) : JSON.parse(text);
   } catch (error) {
-    throw new InvalidConfigError(`config ${path}: ${syntaxProblem(error as Error, text, yaml)}`);
+    return {
+      settings: undefined,
+      problems: [inFile({ message: syntaxProblem(error as Error, text, yaml) })],
+    };
   }
+  const problems = configFileProblems(raw).map(inFile);
+  if (!isRecord(raw)) return { settings: undefined, problems };
+  const refused = new Set(problems.map((p) => p.setting));
+  const kept = Object.fromEntries(Object.entries(raw).filter(([key]) => !refused.has(key)));
+  const seeds = kept.seeds;
   try {
-    checkConfigFile(raw);
+    const settings: FileSettings = {
+      ...(kept as FileSettings),
+      ...(typeof seeds === 'string' ? { seeds: parseSeeds(seeds) } : {}),
+      ...(Array.isArray(seeds)
+        ? { seeds: seeds.map((s) => (typeof s === 'string' ? parseNodeAddress(s) : s)) }
+        : {}),
+    };
+    return { settings, problems };
   } catch (error) {
-    throw new InvalidConfigError(`config ${path}: ${(error as Error).message}`);
+    const { seeds: _refused, ...others } = kept;
+    return {
+      settings: others as FileSettings,
+      problems: [...problems, inFile({ setting: 'seeds', message: `seeds: ${(error as Error).message}` })],
+    };
   }
-  const file = raw as Record<string, unknown>;
-  const seeds = file.seeds;
-  return {
-    ...(file as Partial<NodeConfig>),
-    ...(typeof seeds === 'string' ? { seeds: parseSeeds(seeds) } : {}),
-    ...(Array.isArray(seeds)
-      ? { seeds: seeds.map((s) => (typeof s === 'string' ? parseNodeAddress(s) : s)) }
-      : {}),
-  };
+}
+
+/** The settings a config file may hold: NodeConfig's (no secrets), and the etcd `lease` of lease-majority. */
+export type FileSettings = Partial<NodeConfig> & { lease?: FileLease };
+
+/** The settings a `--config` file holds, checked against CONFIG_FILE_SCHEMA (JSON, or YAML for .yaml/.yml); seeds parsed. */
+export function parseConfigFile(text: string, path: string): FileSettings {
+  const { settings, problems } = readConfigText(text, path);
+  if (problems.length > 0 || settings === undefined) throw new ConfigProblemsError(problems);
+  return settings;
 }
 
 /** `"lease": { "endpoints": ["http://127.0.0.1:2379"], "ttlMs": 5000 }` in the config file. */
@@ -307,12 +360,23 @@ export interface FileLease {
   readonly timeoutMs?: number;
 }
 
-export function readConfigFile(path: string): Partial<NodeConfig> & { lease?: FileLease } {
+/** The settings and problems of the config file at `path` (a file that cannot be read is one problem). */
+export function readConfigFileSettings(path: string): ConfigFileReading {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new InvalidConfigError(`cannot read config ${path}: ${(error as Error).message}`);
+    return {
+      settings: undefined,
+      problems: [{ message: `cannot read config ${path}: ${(error as Error).message}` }],
+    };
   }
-  return parseConfigFile(text, path);
+  return readConfigText(text, path);
+}
+
+/** The settings of the config file at `path`; throws InvalidConfigError naming every problem. */
+export function readConfigFile(path: string): FileSettings {
+  const { settings, problems } = readConfigFileSettings(path);
+  if (problems.length > 0 || settings === undefined) throw new ConfigProblemsError(problems);
+  return settings;
 }

@@ -30,6 +30,28 @@ export const DEFAULT_PHASE_TIMEOUTS_MS: Readonly<Record<ShutdownPhase, number>> 
   close: 5_000,
 };
 
+/**
+ * The leave phase's timeout for a cluster leave timeout: the leave itself, plus a second for the
+ * removal to be seen before the phase gives up.
+ */
+export function leavePhaseTimeoutMs(leaveTimeoutMs: number): number {
+  return leaveTimeoutMs + 1000;
+}
+
+/**
+ * The longest a coordinated shutdown can take: every phase runs to its timeout, one after the
+ * other. A pod's `terminationGracePeriodSeconds` must be longer, or the kubelet kills the node
+ * mid-leave (test/deploy/manifests.test.ts checks the manifests against it).
+ */
+export function worstCaseShutdownMs(
+  timeoutsMs: Readonly<Partial<Record<ShutdownPhase, number>>> = {},
+): number {
+  return SHUTDOWN_PHASES.reduce(
+    (sum, phase) => sum + (timeoutsMs[phase] ?? DEFAULT_PHASE_TIMEOUTS_MS[phase]),
+    0,
+  );
+}
+
 export type ShutdownTask = (reason: string) => void | Promise<void>;
 
 export class UnknownShutdownPhaseError extends DoyenError {

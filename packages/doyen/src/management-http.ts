@@ -8,6 +8,7 @@ import type { ElectedCoordinator } from '@doyen/election';
 import type { PartitionService } from '@doyen/partitions';
 import type { ClusterSingletons } from '@doyen/singleton';
 import { SEED_NODES_PATH, type SeedNodesView } from './bootstrap/seed-nodes.js';
+import type { HealthChecks } from './health-checks.js';
 import { sendJson as json } from './http-json.js';
 import {
   changesState,
@@ -112,6 +113,12 @@ function pick(x: Member) {
   return { address: x.address, uid: x.uid, name: x.name, age: x.age, status: x.status, roles: x.roles };
 }
 
+/** Akka Management's short health paths, answered exactly as the long ones. */
+const HEALTH_ALIASES: ReadonlyMap<string, string> = new Map([
+  ['/ready', '/health/ready'],
+  ['/alive', '/health/alive'],
+]);
+
 /** Before the node is in a cluster: alive, not ready, nothing else yet. */
 function answerWhileBootstrapping(response: ServerResponse, path: string, method: string): void {
   if (method === 'GET' && path === '/health/alive') json(response, 200, { alive: true });
@@ -134,6 +141,8 @@ export interface ManagedNode {
   readonly bootstrapping?: boolean;
   /** What `GET /bootstrap/seed-nodes` answers (absent: the route is not served). */
   seedNodes?(): SeedNodesView;
+  /** The app's readiness checks: `/health/ready` needs every one to pass besides being up. */
+  readonly health?: HealthChecks;
 }
 
 export interface ManagementServerOptions {
@@ -202,7 +211,8 @@ export class ManagementServer {
       : createServer(listener);
     async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
       const url = new URL(request.url ?? '/', 'http://localhost');
-      const path = url.pathname.replace(/\/+$/, '') || '/';
+      const trimmed = url.pathname.replace(/\/+$/, '') || '/';
+      const path = HEALTH_ALIASES.get(trimmed) ?? trimmed;
       const method = request.method ?? 'GET';
       if (!self) return json(response, 503, { error: 'starting' });
       const wrongHost = hostRefusalOf(request.headers, self.policy);
@@ -262,7 +272,9 @@ export class ManagementServer {
       }
       if (path === '/health/ready' && method === 'GET') {
         const status = cluster.state().status;
-        return json(response, status === 'up' ? 200 : 503, { ready: status === 'up', status });
+        const failing = status === 'up' ? ((await options.node.health?.notReady()) ?? []) : [];
+        const ready = status === 'up' && failing.length === 0;
+        return json(response, ready ? 200 : 503, { ready, status, ...(failing.length ? { failing } : {}) });
       }
       if (path === '/metrics' && method === 'GET') {
         const s = cluster.state();

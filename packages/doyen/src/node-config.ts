@@ -2,6 +2,7 @@ import type { ClusterConfig } from '@doyen/cluster';
 import { InvalidConfigError, type NodeAddress, parseNodeAddress } from '@doyen/core';
 import { COORDINATOR_MODES, type CoordinatorMode, type ElectionTiming } from '@doyen/election';
 import type { WireConfig } from '@doyen/wire';
+import { type ConfigProblem, ConfigProblemsError } from './config-problems.js';
 import { SHUTDOWN_PHASES, type ShutdownPhase } from './coordinated-shutdown.js';
 import { shownValue } from './shown-value.js';
 import type { DoyenNode } from './start-node.js';
@@ -138,28 +139,37 @@ export function parseSeeds(text: string): NodeAddress[] {
   return seeds;
 }
 
+/** Throws InvalidConfigError (a ConfigProblemsError) naming every problem of `c`; returns it when there is none. */
 export function validateNodeConfig(c: NodeConfig): NodeConfig {
-  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(c.cluster)) {
-    throw new InvalidConfigError(
-      `cluster name ${JSON.stringify(c.cluster)}: use letters, digits and - _ . (max 64)`,
+  const problems = nodeConfigProblems(c);
+  if (problems.length > 0) throw new ConfigProblemsError(problems);
+  return c;
+}
+
+/** Every problem of a whole NodeConfig, each with the setting it is about; empty when it can start. */
+export function nodeConfigProblems(c: NodeConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const add = (setting: keyof NodeConfig, message: string) => problems.push({ setting, message });
+  if (c.cluster === undefined) add('cluster', 'cluster is required (--cluster, DOYEN_CLUSTER)');
+  else if (typeof c.cluster !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(c.cluster))
+    add(
+      'cluster',
+      `cluster name ${typeof c.cluster === 'string' ? JSON.stringify(c.cluster) : shownValue(c.cluster)}: use letters, digits and - _ . (max 64)`,
     );
-  }
-  if (!c.host) throw new InvalidConfigError('host is required');
+  if (!c.host) add('host', 'host is required (--host, DOYEN_HOST)');
   if (c.setup !== undefined && typeof c.setup !== 'function')
-    throw new InvalidConfigError('setup must be a function (node, incarnation) => void');
+    add('setup', 'setup must be a function (node, incarnation) => void');
   for (const [phase, ms] of Object.entries(c.shutdown?.phaseTimeoutsMs ?? {})) {
     if (!SHUTDOWN_PHASES.includes(phase as ShutdownPhase))
-      throw new InvalidConfigError(
-        `shutdown.phaseTimeoutsMs: unknown phase ${phase} (${SHUTDOWN_PHASES.join(', ')})`,
-      );
-    if (typeof ms !== 'number' || !(ms >= 0))
-      throw new InvalidConfigError(`shutdown.phaseTimeoutsMs.${phase}: expected a number of ms`);
+      add('shutdown', `shutdown.phaseTimeoutsMs: unknown phase ${phase} (${SHUTDOWN_PHASES.join(', ')})`);
+    else if (typeof ms !== 'number' || !(ms >= 0))
+      add('shutdown', `shutdown.phaseTimeoutsMs.${phase}: expected a number of ms`);
   }
-  if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535)
-    throw new InvalidConfigError(`bad port ${shownValue(c.port)}`);
-  if (c.httpPort !== undefined && (!Number.isInteger(c.httpPort) || c.httpPort < 0 || c.httpPort > 65535)) {
-    throw new InvalidConfigError(`bad http port ${shownValue(c.httpPort)}`);
-  }
+  if (c.port === undefined) add('port', 'port is required (--port, DOYEN_PORT; 0: any free port)');
+  else if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535)
+    add('port', `bad port ${shownValue(c.port)}`);
+  if (c.httpPort !== undefined && (!Number.isInteger(c.httpPort) || c.httpPort < 0 || c.httpPort > 65535))
+    add('httpPort', `bad http port ${shownValue(c.httpPort)}`);
   if (typeof c.inspect === 'object' && c.inspect !== null && c.inspect.url !== undefined) {
     let protocol = '';
     try {
@@ -168,28 +178,27 @@ export function validateNodeConfig(c: NodeConfig): NodeConfig {
       // reported below
     }
     if (protocol !== 'ws:' && protocol !== 'wss:')
-      throw new InvalidConfigError(
-        `inspect url must be ws:// or wss://, got ${protocol ? 'another scheme' : 'no URL'}`,
-      );
+      add('inspect', `inspect url must be ws:// or wss://, got ${protocol ? 'another scheme' : 'no URL'}`);
   }
-  if (c.coordinator !== undefined && !COORDINATOR_MODES.includes(c.coordinator)) {
-    throw new InvalidConfigError(
+  if (c.coordinator !== undefined && !COORDINATOR_MODES.includes(c.coordinator))
+    add(
+      'coordinator',
       `coordinator must be one of ${COORDINATOR_MODES.join(', ')}, got ${shownValue(c.coordinator)}`,
     );
-  }
-  if (c.coordinator === 'etcd' && !(c.election?.etcd?.endpoints && c.election.etcd.endpoints.length > 0)) {
-    throw new InvalidConfigError("coordinator 'etcd' needs election.etcd.endpoints (etcd client URLs)");
-  }
-  if (c.coordinator === 'quorum' && c.clusterOptions?.downing === 'auto') {
-    throw new InvalidConfigError(
+  if (c.coordinator === 'etcd' && !(c.election?.etcd?.endpoints && c.election.etcd.endpoints.length > 0))
+    add('coordinator', "coordinator 'etcd' needs election.etcd.endpoints (etcd client URLs)");
+  if (c.coordinator === 'quorum' && c.clusterOptions?.downing === 'auto')
+    add(
+      'coordinator',
       "coordinator 'quorum' needs a split-brain resolver strategy, not downing 'auto': under auto both sides of a partition shrink their membership and could each elect a majority",
     );
-  }
-  validateContactPoints(c);
-  validateManagement(c);
-  validateClusterAuth(c);
-  return c;
+  contactPointProblems(c, add);
+  managementProblems(c, add);
+  clusterAuthProblems(c, add);
+  return problems;
 }
+
+type AddProblem = (setting: keyof NodeConfig, message: string) => void;
 
 /** The cluster secret a config carries (`secret`, or `wire.secret`); undefined when empty. */
 export function clusterSecretOf(c: NodeConfig): string | undefined {
@@ -203,44 +212,50 @@ export const NO_CLUSTER_AUTH_MESSAGE =
   'or mutual TLS (--tls-ca F --tls-cert F --tls-key F, or `wire.tls`), ' +
   'or an explicit --insecure (`insecure: true`) to let any process that reaches the port join';
 
-function validateClusterAuth(c: NodeConfig): void {
+function clusterAuthProblems(c: NodeConfig, add: AddProblem): void {
   const tls = c.wire?.tls;
   if (tls !== undefined) {
     const files = [tls.caFile, tls.certFile, tls.keyFile];
     if (!files.every((f) => typeof f === 'string' && f.length > 0))
-      throw new InvalidConfigError(
+      add(
+        'wire',
         'wire.tls needs caFile, certFile and keyFile (--tls-ca, --tls-cert and --tls-key: all three or none)',
       );
   }
   if (clusterSecretOf(c) === undefined && tls === undefined && c.insecure !== true)
-    throw new InvalidConfigError(NO_CLUSTER_AUTH_MESSAGE);
+    add('secret', NO_CLUSTER_AUTH_MESSAGE);
 }
 
 /** Either seeds or discovery, never both; discovery needs the management port its probes use. */
-function validateContactPoints(c: NodeConfig): void {
+function contactPointProblems(c: NodeConfig, add: AddProblem): void {
   const d = c.discovery;
   if (d === undefined) {
     if (!c.seeds || c.seeds.length === 0)
-      throw new InvalidConfigError(
+      add(
+        'seeds',
         'at least one seed is required (use your own address to form), or discovery (--discovery dns --service NAME)',
       );
     return;
   }
-  if (c.seeds && c.seeds.length > 0)
-    throw new InvalidConfigError('seeds and discovery exclude each other: give --seeds or --discovery dns');
-  if (d.method !== 'dns')
-    throw new InvalidConfigError(`discovery method ${String(d.method)}: only dns is known`);
+  if (c.seeds && c.seeds.length > 0) {
+    add('seeds', 'seeds and discovery exclude each other: give --seeds or --discovery dns');
+    return;
+  }
+  if (d.method !== 'dns') {
+    add('discovery', `discovery method ${String(d.method)}: only dns is known`);
+    return;
+  }
   if (typeof d.service !== 'string' || !/^[A-Za-z0-9_.-]{1,253}$/.test(d.service))
-    throw new InvalidConfigError(
-      `discovery service ${JSON.stringify(d.service)}: a DNS name is expected (--service)`,
-    );
+    add('discovery', `discovery service ${JSON.stringify(d.service)}: a DNS name is expected (--service)`);
   if (c.httpPort === undefined || c.httpPort === 0 || c.port === 0)
-    throw new InvalidConfigError(
+    add(
+      'discovery',
       'discovery needs fixed ports: the management port (--http-port), where contact points are probed, and the cluster port (--port)',
     );
   const positive = (value: number | undefined, what: string, integer = false) => {
     if (value !== undefined && !(value > 0 && (!integer || Number.isInteger(value))))
-      throw new InvalidConfigError(
+      add(
+        'discovery',
         `discovery ${what} must be a positive ${integer ? 'integer' : 'number'}, got ${value}`,
       );
   };
@@ -250,17 +265,21 @@ function validateContactPoints(c: NodeConfig): void {
   positive(d.contactPointPort, 'contactPointPort (--contact-point-port)', true);
 }
 
-function validateManagement(c: NodeConfig): void {
+function managementProblems(c: NodeConfig, add: AddProblem): void {
   if (c.httpHost !== undefined && c.httpHost.trim() === '')
-    throw new InvalidConfigError('httpHost (--http-host) must not be empty');
+    add('httpHost', 'httpHost (--http-host) must not be empty');
   if (c.httpToken !== undefined && c.httpToken.trim() === '')
-    throw new InvalidConfigError('the management token (DOYEN_HTTP_TOKEN, --http-token-file) is empty');
-  for (const origin of c.httpAllowedOrigins ?? []) normalizeOrigin(origin);
+    add('httpToken', 'the management token (DOYEN_HTTP_TOKEN, --http-token-file) is empty');
+  for (const origin of c.httpAllowedOrigins ?? []) {
+    try {
+      normalizeOrigin(origin);
+    } catch (error) {
+      add('httpAllowedOrigins', (error as Error).message);
+    }
+  }
   const tls = c.httpTls;
   if (tls !== undefined && !(tls.certFile && tls.keyFile))
-    throw new InvalidConfigError(
-      'httpTls needs certFile and keyFile (--http-tls-cert and --http-tls-key together)',
-    );
+    add('httpTls', 'httpTls needs certFile and keyFile (--http-tls-cert and --http-tls-key together)');
 }
 
 /** `scheme://host[:port]` of an allowed origin, as browsers send it; throws on anything else. */

@@ -1,12 +1,21 @@
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Cluster, defaultClusterConfig, memberKey, nodeOf } from '@doyen/cluster';
 import {
+  Cluster,
+  type ClusterEvent,
+  defaultClusterConfig,
+  memberKey,
+  nodeOf,
+  Receptionist,
+} from '@doyen/cluster';
+import {
+  type ActorRef,
   type ActorSystem,
   formatNodeAddress,
   InvalidConfigError,
   type Logger,
+  type Message,
   type NodeAddress,
   nodeKey,
 } from '@doyen/core';
@@ -23,13 +32,18 @@ import { WsTransport } from '@doyen/wire';
 import { type ClusterBootstrapOptions, runClusterBootstrap } from './bootstrap/cluster-bootstrap.js';
 import { DnsDiscovery, StaticDiscovery } from './bootstrap/discovery.js';
 import { type SeedNodesView, seedNodesView } from './bootstrap/seed-nodes.js';
-import { CoordinatedShutdown } from './coordinated-shutdown.js';
+import { warnUnresolvableSeeds } from './bootstrap/seed-resolution.js';
+import { CoordinatedShutdown, leavePhaseTimeoutMs } from './coordinated-shutdown.js';
 import { faultInjectionRoute } from './fault-injection.js';
+import { HealthChecks } from './health-checks.js';
 import { loadOrCreateIdentityKey } from './identity-key-file.js';
+import { NodeClusterEvents, NodeReceptionist } from './incarnation-subscriptions.js';
 import { attachLocalInspector, type LocalInspector } from './inspector/local-inspector.js';
 import { inspectorUrlOf, loadStatelyInspect, StatelyBridge } from './inspector/stately.js';
 import { DEFAULT_HTTP_HOST, ManagementServer } from './management-http.js';
+import { refForPath } from './member-path-ref.js';
 import { createNodeLogger, withNodeField } from './node-logger.js';
+import { handleShutdownSignals } from './signal-handlers.js';
 
 /** Hazelcast's default partition count. */
 export const DEFAULT_PARTITION_COUNT = 271;
@@ -53,11 +67,29 @@ export interface DoyenNode {
   readonly cluster: Cluster;
   /** Register cluster singletons here (on every node); `register` returns the proxy ref. */
   readonly singletons: ClusterSingletons;
+  /**
+   * Finding actors by `ServiceKey` across the cluster: `register` (in `setup`, so registrations
+   * come back with each incarnation), `find`, `subscribe` (kept across incarnations).
+   */
+  readonly receptionist: NodeReceptionist;
+  /**
+   * A ref from an actor address. `doyen://c@host:port/user/inbox` (no `#uid`) follows the node at
+   * host:port: each send goes to the incarnation that is a member there now, or becomes a dead
+   * letter (`no-member-at-address`). With `#uid`, that incarnation only (as `system.refFor`).
+   */
+  refFor<M extends Message = Message>(address: string): ActorRef<M>;
+  /**
+   * Cluster events of this node in every incarnation (re-attached after a restart), unlike
+   * `node.cluster.subscribe`, whose cluster ends with its incarnation. Returns the unsubscribe.
+   */
+  subscribe(listener: (event: ClusterEvent) => void): () => void;
   /** The partition table and key routing (undefined with `partitions: { count: 0 }`). */
   readonly partitions: PartitionService | undefined;
   /** The elected coordinator with `coordinator: 'quorum' | 'etcd'` (undefined: the oldest coordinates). */
   readonly coordinator: ElectedCoordinator | undefined;
   readonly http: ManagementServer | undefined;
+  /** The app's readiness checks (`addReadinessCheck`): `/health/ready` needs them all to pass. */
+  readonly health: HealthChecks;
   readonly logger: Logger;
   /** How many incarnations this node has run (1 until it restarts after a downing or a merge). */
   readonly incarnations: number;
@@ -82,6 +114,7 @@ interface Incarnation {
   readonly transport: WsTransport;
   readonly cluster: Cluster;
   readonly singletons: ClusterSingletons;
+  readonly receptionist: Receptionist;
   readonly partitions: PartitionService | undefined;
   readonly coordinator: ElectedCoordinator | undefined;
   readonly leaderStore: LeaderStore | undefined;
@@ -108,9 +141,12 @@ class NodeRunner implements DoyenNode {
   /** Sends every incarnation's machines to the Stately inspector (`inspect` in the config). */
   readonly stately: StatelyBridge | undefined;
   incarnations = 0;
+  readonly receptionist = new NodeReceptionist();
+  private readonly clusterEvents: NodeClusterEvents;
   /** quorum: one vote store for every incarnation, so a restart never votes twice. */
   private readonly voteStore: VoteStore | undefined;
   readonly coordinatedShutdown: CoordinatedShutdown;
+  readonly health = new HealthChecks();
   /** The PEM of the stable identity key (`identityKeyFile`), the same for every incarnation. */
   private readonly identityKey: string | undefined;
 
@@ -118,11 +154,14 @@ class NodeRunner implements DoyenNode {
     private readonly config: NodeConfig,
     readonly logger: Logger,
   ) {
+    this.clusterEvents = new NodeClusterEvents(logger);
     this.identityKey = config.identityKeyFile ? loadOrCreateIdentityKey(config.identityKeyFile) : undefined;
     const url = inspectorUrlOf(config.inspect);
     if (url) this.stately = new StatelyBridge({ url, logger });
     this.coordinatedShutdown = new CoordinatedShutdown(logger, {
-      leave: (config.clusterOptions?.leaveTimeoutMs ?? defaultClusterConfig.leaveTimeoutMs) + 1000,
+      leave: leavePhaseTimeoutMs(
+        config.clusterOptions?.leaveTimeoutMs ?? defaultClusterConfig.leaveTimeoutMs,
+      ),
       ...config.shutdown?.phaseTimeoutsMs,
     });
     this.addShutdownTasks();
@@ -161,6 +200,14 @@ class NodeRunner implements DoyenNode {
 
   get coordinator(): ElectedCoordinator | undefined {
     return this.current.coordinator;
+  }
+
+  refFor<M extends Message = Message>(address: string): ActorRef<M> {
+    return refForPath<M>(this, address);
+  }
+
+  subscribe(listener: (event: ClusterEvent) => void): () => void {
+    return this.clusterEvents.subscribe(listener);
   }
 
   /** `GET /bootstrap/seed-nodes`: the up members once this node is up, none before. */
@@ -235,6 +282,7 @@ class NodeRunner implements DoyenNode {
     cluster.subscribeMembership((m) => transport.setKnownPeers(m.members.map(nodeOf), seeds));
     const { coordinator, leaderStore } = this.electedCoordinator(transport.system, cluster);
     const singletons = new ClusterSingletons(transport.system, cluster, coordinator);
+    const receptionist = Receptionist.start(transport.system, cluster);
     const count = config.partitions?.count ?? DEFAULT_PARTITION_COUNT;
     let partitions: PartitionService | undefined;
     if (count > 0) {
@@ -264,8 +312,11 @@ class NodeRunner implements DoyenNode {
         config.partitions?.role !== undefined ? { role: config.partitions.role } : {},
       );
     }
-    this.current = { transport, cluster, singletons, partitions, coordinator, leaderStore };
+    this.current = { transport, cluster, singletons, receptionist, partitions, coordinator, leaderStore };
     this.incarnations++;
+    // before setup: what the app subscribed to on the node hears this incarnation from its start
+    this.clusterEvents.attach(cluster);
+    this.receptionist.attach(receptionist);
     if (config.setup) {
       const incarnation = { number: this.incarnations, reason };
       this.logger.info(
@@ -339,6 +390,7 @@ class NodeRunner implements DoyenNode {
     );
     try {
       old.cluster.stop();
+      old.receptionist.stop();
       await this.stopCoordinator(old);
       await old.transport.close();
       this.stately?.forget(incarnationLabel(old.transport.system));
@@ -382,6 +434,8 @@ class NodeRunner implements DoyenNode {
   shutdown(reason = 'shutdown'): Promise<void> {
     this.leaving ??= (async () => {
       this.logger.info({ event: 'node.shutdown', reason }, 'leaving the cluster');
+      // messages to actors and members going away are the expected end of things: not logged
+      (this.current as Incarnation | undefined)?.transport.system.deadLetters.shutdownStarted();
       await this.coordinatedShutdown.run(reason);
       // the close phase may have timed out: the node still stops
       await this.stop('shutdown');
@@ -497,6 +551,7 @@ function bootstrapOptionsOf(config: NodeConfig, node: NodeRunner, logger: Logger
       port: d.contactPointPort ?? httpPort,
       ...(d.dnsServers ? { servers: d.dnsServers } : {}),
       timeoutMs: Math.max(500, intervalMs),
+      logger,
     }),
     settings: {
       self: { host: config.host, port: httpPort },
@@ -520,7 +575,15 @@ function bootstrapOptionsOf(config: NodeConfig, node: NodeRunner, logger: Logger
  */
 export async function startNode(
   input: NodeConfig,
-  options: { logger?: Logger; waitUntilUp?: boolean } = {},
+  options: {
+    logger?: Logger;
+    waitUntilUp?: boolean;
+    /**
+     * Install SIGTERM/SIGINT handlers that run the coordinated shutdown and exit 0, as
+     * `doyen node` does. Off by default: the app owns its process's signals.
+     */
+    handleSignals?: boolean;
+  } = {},
 ): Promise<DoyenNode> {
   const config = validateNodeConfig(input);
   // every line names the node, also those written before its actor system exists (port 0: the system names it)
@@ -552,6 +615,7 @@ export async function startNode(
     } else {
       // static discovery: the seed list, joined directly (the first seed may form the cluster)
       const seeds = await new StaticDiscovery(config.seeds ?? []).lookup();
+      void warnUnresolvableSeeds(seeds, { host: config.host, port: config.port }, logger);
       await node.startIncarnation(seeds, true);
       await startManagement(node, config, httpTls, logger);
     }
@@ -561,5 +625,6 @@ export async function startNode(
     await node.close();
     throw error;
   }
+  if (options.handleSignals) handleShutdownSignals(node, logger);
   return node;
 }

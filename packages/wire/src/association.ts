@@ -73,6 +73,8 @@ export class Association {
   peer: PeerIdentity | undefined;
   /** The socket whose dial we failed ourselves (its close is not counted again as a refusal). */
   private failedDial: WebSocket | undefined;
+  /** Why the last dial failed (`connect ECONNREFUSED …`, a handshake failure), until one succeeds. */
+  private dialFailure: string | undefined;
 
   constructor(
     private readonly system: ActorSystem,
@@ -97,6 +99,11 @@ export class Association {
 
   get isReady(): boolean {
     return this.state === 'ready';
+  }
+
+  /** Why the last dial to the target failed; undefined once connected (or never tried). */
+  get lastDialFailure(): string | undefined {
+    return this.dialFailure;
   }
 
   enqueue(envelope: Envelope): void {
@@ -261,6 +268,7 @@ export class Association {
       this.peer = { host: welcome.host, port: welcome.port, uid: welcome.uid, publicKey: welcome.publicKey };
       this.state = 'ready';
       this.attempts = 0;
+      this.dialFailure = undefined;
       this.system.logger.debug(
         { event: 'wire.connected', peer: target, uid: welcome.uid, lane: this.lane },
         `connected to ${target} (${this.lane})`,
@@ -270,6 +278,7 @@ export class Association {
     socket.on('error', (error: Error) => {
       // 'close' follows and handles it; without this listener an error event would throw
       if (tls) this.reportTlsFailure(socket, error);
+      if (socket === this.socket && this.state === 'connecting') this.dialFailed(error);
     });
     socket.on('close', (code, reason) => {
       clearTimeout(deadline);
@@ -295,8 +304,24 @@ export class Association {
     else socket.terminate();
   }
 
+  /**
+   * The dial itself failed (refused, unresolvable host, reset): kept for whoever asks why (a
+   * join attempt names it), logged at debug since a member that is down is dialled again and
+   * again and its unreachability is reported by the failure detector.
+   */
+  private dialFailed(error: Error): void {
+    const peer = formatNodeAddress(this.target);
+    const code = (error as NodeJS.ErrnoException).code;
+    this.dialFailure = error.message;
+    this.system.logger.debug(
+      { event: 'wire.dial-failed', peer, lane: this.lane, code, error: error.message },
+      `dial to ${peer} failed: ${error.message}`,
+    );
+  }
+
   private countFailure(failure: DialFailure, detail: string, extra: Record<string, unknown> = {}): void {
     const peer = formatNodeAddress(this.target);
+    this.dialFailure = `handshake failed: ${detail}`;
     this.system.logger.warn(
       { event: 'wire.handshake.failed', peer, lane: this.lane, reason: failure, detail, ...extra },
       `handshake with ${peer} failed: ${detail}`,

@@ -284,6 +284,15 @@ export class WsTransport implements RemoteTransport {
     return this.associations.get(`${lane}|${formatNodeAddress(node)}`)?.queued ?? 0;
   }
 
+  /** Why the last dial to a node failed (either lane, system first); undefined once connected. */
+  lastDialFailure(node: NodeAddress): string | undefined {
+    const at = formatNodeAddress(node);
+    return (
+      this.associations.get(`system|${at}`)?.lastDialFailure ??
+      this.associations.get(`user|${at}`)?.lastDialFailure
+    );
+  }
+
   /** Whether the outbound connection to a node on a lane has completed its handshake. */
   isConnected(node: NodeAddress, lane: Lane): boolean {
     return this.associations.get(`${lane}|${formatNodeAddress(node)}`)?.isReady ?? false;
@@ -358,6 +367,8 @@ export class WsTransport implements RemoteTransport {
   async close(graceMs = CLOSE_GRACE_MS): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // what is still queued becomes dead letters: the expected end of things, counted, not logged
+    this.system.deadLetters.shutdownStarted();
     await Promise.all(
       [...this.associations.values()].map((a) => a.closeWhenFlushed(graceMs, 'node shutting down')),
     );

@@ -1,4 +1,4 @@
-import type { ActorRef, ActorSystem, Message } from '@doyen/core';
+import { type ActorRef, type ActorSystem, HEARTBEAT_BUCKETS_SECONDS, type Message } from '@doyen/core';
 import type { ClusterConfig } from '../config.js';
 import { heartbeatPeers, successionPartner } from '../heartbeat-ring.js';
 import { memberKey, nodeOf } from '../member.js';
@@ -324,9 +324,6 @@ export class Heartbeater {
 
 /** Bounds the early pings remembered between two memberships (only authenticated peers ping). */
 const MAX_EARLY_PINGS = 1024;
-
-/** Around the heartbeat interval (100 ms by default), and the pauses a failure detector judges. */
-const HEARTBEAT_BUCKETS_SECONDS = [0.05, 0.075, 0.1, 0.125, 0.15, 0.2, 0.3, 0.5, 1, 2, 5];
 
 function sameKeys(a: Readonly<Record<string, unknown>>, b: Readonly<Record<string, unknown>>): boolean {
   const ka = Object.keys(a);

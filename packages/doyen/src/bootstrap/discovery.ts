@@ -1,6 +1,6 @@
 import { Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { DoyenError, formatNodeAddress, type NodeAddress, parseNodeAddress } from '@doyen/core';
+import { DoyenError, formatNodeAddress, type Logger, type NodeAddress, parseNodeAddress } from '@doyen/core';
 
 /**
  * Where the other nodes are to be found. A method answers with contact points, each a
@@ -49,6 +49,8 @@ export interface DnsDiscoveryOptions {
   readonly servers?: readonly string[];
   /** One query's time limit (the resolver retries once within it). */
   readonly timeoutMs?: number;
+  /** Where a partial answer (A answered, AAAA refused, or the reverse) is noted, at debug. */
+  readonly logger?: Logger;
 }
 
 /** Codes that mean "nothing is registered under this name right now": no contact points, not a failure. */
@@ -82,14 +84,28 @@ export class DnsDiscovery implements ServiceDiscovery {
     return sortedUnique(found);
   }
 
-  /** The addresses of a name (an IP literal is its own address). */
+  /**
+   * The addresses of a name (an IP literal is its own address). A and AAAA are asked
+   * independently and whichever answers is used: a server that answers A and refuses AAAA
+   * (dnsmasq with no upstream does) still names every pod. Fails only when both fail.
+   */
   private async hostsOf(name: string): Promise<string[]> {
     if (isIP(name)) return [name];
-    const [v4, v6] = await Promise.all([
+    const [v4, v6] = await Promise.allSettled([
       this.ask(() => this.resolver.resolve4(name)),
       this.ask(() => this.resolver.resolve6(name)),
     ]);
-    return [...v4, ...v6];
+    if (v4.status === 'rejected' && v6.status === 'rejected') throw v4.reason;
+    const failed = v4.status === 'rejected' ? ['A', v4] : v6.status === 'rejected' ? ['AAAA', v6] : undefined;
+    if (failed) {
+      const [record, result] = failed as [string, PromiseRejectedResult];
+      const error = (result.reason as Error).message;
+      this.options.logger?.debug(
+        { event: 'discovery.partial-answer', name, failed: record, error },
+        `DNS: ${record} records of ${name} not available (${error}); using the other answer`,
+      );
+    }
+    return [...(v4.status === 'fulfilled' ? v4.value : []), ...(v6.status === 'fulfilled' ? v6.value : [])];
   }
 
   private async ask<T>(query: () => Promise<T[]>): Promise<T[]> {

@@ -1,0 +1,11 @@
+export * from './messages.js';
+export * from './receptionist.js';
+export type {
+  NodeRegistrations,
+  ReceptionistContext,
+  ReceptionistEffect,
+  ReceptionistEvent,
+  ReceptionistPolicy,
+} from './receptionist-decisions.js';
+export { RECEPTIONIST_PATH } from './receptionist-machine.js';
+export * from './service-key.js';
