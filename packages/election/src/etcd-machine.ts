@@ -146,6 +146,9 @@ export function createEtcdMachine(deps: ElectionDeps) {
       // named, as the guards are, so a test can swap one decision for a mutant (`provide`)
       takeCampaignAnswer: onAnswer((c, a: CampaignAnswer) => takeCampaignAnswer(policy, c, a)),
       takeRenewal: onAnswer((c, a: KeepAliveAnswer) => takeRenewal(policy, c, a)),
+      // named too: an inline action typed for the machine's events does not fit a done event
+      keepaliveNotConfirmed: onAnswer((c) => logLost(c, 'keepalive-not-confirmed')),
+      keepaliveFailed: onAnswer((c) => logLost(c, 'keepalive-failed')),
     },
   });
 
@@ -265,9 +268,9 @@ export function createEtcdMachine(deps: ElectionDeps) {
                   target: 'waiting',
                   actions: 'takeRenewal',
                 },
-                { target: '#etcd.campaigning', actions: lost('keepalive-not-confirmed') },
+                { target: '#etcd.campaigning', actions: 'keepaliveNotConfirmed' },
               ],
-              onError: { target: '#etcd.campaigning', actions: lost('keepalive-failed') },
+              onError: { target: '#etcd.campaigning', actions: 'keepaliveFailed' },
             },
           },
         },
