@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { executeDowning, type Membership, type Update } from '../../packages/cluster/src/index.js';
-import { contextWith, envOf, grown, key } from '../support/member-fixtures.js';
+import { contextWith, envOf, grown, key, sends } from '../support/member-fixtures.js';
 
 /**
  * A decider's decision reaches its side as one membership update: every update costs each member
@@ -11,7 +11,7 @@ describe('executeDowning: one update per decision', () => {
     const m = grown(5);
     const ctx = { ...contextWith(m), observations: { [key(4)]: [key(1)], [key(5)]: [key(2)] } };
     const step = executeDowning(envOf(1), ctx, [key(4), key(5)], [key(4), key(5)]);
-    const updates = step.out.filter((o) => (o.message as Update).type === 'membership.update');
+    const updates = sends(step).filter((o) => (o.message as Update).type === 'membership.update');
     expect(updates.map((o) => o.to)).toEqual([
       { kind: 'member', node: { host: '10.0.0.2', port: 2552, uid: 'u2' } },
       { kind: 'member', node: { host: '10.0.0.3', port: 2552, uid: 'u3' } },
@@ -32,7 +32,7 @@ describe('executeDowning: one update per decision', () => {
     const m: Membership = grown(5);
     const ctx = { ...contextWith(m), observations: { [key(4)]: [key(1)], [key(5)]: [key(2)] } };
     const step = executeDowning(envOf(1), ctx, [key(5)], [key(5)]);
-    const to = step.out
+    const to = sends(step)
       .filter((o) => (o.message as Update).type === 'membership.update')
       .map((o) => (o.to as { node: { host: string } }).node.host);
     expect(to).toEqual(['10.0.0.2', '10.0.0.3', '10.0.0.4']);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { defaultClusterConfig, resolveClusterConfig } from '../../packages/cluster/src/config.js';
 import { detectionTimeMs } from '../../packages/cluster/src/failure-detector/detector.js';
+import { defaultClusterConfig, resolveClusterConfig } from '../../packages/cluster/src/model/config.js';
 import { GREEK, SimCluster } from '../support/sim-cluster.js';
 
 const THREE = GREEK.slice(0, 3) as unknown as string[];

@@ -8,8 +8,8 @@ import {
   type RingMember,
   stableHash32,
   successionPartner,
-} from '../../packages/cluster/src/heartbeat-ring.js';
-import { memberKey } from '../../packages/cluster/src/member.js';
+} from '../../packages/cluster/src/failure-detector/heartbeat-ring.js';
+import { nodeKey } from '../../packages/core/src/index.js';
 
 const K = DEFAULT_HEARTBEAT_RING_CONFIG.monitoredByNrOfMembers;
 /** Members monitored on each side of a node. */
@@ -22,7 +22,7 @@ function cluster(n: number, seed = 0): RingMember[] {
   }));
 }
 
-const keys = (members: readonly RingMember[]): string[] => members.map(memberKey);
+const keys = (members: readonly RingMember[]): string[] => members.map(nodeKey);
 
 /** Ring order computed independently of the implementation: by (hash, key). */
 function ringOrder(members: readonly RingMember[]): string[] {
@@ -35,7 +35,7 @@ function allPeers(members: readonly RingMember[], options?: HeartbeatRingOptions
     members.map((m) => {
       const peers = heartbeatPeers(m, members, options);
       return [
-        memberKey(m),
+        nodeKey(m),
         { targets: new Set(keys(peers.targets)), monitoredBy: new Set(keys(peers.monitoredBy)) },
       ];
     }),
@@ -70,7 +70,7 @@ describe('heartbeatPeers: all-to-all', () => {
     for (const self of members) {
       const { targets, monitoredBy } = heartbeatPeers(self, members, { unreachable: new Set(keys(members)) });
       const others = keys(members)
-        .filter((k) => k !== memberKey(self))
+        .filter((k) => k !== nodeKey(self))
         .sort();
       expect(keys(targets).sort()).toEqual(others);
       expect(keys(monitoredBy).sort()).toEqual(others);
@@ -106,7 +106,7 @@ describe('heartbeatPeers: ring', () => {
     const order = ringOrder(members);
     for (const self of members) {
       const { targets, monitoredBy } = heartbeatPeers(self, members);
-      const at = order.indexOf(memberKey(self));
+      const at = order.indexOf(nodeKey(self));
       const next = Array.from({ length: HALF }, (_, i) => order[(at + 1 + i) % n]);
       const previous = Array.from({ length: HALF }, (_, i) => order[(at - 1 - i + n) % n]);
       expect(keys(targets)).toEqual([...next, ...previous]);
@@ -188,7 +188,7 @@ describe('heartbeatPeers: unreachable members', () => {
   it('walks both ways, taking unreachable members only while the side is short', () => {
     const members = cluster(6, 7);
     const order = ringOrder(members);
-    const byKey = new Map(members.map((m) => [memberKey(m), m]));
+    const byKey = new Map(members.map((m) => [nodeKey(m), m]));
     const [aa, bb, cc, dd, ee, ff] = order.map((k) => byKey.get(k)!);
     const options = {
       unreachable: new Set(keys([aa!, dd!, ee!])),
@@ -207,15 +207,15 @@ describe('heartbeatPeers: unreachable members', () => {
       [bb!, ff!],
       [cc!, ff!],
     ] as const) {
-      expect(targets(x)).toContain(memberKey(y));
-      expect(targets(y)).toContain(memberKey(x));
+      expect(targets(x)).toContain(nodeKey(y));
+      expect(targets(y)).toContain(nodeKey(x));
     }
   });
 
   it('keeps unreachable neighbours as targets and adds reachable ones until K/2 a side are reachable', () => {
     const members = cluster(30);
     const order = ringOrder(members);
-    const self = members.find((m) => memberKey(m) === order[0])!;
+    const self = members.find((m) => nodeKey(m) === order[0])!;
     const unreachable = new Set([order[1]!, order[2]!]);
     const { targets } = heartbeatPeers(self, members, { unreachable, config: { monitoredByNrOfMembers: 3 } });
     expect(keys(targets)).toEqual([...order.slice(1, 5), order[29], order[28]]);
@@ -293,6 +293,6 @@ describe('successionPartner: the coordinator and its successor heartbeat each ot
     // positive control for the test above and for the simulation: the ring alone would not pair them
     const members = aged(50);
     const targets = keys(heartbeatPeers(members[48]!, members).targets);
-    expect(targets).not.toContain(memberKey(members[47]!));
+    expect(targets).not.toContain(nodeKey(members[47]!));
   });
 });

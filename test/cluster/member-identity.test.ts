@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest';
 import {
   addressOfKey,
   type MemberStatus,
-  memberKey,
   nodeOf,
   nodeOfKey,
   oldestOf,
@@ -19,9 +18,9 @@ describe('member keys', () => {
       { address: '[fd00::7]:2552', uid: 'a-b_c' },
       { address: 'pod-0.doyen.default.svc:25520', uid: 'x' },
     ]) {
-      const key = memberKey(member);
+      const key = nodeKey(member);
       expect(key).toBe(`${member.address}#${member.uid}`);
-      expect(memberKey(nodeOf(member))).toBe(key);
+      expect(nodeKey(nodeOf(member))).toBe(key);
       expect(nodeKey(nodeOf(member))).toBe(key);
       expect(nodeOfKey(key)).toEqual(nodeOf(member));
       expect(addressOfKey(key)).toBe(member.address);
@@ -35,7 +34,7 @@ describe('member keys', () => {
     fc.assert(
       fc.property(host, fc.integer({ min: 1, max: 65535 }), uid, (h, port, u) => {
         const node = { host: h, port, uid: u };
-        expect(nodeOfKey(memberKey(node))).toEqual(node);
+        expect(nodeOfKey(nodeKey(node))).toEqual(node);
       }),
     );
   });

@@ -8,13 +8,17 @@ import {
   formCluster,
   type Membership,
   type MembershipEvent,
-  memberKey,
   nodeOf,
   removeMembers,
   resolveClusterConfig,
   setStatus,
 } from '../../packages/cluster/src/index.js';
-import type { ActorRef, ActorSystem, UniqueNodeAddress } from '../../packages/core/src/index.js';
+import {
+  type ActorRef,
+  type ActorSystem,
+  nodeKey,
+  type UniqueNodeAddress,
+} from '../../packages/core/src/index.js';
 import { delayedEvent, stateName } from '../support/machine-paths.js';
 import { key, node } from '../support/member-fixtures.js';
 
@@ -30,9 +34,9 @@ const addr = (n: number): UniqueNodeAddress => nodeOf(node(n));
 const sent: { to: string; type: string }[] = [];
 const refTo = (n: UniqueNodeAddress, path: string): ActorRef =>
   ({
-    id: `${memberKey(n)}${path}`,
+    id: `${nodeKey(n)}${path}`,
     address: { cluster: 't', node: n, path },
-    send: (m: { type: string }) => sent.push({ to: memberKey(n), type: m.type }),
+    send: (m: { type: string }) => sent.push({ to: nodeKey(n), type: m.type }),
   }) as unknown as ActorRef;
 const system = {
   node: addr(2),
@@ -130,8 +134,8 @@ describe('membership machine, alone', () => {
         if (step.event.type.startsWith('xstate.init')) continue;
         const e = step.event as MembershipEvent;
         if (
-          (e.type === 'membership.welcome' && memberKey(e.from) === key(1)) ||
-          (e.type === 'membership.update' && e.membership.members.some((x) => memberKey(x) === key(2)))
+          (e.type === 'membership.welcome' && nodeKey(e.from) === key(1)) ||
+          (e.type === 'membership.update' && e.membership.members.some((x) => nodeKey(x) === key(2)))
         )
           admitted = true;
         actor.send(e);
@@ -167,7 +171,7 @@ describe('membership machine, alone', () => {
     // n3 is leaving: the new coordinator moves it to exiting, then removes it
     expect(stateName(actor.getSnapshot().value)).toBe('up.coordinator.acting');
     const status = () =>
-      actor.getSnapshot().context.membership?.members.find((x) => memberKey(x) === key(3))?.status;
+      actor.getSnapshot().context.membership?.members.find((x) => nodeKey(x) === key(3))?.status;
     clock.increment(config.leaderActionsIntervalMs - 1);
     expect(status()).toBe('leaving');
     clock.increment(1);

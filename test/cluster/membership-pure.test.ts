@@ -6,11 +6,11 @@ import {
   diffMemberships,
   downMembers,
   formCluster,
-  memberKey,
   removeMembers,
   setStatus,
   setUnreachable,
 } from '../../packages/cluster/src/index.js';
+import { nodeKey } from '../../packages/core/src/index.js';
 import { grown, key, node } from '../support/member-fixtures.js';
 
 describe('membership (pure)', () => {
@@ -74,10 +74,10 @@ describe('membership (pure)', () => {
             const age = m.members.find((x) => x.address === node(o.n).address)!.age;
             if (seenAges.has(age)) return false;
             seenAges.add(age);
-          } else if (target && o.kind === 'down') m = downMembers(m, [memberKey(target)]);
-          else if (target && o.kind === 'leave') m = removeMembers(m, [memberKey(target)]);
+          } else if (target && o.kind === 'down') m = downMembers(m, [nodeKey(target)]);
+          else if (target && o.kind === 'leave') m = removeMembers(m, [nodeKey(target)]);
           else if (target && o.kind === 'unreachable')
-            m = setUnreachable(m, [...m.unreachable, memberKey(target)]);
+            m = setUnreachable(m, [...m.unreachable, nodeKey(target)]);
           if (m.version < before.version) return false;
           if (new Set(m.members.map((x) => x.age)).size !== m.members.length) return false;
         }

@@ -8,7 +8,7 @@ import {
   registerClusterMessages,
 } from '../../packages/cluster/src/index.js';
 import { type Message, MessageTypes } from '../../packages/core/src/index.js';
-import { contextWith, envOf, grown, key } from '../support/member-fixtures.js';
+import { contextWith, envOf, grown, key, sends } from '../support/member-fixtures.js';
 
 /**
  * A cut flips every ring target across it in the same heartbeat tick. One report per observer per
@@ -53,7 +53,7 @@ describe('reachability reports: one per observer and tick', () => {
       { subject: key(3), reachable: false },
       { subject: key(4), reachable: false },
     ]);
-    const sent = step.out
+    const sent = sends(step)
       .filter((o) => o.to.kind === 'member')
       .map((o) => [
         (o.to as { node: { host: string } }).node.host,
@@ -70,7 +70,11 @@ describe('reachability reports: one per observer and tick', () => {
 
   it('a member that would hear only about itself is sent nothing', () => {
     const step = onOwnReachability(envOf(5), contextWith(grown(3)), [{ subject: key(3), reachable: false }]);
-    expect(step.out.filter((o) => o.to.kind === 'member').map((o) => o.to)).toEqual([
+    expect(
+      sends(step)
+        .filter((o) => o.to.kind === 'member')
+        .map((o) => o.to),
+    ).toEqual([
       { kind: 'member', node: { host: '10.0.0.1', port: 2552, uid: 'u1' } },
       { kind: 'member', node: { host: '10.0.0.2', port: 2552, uid: 'u2' } },
     ]);
@@ -92,7 +96,7 @@ describe('reachability reports: one per observer and tick', () => {
     // news it already has, and members it does not know, change nothing
     const again = onReachabilityReport(envOf(2), step.context, report(5, [[3, false]]));
     expect(again.context).toBe(step.context);
-    expect(again.out).toEqual([]);
+    expect(sends(again)).toEqual([]);
     const stranger = onReachabilityReport(envOf(2), ctx, report(5, [[9, false]]));
     expect(stranger.context).toBe(ctx);
     // an observer that is not a member is not heard at all

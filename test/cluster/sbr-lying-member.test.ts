@@ -9,12 +9,11 @@ import {
   type ClusterConfig,
   convergedHere,
   indirectlyConnected,
-  memberKey,
   resolve,
   type SbrInput,
   type SbrMember,
 } from '../../packages/cluster/src/index.js';
-import type { Message } from '../../packages/core/src/index.js';
+import { type Message, nodeKey } from '../../packages/core/src/index.js';
 import { contextWith, envOf, grown, key as memberKeyOf } from '../support/member-fixtures.js';
 import { GREEK, SimCluster } from '../support/sim-cluster.js';
 
@@ -192,7 +191,7 @@ async function five(seed: number, config: Partial<ClusterConfig> = {}) {
   return c;
 }
 
-const keyOf = (c: SimCluster, n: string) => memberKey(c.get(n).cluster.state().self!);
+const keyOf = (c: SimCluster, n: string) => nodeKey(c.get(n).cluster.state().self!);
 const status = (c: SimCluster, n: string) => c.get(n).cluster.state().status;
 const unreachableIn = (c: SimCluster, at: string) => c.get(at).cluster.state().membership!.unreachable;
 

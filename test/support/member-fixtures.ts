@@ -5,11 +5,12 @@ import {
   initialContext,
   type Membership,
   type MembershipContext,
-  memberKey,
+  type MembershipStep,
+  type Outbound,
   resolveClusterConfig,
   setStatus,
 } from '../../packages/cluster/src/index.js';
-import type { ActorRef } from '../../packages/core/src/index.js';
+import { type ActorRef, nodeKey } from '../../packages/core/src/index.js';
 
 /** Member n of the membership tests: 10.0.0.n:2552, uid `un`, named `nn`, no roles. */
 export const node = (n: number) => ({
@@ -20,7 +21,7 @@ export const node = (n: number) => ({
 });
 
 /** Member n's key (`memberKey`). */
-export const key = (n: number) => memberKey(node(n));
+export const key = (n: number) => nodeKey(node(n));
 
 /** A membership of members 1..count, all up, formed by 1 and grown one join at a time. */
 export function grown(count: number): Membership {
@@ -41,3 +42,7 @@ export function envOf(n: number): Env {
 
 /** A member's protocol context holding `membership` and nothing else. */
 export const contextWith = (membership: Membership): MembershipContext => ({ ...initialContext, membership });
+
+/** The messages a membership step sends (its `send` effects), in order. */
+export const sends = (step: MembershipStep): Outbound[] =>
+  step.effects.filter((e): e is Outbound => e.kind === 'send');

@@ -2,7 +2,7 @@
  * The conditions scripts wait for and expect, checked against an observation. Each check says
  * why it does not hold yet, so a failed expectation explains itself.
  */
-import { memberKey } from '../../../packages/cluster/src/member.js';
+import { memberKey } from '../../../packages/cluster/src/model/member.js';
 import { ALLOCATOR, isFresh, type Observation, type ObservedNode } from './observe.js';
 
 export type Condition =

@@ -1,5 +1,6 @@
-import { type Member, memberKey } from './member.js';
-import { coordinatorOf, type Membership } from './membership.js';
+import { nodeKey } from '@doyen/core';
+import type { Member } from './model/member.js';
+import { coordinatorOf, type Membership } from './model/membership.js';
 
 /** Facts about the cluster, as this node learns them; each one is also logged with its `event` name. */
 export type ClusterEvent =
@@ -20,8 +21,8 @@ export type ClusterEvent =
 /** The events that take a node from `prev` to `next` (pure; `prev` undefined before joining). */
 export function diffMemberships(prev: Membership | undefined, next: Membership): ClusterEvent[] {
   const events: ClusterEvent[] = [];
-  const before = new Map((prev?.members ?? []).map((m) => [memberKey(m), m]));
-  const after = new Map(next.members.map((m) => [memberKey(m), m]));
+  const before = new Map((prev?.members ?? []).map((m) => [nodeKey(m), m]));
+  const after = new Map(next.members.map((m) => [nodeKey(m), m]));
   for (const [key, m] of after) {
     const old = before.get(key);
     if (!old) {
@@ -32,7 +33,7 @@ export function diffMemberships(prev: Membership | undefined, next: Membership):
       if (e) events.push(e);
     }
   }
-  const failedNow = new Set(next.failed.map(memberKey));
+  const failedNow = new Set(next.failed.map(nodeKey));
   for (const [key, old] of before) {
     if (after.has(key)) continue;
     if (failedNow.has(key)) events.push({ type: 'member.downed', member: { ...old, status: 'down' } });
@@ -54,7 +55,7 @@ export function diffMemberships(prev: Membership | undefined, next: Membership):
   }
   const oldCoordinator = prev ? coordinatorOf(prev) : undefined;
   const newCoordinator = coordinatorOf(next);
-  if ((oldCoordinator && memberKey(oldCoordinator)) !== (newCoordinator && memberKey(newCoordinator))) {
+  if ((oldCoordinator && nodeKey(oldCoordinator)) !== (newCoordinator && nodeKey(newCoordinator))) {
     events.push({ type: 'coordinator.changed', coordinator: newCoordinator, previous: oldCoordinator });
   }
   return events;

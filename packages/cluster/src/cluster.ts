@@ -4,25 +4,33 @@ import {
   DoyenError,
   formatNodeAddress,
   type NodeAddress,
+  nodeKey,
   type UniqueNodeAddress,
 } from '@doyen/core';
 import type { SnapshotFrom } from 'xstate';
 import { type ClusterEvent, diffMemberships } from './cluster-events.js';
-import { type ClusterConfig, resolveClusterConfig } from './config.js';
-import { createDowningMachine, DOWNING_PATH } from './downing/downing-machine.js';
+import { createDowningMachine } from './downing/downing-machine.js';
 import { defaultStableAfterMs } from './downing/resolver.js';
-import { HEARTBEAT_PULSE_PATH, Heartbeater } from './failure-detector/heartbeater.js';
-import { createFailureDetectorMachine, HEARTBEAT_PATH } from './failure-detector-machine.js';
+import { createFailureDetectorMachine } from './failure-detector/failure-detector-machine.js';
+import { Heartbeater } from './failure-detector/heartbeater.js';
 import { joinAttemptFailure } from './join-attempts.js';
-import { type Member, memberKey, nodeOf } from './member.js';
-import { coordinatorOf, type Membership } from './membership.js';
-import { installMembershipAuthority } from './membership-authority.js';
-import { createMembershipMachine, type MembershipMachine } from './membership-machine.js';
-import { MEMBERSHIP_PATH, type SelfInfo } from './membership-protocol.js';
+import { installMembershipAuthority } from './membership/membership-authority.js';
+import { createMembershipMachine, type MembershipMachine } from './membership/membership-machine.js';
 import { registerClusterMessages } from './messages.js';
+import { type ClusterConfig, resolveClusterConfig } from './model/config.js';
+import { type Member, nodeOf } from './model/member.js';
+import { coordinatorOf, type Membership } from './model/membership.js';
+import type { SelfInfo } from './model/self-info.js';
+import {
+  DOWNING_PATH,
+  HEARTBEAT_PATH,
+  HEARTBEAT_PULSE_PATH,
+  SPLIT_BRAIN_CHECKER_PATH,
+  SYSTEM_ACTOR_NAMES,
+} from './model/system-actors.js';
 import { NotEnoughMembersError, reachableUpCount } from './quorum-protection.js';
 import { reachabilityEvents } from './reachability-events.js';
-import { createSplitBrainCheckerMachine, SPLIT_BRAIN_CHECKER_PATH } from './split-brain-checker.js';
+import { createSplitBrainCheckerMachine } from './split-brain-checker/split-brain-checker-machine.js';
 
 export class JoinFailedError extends DoyenError {
   constructor(reason: string) {
@@ -97,7 +105,7 @@ export class Cluster {
       uid: node.uid,
       name: this.config.name ?? address,
       roles: this.config.roles,
-      key: memberKey(node),
+      key: nodeKey(node),
       node,
       ...(system.publicKey === undefined ? {} : { publicKey: system.publicKey }),
     };
@@ -108,13 +116,13 @@ export class Cluster {
       onPeersChanged: (peers) => fdRef.send({ type: 'fd.peers', peers }),
     });
     this.heartbeater = heartbeater;
-    system.functionRef(HEARTBEAT_PULSE_PATH.split('/')[2]!, (message) => heartbeater.receive(message));
+    system.functionRef(SYSTEM_ACTOR_NAMES.heartbeatPulse, (message) => heartbeater.receive(message));
     const fdRef = system.spawn(createFailureDetectorMachine({ system, heartbeater }), {
-      name: HEARTBEAT_PATH.split('/')[2]!,
+      name: SYSTEM_ACTOR_NAMES.heartbeat,
       parent: 'system',
     });
     system.spawn(createDowningMachine({ system, config: this.config }), {
-      name: DOWNING_PATH.split('/')[2]!,
+      name: SYSTEM_ACTOR_NAMES.downing,
       parent: 'system',
     });
     system.spawn(
@@ -125,10 +133,10 @@ export class Cluster {
         probeIntervalMs: this.config.splitBrainProbeIntervalMs,
         rejoin: (seeds, reason) => this.requestRejoin(seeds, reason),
       }),
-      { name: SPLIT_BRAIN_CHECKER_PATH.split('/')[2]!, parent: 'system' },
+      { name: SYSTEM_ACTOR_NAMES.splitBrainChecker, parent: 'system' },
     );
     this.membershipRef = system.spawn(createMembershipMachine(deps), {
-      name: MEMBERSHIP_PATH.split('/')[2]!,
+      name: SYSTEM_ACTOR_NAMES.membership,
       parent: 'system',
     });
     system.subscribeSnapshots(this.membershipRef, (s) => this.onSnapshot(s as MembershipSnapshot));
@@ -148,11 +156,11 @@ export class Cluster {
   state(): ClusterState {
     const m = this.last;
     const coordinator = m ? coordinatorOf(m) : undefined;
-    const self = m?.members.find((x) => memberKey(x) === this.self.key);
+    const self = m?.members.find((x) => nodeKey(x) === this.self.key);
     return {
       self,
       status: this.status,
-      isCoordinator: coordinator !== undefined && memberKey(coordinator) === this.self.key,
+      isCoordinator: coordinator !== undefined && nodeKey(coordinator) === this.self.key,
       coordinator,
       membership: m,
     };
@@ -192,7 +200,7 @@ export class Cluster {
     if (!m || !snapshot || (this.status !== 'up' && this.status !== 'leaving')) return 0;
     const unreachable = new Set([...m.unreachable, ...Object.keys(snapshot.context.observations)]);
     return reachableUpCount(
-      m.members.map((x) => ({ key: memberKey(x), status: x.status })),
+      m.members.map((x) => ({ key: nodeKey(x), status: x.status })),
       unreachable,
     );
   }
@@ -392,7 +400,7 @@ export class Cluster {
     if (event.type === 'member.removed') {
       const node = nodeOf(event.member);
       this.system.nodeTerminated(node, 'node-removed');
-      if (memberKey(event.member) !== this.self.key) this.options.onMemberRemoved?.(node);
+      if (nodeKey(event.member) !== this.self.key) this.options.onMemberRemoved?.(node);
     }
     for (const l of this.listeners) {
       try {
@@ -423,6 +431,6 @@ function statusOf(s: MembershipSnapshot): NodeStatus {
 }
 
 function* identityKeysOf(m: Membership): Iterable<{ member: string; publicKey: string | undefined }> {
-  for (const x of m.members) yield { member: memberKey(x), publicKey: x.publicKey };
-  for (const x of m.failed) yield { member: memberKey(x), publicKey: x.publicKey };
+  for (const x of m.members) yield { member: nodeKey(x), publicKey: x.publicKey };
+  for (const x of m.failed) yield { member: nodeKey(x), publicKey: x.publicKey };
 }

@@ -1,6 +1,6 @@
+import { nodeKey } from '@doyen/core';
 import type { ClusterEvent } from './cluster-events.js';
-import { memberKey } from './member.js';
-import type { Membership } from './membership.js';
+import type { Membership } from './model/membership.js';
 
 /**
  * Which members this node takes for unreachable, and the events that tell it: the coordinator's
@@ -14,7 +14,7 @@ export function reachabilityEvents(
   observations: Readonly<Record<string, readonly string[]>>,
   selfKey: string,
 ): { readonly events: ClusterEvent[]; readonly unreachable: Set<string> } {
-  const members = new Map(membership.members.map((m) => [memberKey(m), m]));
+  const members = new Map(membership.members.map((m) => [nodeKey(m), m]));
   const unreachable = new Set<string>();
   for (const key of membership.unreachable) if (members.has(key) && key !== selfKey) unreachable.add(key);
   for (const [subject, observers] of Object.entries(observations)) {

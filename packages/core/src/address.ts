@@ -34,10 +34,14 @@ export function parseNodeAddress(text: string): NodeAddress {
 
 /**
  * `host:port#uid`: the key of one incarnation of a node, the one way a member is named in
- * membership views, observations, tables and logs. Read back with `nodeOfKey` / `addressOfKey`.
+ * membership views, observations, tables and logs; from a node address with its uid, or from a
+ * cluster member (its `host:port` address, already formatted, and its uid). Read back with
+ * `nodeOfKey` / `addressOfKey`.
  */
-export function nodeKey(node: UniqueNodeAddress): string {
-  return `${formatNodeAddress(node)}#${node.uid}`;
+export function nodeKey(
+  node: UniqueNodeAddress | { readonly address: string; readonly uid: string },
+): string {
+  return 'address' in node ? `${node.address}#${node.uid}` : `${formatNodeAddress(node)}#${node.uid}`;
 }
 
 /** The node incarnation a `host:port#uid` key names; InvalidAddressError for anything else. */

@@ -1,5 +1,5 @@
 import type { Cluster, ClusterEvent, Member } from '@doyen/cluster';
-import { memberKey } from '@doyen/cluster';
+import { memberKey, oldestFirst, oldestOf } from '@doyen/cluster';
 import type { ElectedCoordinator } from '@doyen/election';
 
 /**
@@ -107,16 +107,17 @@ export function clusterMembersView(cluster: Cluster, elected?: ElectedCoordinato
     });
     unreachable.push({ node: nodeUri(name, m.address), observedBy });
   }
-  const up = members.filter((m) => m.status === 'up').sort((a, b) => a.age - b.age);
+  const oldest = oldestOf(members);
   const oldestPerRole: Record<string, string> = {};
-  for (const m of up) for (const role of m.roles) oldestPerRole[role] ??= nodeUri(name, m.address);
+  for (const m of oldestFirst(members))
+    for (const role of m.roles) oldestPerRole[role] ??= nodeUri(name, m.address);
   const leaderAddress = elected ? elected.coordinator() : state.coordinator?.address;
   return {
     selfNode: nodeUri(name, cluster.self.address),
     members: members.map((m) => memberView(name, m)),
     unreachable,
     ...(leaderAddress ? { leader: nodeUri(name, leaderAddress) } : {}),
-    ...(up[0] ? { oldest: nodeUri(name, up[0].address) } : {}),
+    ...(oldest ? { oldest: nodeUri(name, oldest.address) } : {}),
     oldestPerRole,
   };
 }

@@ -1,6 +1,7 @@
 import { type ActorSystem, enqueueDecision, type Message } from '@doyen/core';
 import { and, fromPromise, setup } from 'xstate';
 import { detectionTimeMs } from '../failure-detector/detector.js';
+import { MEMBERSHIP_PATH } from '../model/system-actors.js';
 import type { DowningConfig } from './downing-config.js';
 import {
   type DowningContext,
@@ -30,8 +31,6 @@ import type { StrategyConfig } from './strategies.js';
 export type { DowningContext, DowningEffect } from './downing-decisions.js';
 export type { DowningEvent, OwnReachabilityMessage, SbrViewMessage } from './downing-messages.js';
 
-export const DOWNING_PATH = '/system/downing';
-const MEMBERSHIP_PATH = '/system/membership';
 const FORGET_ID = 'forget-absent';
 
 /** The machine's own delayed event: the members downed lately may be forgotten. */

@@ -1,4 +1,4 @@
-import type { MemberStatus } from '../member.js';
+import type { MemberStatus } from '../model/member.js';
 
 /** A member as the split-brain resolver sees it. */
 export interface SbrMember {

@@ -1,4 +1,4 @@
-import { oldestOf, SINGLETON_HOLDING } from '../member.js';
+import { oldestOf, SINGLETON_HOLDING } from '../model/member.js';
 import { compareAddress, isCounted, type SbrDecisionKind, type SbrView, withRole } from './sbr-view.js';
 
 /**

@@ -1,5 +1,5 @@
-import type { FailureDetector } from './detector.js';
 import { requireNonNegative, requirePositive } from './errors.js';
+import type { FailureDetector } from './failure-detector.js';
 import { DEFAULT_HEARTBEAT_INTERVAL_MS } from './heartbeat-interval.js';
 
 export interface DeadlineConfig {

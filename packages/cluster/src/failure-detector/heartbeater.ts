@@ -1,10 +1,17 @@
-import { type ActorRef, type ActorSystem, HEARTBEAT_BUCKETS_SECONDS, type Message } from '@doyen/core';
-import type { ClusterConfig } from '../config.js';
-import { heartbeatPeers, successionPartner } from '../heartbeat-ring.js';
-import { memberKey, nodeOf } from '../member.js';
-import { liveMembers, type Membership } from '../membership.js';
-import type { SelfInfo } from '../membership-protocol.js';
-import type { HeartbeatPing, HeartbeatPong } from '../messages.js';
+import {
+  type ActorRef,
+  type ActorSystem,
+  HEARTBEAT_BUCKETS_SECONDS,
+  type Message,
+  nodeKey,
+} from '@doyen/core';
+import type { ClusterConfig } from '../model/config.js';
+import { nodeOf } from '../model/member.js';
+import { liveMembers, type Membership } from '../model/membership.js';
+import type { SelfInfo } from '../model/self-info.js';
+import { HEARTBEAT_PULSE_PATH, MEMBERSHIP_PATH } from '../model/system-actors.js';
+import type { HeartbeatPing, HeartbeatPong } from './heartbeat-messages.js';
+import { heartbeatPeers, successionPartner } from './heartbeat-ring.js';
 import type { PhiAccrualFailureDetector } from './phi-accrual.js';
 import { FailureDetectorRegistry } from './registry.js';
 
@@ -16,8 +23,8 @@ import { FailureDetectorRegistry } from './registry.js';
  */
 export type PeerStatus = 'unheard' | 'reachable' | 'suspect' | 'unreachable';
 
-/** Where heartbeats are sent and answered: a plain function ref, no mailbox, no machine. */
-export const HEARTBEAT_PULSE_PATH = '/system/heartbeat-pulse';
+/** Where heartbeats are sent and answered (a plain function ref, no mailbox, no machine). */
+export { HEARTBEAT_PULSE_PATH } from '../model/system-actors.js';
 
 export interface HeartbeaterDeps {
   readonly system: ActorSystem;
@@ -93,8 +100,8 @@ export class Heartbeater {
     this.chooseTargets(membership);
     this.membership = membership;
     this.earlyPings.clear();
-    this.memberKeys = new Set(liveMembers(membership).map(memberKey));
-    this.failedKeys = new Set(membership.failed.map(memberKey));
+    this.memberKeys = new Set(liveMembers(membership).map(nodeKey));
+    this.failedKeys = new Set(membership.failed.map(nodeKey));
     for (const key of this.replyRefs.keys()) if (!this.memberKeys.has(key)) this.replyRefs.delete(key);
     if (this.timer === undefined) this.schedule();
   }
@@ -110,7 +117,7 @@ export class Heartbeater {
    * changed (the table was reported).
    */
   private chooseTargets(membership: Membership): boolean {
-    const members = liveMembers(membership).map((m) => ({ ...m, key: memberKey(m) }));
+    const members = liveMembers(membership).map((m) => ({ ...m, key: nodeKey(m) }));
     const unreachable = new Set(
       Object.entries(this.peers)
         .filter(([, s]) => s === 'unreachable')
@@ -121,7 +128,7 @@ export class Heartbeater {
       unreachable,
       config: this.config.heartbeatRing,
     });
-    const chosen = new Set(targets.map(memberKey));
+    const chosen = new Set(targets.map(nodeKey));
     const partner = successionPartner(this.self, members);
     const paired = partner && !chosen.has(partner.key) ? [partner] : [];
     if (partner) chosen.add(partner.key);
@@ -130,7 +137,7 @@ export class Heartbeater {
     const peers: Record<string, PeerStatus> = {};
     const refs = new Map<string, ActorRef>();
     for (const t of [...targets, ...paired, ...kept]) {
-      const key = memberKey(t);
+      const key = nodeKey(t);
       // A new target starts with a heartbeat "now": if none ever arrives it still gets detected.
       if (!(key in this.peers)) {
         this.registry.heartbeat(key, now);
@@ -250,7 +257,7 @@ export class Heartbeater {
   }
 
   private answer(ping: HeartbeatPing): void {
-    const from = memberKey(ping.from);
+    const from = nodeKey(ping.from);
     // Still joining (no membership yet): the coordinator monitors us from the moment it adds us,
     // and a welcome can take seconds to be handled on a loaded host. Answering (only the wire's
     // authenticated peers can ping) keeps a slow joiner from looking dead before it is even in
@@ -260,7 +267,7 @@ export class Heartbeater {
       // is a member and run singletons; silence alone would leave it guessing for seconds.
       if (this.failedKeys.has(from)) {
         this.system
-          .remoteRef(ping.from, '/system/membership')
+          .remoteRef(ping.from, MEMBERSHIP_PATH)
           .send({ type: 'membership.downed-notice', by: this.self.key } as Message);
       } else this.pingedEarly(from);
       return;
@@ -292,7 +299,7 @@ export class Heartbeater {
   }
 
   private heard(pong: HeartbeatPong): void {
-    this.arrived(memberKey(pong.from));
+    this.arrived(nodeKey(pong.from));
     if (pong.version > this.version && this.version > 0) this.versionSeen(pong);
   }
 
@@ -317,7 +324,7 @@ export class Heartbeater {
   /** A peer's heartbeat shows another membership version: the membership catches up (or helps). */
   private versionSeen(message: HeartbeatPing | HeartbeatPong): void {
     this.system
-      .lookup('/system/membership')
+      .lookup(MEMBERSHIP_PATH)
       ?.send({ type: 'fd.version-seen', peer: message.from, version: message.version } as Message);
   }
 }

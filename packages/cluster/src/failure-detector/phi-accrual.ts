@@ -1,5 +1,5 @@
-import type { FailureDetector } from './detector.js';
 import { requireNonNegative, requirePositive, requirePositiveInteger } from './errors.js';
+import type { FailureDetector } from './failure-detector.js';
 import { HeartbeatHistory } from './heartbeat-history.js';
 import { DEFAULT_HEARTBEAT_INTERVAL_MS } from './heartbeat-interval.js';
 import { phi } from './phi.js';

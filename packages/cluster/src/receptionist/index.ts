@@ -7,5 +7,4 @@ export type {
   ReceptionistEvent,
   ReceptionistPolicy,
 } from './receptionist-decisions.js';
-export { RECEPTIONIST_PATH } from './receptionist-machine.js';
 export * from './service-key.js';

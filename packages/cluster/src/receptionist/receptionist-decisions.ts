@@ -1,6 +1,5 @@
-import type { ActorRef, Terminated } from '@doyen/core';
-import { memberKey } from '../member.js';
-import type { Membership } from '../membership.js';
+import { type ActorRef, nodeKey, type Terminated } from '@doyen/core';
+import type { Membership } from '../model/membership.js';
 import type { ReceptionistListing } from './messages.js';
 
 /**
@@ -106,7 +105,7 @@ function peersOf(policy: ReceptionistPolicy, membership: Membership | undefined)
   if (!membership) return [];
   return membership.members
     .filter((m) => m.status === 'up' || m.status === 'leaving' || m.status === 'exiting')
-    .map(memberKey)
+    .map(nodeKey)
     .filter((key) => key !== policy.selfKey);
 }
 
@@ -147,7 +146,7 @@ function refCount(entries: ReadonlyMap<string, readonly ActorRef[]>): number {
 }
 
 function isOurs(policy: ReceptionistPolicy, ref: ActorRef): boolean {
-  return memberKey(ref.address.node) === policy.selfKey;
+  return nodeKey(ref.address.node) === policy.selfKey;
 }
 
 function registeredAnywhere(entries: ReadonlyMap<string, readonly ActorRef[]>, ref: ActorRef): boolean {
@@ -269,7 +268,7 @@ export function takeMembership(
   ctx: ReceptionistContext,
   membership: Membership,
 ): ReceptionistStep {
-  const present = new Set(membership.members.map(memberKey));
+  const present = new Set(membership.members.map(nodeKey));
   const gone = [...ctx.remote.keys()].filter((key) => !present.has(key));
   let remote = ctx.remote;
   if (gone.length > 0) {
@@ -307,7 +306,7 @@ export function takeListing(
 ): ReceptionistStep {
   const from = listing.from;
   if (from === policy.selfKey) return same(ctx);
-  if (ctx.membership && !ctx.membership.members.some((m) => memberKey(m) === from))
+  if (ctx.membership && !ctx.membership.members.some((m) => nodeKey(m) === from))
     return {
       context: ctx,
       effects: [
@@ -325,7 +324,7 @@ export function takeListing(
       : [];
   const held = ctx.remote.get(from);
   if (held && held.version >= listing.version) return { context: ctx, effects: answer };
-  const foreign = listing.entries.flatMap((e) => e.refs).find((r) => memberKey(r.address.node) !== from);
+  const foreign = listing.entries.flatMap((e) => e.refs).find((r) => nodeKey(r.address.node) !== from);
   if (foreign)
     return refuse(
       ctx,

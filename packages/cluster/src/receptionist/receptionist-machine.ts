@@ -1,5 +1,6 @@
 import { type ActorRef, type ActorSystem, enqueueDecision, nodeOfKey } from '@doyen/core';
 import { setup } from 'xstate';
+import { RECEPTIONIST_PATH } from '../model/system-actors.js';
 import {
   decide,
   initialReceptionistContext,
@@ -8,8 +9,6 @@ import {
   type ReceptionistEvent,
   type ReceptionistPolicy,
 } from './receptionist-decisions.js';
-
-export const RECEPTIONIST_PATH = '/system/receptionist';
 
 export interface ReceptionistEffects {
   /** The receptionist's own ref: the watcher of registered actors. */

@@ -1,6 +1,6 @@
-import { type ActorRef, type ActorSystem, DoyenError, type Message } from '@doyen/core';
-import type { Cluster } from '../cluster.js';
-import { memberKey } from '../member.js';
+import { type ActorRef, type ActorSystem, DoyenError, type Message, nodeKey } from '@doyen/core';
+import type { Membership } from '../model/membership.js';
+import { SYSTEM_ACTOR_NAMES } from '../model/system-actors.js';
 import {
   MAX_KEYS_PER_NODE,
   MAX_REFS_PER_KEY,
@@ -8,8 +8,13 @@ import {
   registerReceptionistMessages,
 } from './messages.js';
 import type { ReceptionistEvent, ReceptionistPolicy } from './receptionist-decisions.js';
-import { createReceptionistMachine, RECEPTIONIST_PATH } from './receptionist-machine.js';
+import { createReceptionistMachine } from './receptionist-machine.js';
 import type { ServiceKey } from './service-key.js';
+
+/** What the receptionist needs of its node's cluster (a `Cluster`): every new membership. */
+export interface MembershipSource {
+  subscribeMembership(listener: (membership: Membership) => void): () => void;
+}
 
 export class ReceptionistRefNotLocalError extends DoyenError {
   constructor(readonly ref: string) {
@@ -42,18 +47,22 @@ export class Receptionist {
   private readonly listeners = new Map<string, Set<{ listener: ListingListener<Message>; last?: string }>>();
   private readonly unsubscribeMembership: () => void;
 
-  static start(system: ActorSystem, cluster: Cluster, options: ReceptionistOptions = {}): Receptionist {
+  static start(
+    system: ActorSystem,
+    cluster: MembershipSource,
+    options: ReceptionistOptions = {},
+  ): Receptionist {
     return new Receptionist(system, cluster, options);
   }
 
   private constructor(
     private readonly system: ActorSystem,
-    cluster: Cluster,
+    cluster: MembershipSource,
     options: ReceptionistOptions,
   ) {
     registerReceptionistMessages(system.messageTypes);
     const policy: ReceptionistPolicy = {
-      selfKey: memberKey(system.node),
+      selfKey: nodeKey(system.node),
       maxKeysPerNode: Math.min(options.maxKeysPerNode ?? MAX_KEYS_PER_NODE, MAX_KEYS_PER_NODE),
       maxRefsPerKey: Math.min(options.maxRefsPerKey ?? MAX_REFS_PER_KEY, MAX_REFS_PER_KEY),
       maxRefsPerNode: Math.min(options.maxRefsPerNode ?? MAX_REFS_PER_NODE, MAX_REFS_PER_NODE),
@@ -62,7 +71,7 @@ export class Receptionist {
       self: () => this.ref,
       listingChanged: (key, refs) => this.notify(key, refs),
     });
-    this.ref = system.spawn(machine, { name: RECEPTIONIST_PATH.split('/')[2]!, parent: 'system' });
+    this.ref = system.spawn(machine, { name: SYSTEM_ACTOR_NAMES.receptionist, parent: 'system' });
     this.unsubscribeMembership = cluster.subscribeMembership((membership) =>
       this.tell({ type: 'receptionist.membership', membership }),
     );

@@ -1,4 +1,4 @@
-import type { Cluster } from '@doyen/cluster';
+import { type Cluster, oldestFirst } from '@doyen/cluster';
 import { DoyenError, formatNodeAddress, type NodeAddress, parseNodeAddress } from '@doyen/core';
 import { type ClusterMemberView, clusterMemberView, nodeUri } from '../members-api.js';
 
@@ -30,9 +30,7 @@ export function seedNodesView(
 ): SeedNodesView {
   const selfNode = nodeUri(clusterName, formatNodeAddress(self));
   if (cluster?.state().status !== 'up') return { selfNode, seedNodes: [] };
-  const up = (cluster.state().membership?.members ?? [])
-    .filter((m) => m.status === 'up')
-    .sort((a, b) => a.age - b.age);
+  const up = oldestFirst(cluster.state().membership?.members ?? []);
   return { selfNode, seedNodes: up.slice(0, MAX_SEED_NODES).map((m) => clusterMemberView(cluster, m)) };
 }
 

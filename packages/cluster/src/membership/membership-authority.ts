@@ -1,6 +1,5 @@
-import type { MessageTypes } from '@doyen/core';
-import { memberKey } from './member.js';
-import { coordinatorOf, type Membership } from './membership.js';
+import { type MessageTypes, nodeKey } from '@doyen/core';
+import { coordinatorOf, type Membership } from '../model/membership.js';
 
 /**
  * Installs the authorities this node's membership view answers, checked at the wire boundary
@@ -21,7 +20,7 @@ export function installMembershipAuthority(
   let keys = new Set<string>();
   const membersOf = (m: Membership): ReadonlySet<string> => {
     if (m !== indexed) {
-      keys = new Set(m.members.map(memberKey));
+      keys = new Set(m.members.map(nodeKey));
       indexed = m;
     }
     return keys;
@@ -33,7 +32,7 @@ export function installMembershipAuthority(
   const uninstallCoordinator = types.defineAuthority('coordinator', (origin) => {
     const m = view();
     const c = m && coordinatorOf(m);
-    return c !== undefined && memberKey(c) === origin;
+    return c !== undefined && nodeKey(c) === origin;
   });
   return () => {
     uninstallMember();

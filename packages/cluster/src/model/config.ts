@@ -1,9 +1,12 @@
 import { InvalidConfigError, type NodeAddress } from '@doyen/core';
-import type { SbrSettings } from './downing/downing-config.js';
-import type { DowningStrategyName } from './downing/resolver.js';
-import type { FailureDetectorConfig } from './failure-detector/detector.js';
-import { DEFAULT_HEARTBEAT_INTERVAL_MS } from './failure-detector/heartbeat-interval.js';
-import { DEFAULT_HEARTBEAT_RING_CONFIG, type HeartbeatRingConfig } from './heartbeat-ring.js';
+import type { SbrSettings } from '../downing/downing-config.js';
+import type { DowningStrategyName } from '../downing/resolver.js';
+import type { FailureDetectorConfig } from '../failure-detector/detector.js';
+import { DEFAULT_HEARTBEAT_INTERVAL_MS } from '../failure-detector/heartbeat-interval.js';
+import {
+  DEFAULT_HEARTBEAT_RING_CONFIG,
+  type HeartbeatRingConfig,
+} from '../failure-detector/heartbeat-ring.js';
 
 /**
  * How failed members are taken out. `auto` is the seed's availability-first mode (the

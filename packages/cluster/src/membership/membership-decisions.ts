@@ -1,7 +1,16 @@
-import type { ActorRef, Message, NodeAddress, UniqueNodeAddress } from '@doyen/core';
-import type { ClusterConfig } from './config.js';
-import { heartbeatPeers } from './heartbeat-ring.js';
-import { isLive, type Member, memberKey, nodeOf } from './member.js';
+import {
+  type ActorRef,
+  type DecisionStep,
+  formatNodeAddress,
+  type Message,
+  type NodeAddress,
+  nodeKey,
+  type UniqueNodeAddress,
+} from '@doyen/core';
+import type { SbrViewMessage } from '../downing/downing-messages.js';
+import { heartbeatPeers } from '../failure-detector/heartbeat-ring.js';
+import type { ClusterConfig } from '../model/config.js';
+import { isLive, type Member, nodeOf, oldestOf } from '../model/member.js';
 import {
   addJoiner,
   coordinatorOf,
@@ -15,7 +24,10 @@ import {
   removeMembers,
   setStatus,
   setUnreachable,
-} from './membership.js';
+} from '../model/membership.js';
+import type { SelfInfo } from '../model/self-info.js';
+import { HEARTBEAT_PATH } from '../model/system-actors.js';
+import type { SbcView } from '../split-brain-checker/split-brain-checker-messages.js';
 import type {
   Ack,
   DownedNotice,
@@ -28,18 +40,18 @@ import type {
   Redirect,
   Update,
   Welcome,
-} from './messages.js';
+} from './membership-messages.js';
+import { sbcView, sbrViewMessage } from './membership-views.js';
+
+export type { SelfInfo } from '../model/self-info.js';
 
 /**
- * The membership protocol as pure functions: (context, input) -> (context, messages to send,
- * timers to set). The xstate machine in membership-machine.ts only wires these to states and
- * effects, so every decision here can be tested without a network or a clock.
+ * The membership protocol as pure functions: (context, input) -> a `MembershipStep` (the next
+ * context, its effects as data — one `MembershipEffect` union — and the collector timeouts to
+ * schedule). No logger, clock or actor system here: the machine in membership-machine.ts wires
+ * these to states and delays, and its one action `run` carries the effects out, so every
+ * decision can be tested without a network or a clock.
  */
-
-export interface SelfInfo extends NewMember {
-  readonly key: string;
-  readonly node: UniqueNodeAddress;
-}
 
 /** A pending ResultsCollector: answers the joiner once every member acknowledged `version`. */
 export interface Collector {
@@ -82,17 +94,35 @@ export type Destination =
   | { readonly kind: 'ref'; readonly ref: ActorRef }
   | { readonly kind: 'local'; readonly path: string };
 
+/** A message to send, from this node's membership actor (its replies come back to it). */
 export interface Outbound {
+  readonly kind: 'send';
   readonly to: Destination;
   readonly message: Message;
 }
 
-export interface Step {
-  readonly context: MembershipContext;
-  readonly out: readonly Outbound[];
-  /** Collector timeouts to schedule: raise `membership.collector-timeout` after the ack timeout. */
+/**
+ * Every effect of the membership machine, carried out in order by its one action `run`:
+ * - `send`: a message to a member (this incarnation), a seed (any incarnation at the address),
+ *   a ref (a joiner or a replier), or a local system actor (the failure detector's new membership);
+ * - `publish`: the views of a new membership or new observations, for the split-brain resolver
+ *   (`downing`) and the split-brain checker (`checker`): they read these, never this context.
+ */
+export type MembershipEffect =
+  | Outbound
+  | { readonly kind: 'publish'; readonly downing: SbrViewMessage; readonly checker: SbcView };
+
+/**
+ * A decision of the membership protocol: the next context and its effects (the shared
+ * `DecisionStep`), and the collector timeouts to schedule (the machine raises
+ * `membership.collector-timeout` for each after the ack timeout, as its own delayed event).
+ */
+export interface MembershipStep extends DecisionStep<MembershipContext, MembershipEffect> {
   readonly timeouts: readonly number[];
 }
+
+/** @deprecated The old name of {@link MembershipStep}; kept for one release. */
+export type Step = MembershipStep;
 
 export interface Env {
   readonly self: SelfInfo;
@@ -112,15 +142,13 @@ export const initialContext: MembershipContext = {
   evaluated: undefined,
 };
 
-const noop = (context: MembershipContext): Step => ({ context, out: [], timeouts: [] });
-const FD_PATH = '/system/heartbeat';
-const MEMBERSHIP_PATH = '/system/membership';
+const noop = (context: MembershipContext): MembershipStep => ({ context, effects: [], timeouts: [] });
 
 // ---- queries ----------------------------------------------------------------------------------
 
 /** Whether `ref` belongs to a live member of `m` (by its node incarnation). */
 function isLiveMember(m: Membership, ref: ActorRef): boolean {
-  const member = findMember(m, memberKey(ref.address.node));
+  const member = findMember(m, nodeKey(ref.address.node));
   return member !== undefined && isLive(member.status);
 }
 
@@ -141,12 +169,7 @@ export function believedCoordinator(env: Env, ctx: MembershipContext): Member | 
   const m = ctx.membership;
   if (!m) return undefined;
   const unreachable = unreachableHere(env, ctx, m);
-  let best: Member | undefined;
-  for (const member of m.members) {
-    if (member.status !== 'up' || unreachable(memberKey(member))) continue;
-    if (best === undefined || member.age < best.age) best = member;
-  }
-  return best;
+  return oldestOf(m.members.filter((member) => member.status === 'up' && !unreachable(nodeKey(member))));
 }
 
 /**
@@ -158,10 +181,10 @@ export function believedCoordinator(env: Env, ctx: MembershipContext): Member | 
 function unreachableHere(env: Env, ctx: MembershipContext, m: Membership): (key: string) => boolean {
   const { targets } = heartbeatPeers(
     { address: env.self.address, uid: env.self.uid },
-    liveMembers(m).filter((x) => memberKey(x) !== env.self.key),
+    liveMembers(m).filter((x) => nodeKey(x) !== env.self.key),
     { config: env.config.heartbeatRing },
   );
-  const monitored = new Set(targets.map(memberKey));
+  const monitored = new Set(targets.map(nodeKey));
   return (key: string) => {
     if (key === env.self.key) return false;
     const observers = ctx.observations[key] ?? [];
@@ -186,12 +209,12 @@ export function convergedHere(env: Env, ctx: MembershipContext): boolean {
 /** Whether `ref` (a sender's reply address, bound to its connection) is the believed coordinator. */
 function fromBelievedCoordinator(env: Env, ctx: MembershipContext, ref: ActorRef): boolean {
   const c = believedCoordinator(env, ctx);
-  return c !== undefined && memberKey(c) === memberKey(ref.address.node);
+  return c !== undefined && nodeKey(c) === nodeKey(ref.address.node);
 }
 
 export function isCoordinator(env: Env, ctx: MembershipContext): boolean {
   const c = ctx.membership && coordinatorOf(ctx.membership);
-  return c !== undefined && memberKey(c) === env.self.key;
+  return c !== undefined && nodeKey(c) === env.self.key;
 }
 
 /** The node whose address is the first seed may form the cluster when no other seed answers. */
@@ -217,28 +240,28 @@ function joinMessage(env: Env): Join {
   return env.self.publicKey === undefined ? join : { ...join, publicKey: env.self.publicKey };
 }
 
-export function joinAttempt(env: Env, ctx: MembershipContext): Step {
+export function joinAttempt(env: Env, ctx: MembershipContext): MembershipStep {
   const join = joinMessage(env);
   const out = env.config.seeds
     .filter((s) => !(s.host === env.self.node.host && s.port === env.self.node.port))
-    .map((address): Outbound => ({ to: { kind: 'seed', address }, message: join }));
-  return { context: { ...ctx, attempt: ctx.attempt + 1 }, out, timeouts: [] };
+    .map((address) => sendTo({ kind: 'seed', address }, join));
+  return { context: { ...ctx, attempt: ctx.attempt + 1 }, effects: out, timeouts: [] };
 }
 
-export function formNewCluster(env: Env, ctx: MembershipContext): Step {
+export function formNewCluster(env: Env, ctx: MembershipContext): MembershipStep {
   return adopt(ctx, formCluster(env.self));
 }
 
 /** A welcome (or an update naming us while we join) makes us a member. */
-export function welcomed(_env: Env, ctx: MembershipContext, membership: Membership): Step {
+export function welcomed(_env: Env, ctx: MembershipContext, membership: Membership): MembershipStep {
   return adopt({ ...ctx, attempt: 0 }, membership);
 }
 
 /** An update that names us while we join: take it, and acknowledge it like any member. */
-export function welcomedByUpdate(env: Env, ctx: MembershipContext, update: Update): Step {
+export function welcomedByUpdate(env: Env, ctx: MembershipContext, update: Update): MembershipStep {
   const step = welcomed(env, ctx, update.membership);
   const ack: Ack = { type: 'membership.ack', version: update.membership.version, from: env.self.key };
-  return { ...step, out: [...step.out, sendTo({ kind: 'ref', ref: update.replyTo }, ack)] };
+  return { ...step, effects: [...step.effects, sendTo({ kind: 'ref', ref: update.replyTo }, ack)] };
 }
 
 /**
@@ -247,18 +270,18 @@ export function welcomedByUpdate(env: Env, ctx: MembershipContext, update: Updat
  */
 export function admittedBy(env: Env, m: Membership, sender: UniqueNodeAddress): boolean {
   const c = coordinatorOf(m);
-  return includesSelfLive(env, m) && c !== undefined && memberKey(c) === memberKey(sender);
+  return includesSelfLive(env, m) && c !== undefined && nodeKey(c) === nodeKey(sender);
 }
 
 /** A seed that is not the coordinator sent us to it: join there (only a seed we asked may). */
-export function onRedirect(env: Env, ctx: MembershipContext, redirect: Redirect): Step {
+export function onRedirect(env: Env, ctx: MembershipContext, redirect: Redirect): MembershipStep {
   const fromSeed = env.config.seeds.some(
     (s) => s.host === redirect.from.host && s.port === redirect.from.port,
   );
-  if (!fromSeed || memberKey(redirect.coordinator) === env.self.key) return noop(ctx);
+  if (!fromSeed || nodeKey(redirect.coordinator) === env.self.key) return noop(ctx);
   return {
     context: ctx,
-    out: [sendTo({ kind: 'member', node: redirect.coordinator }, joinMessage(env))],
+    effects: [sendTo({ kind: 'member', node: redirect.coordinator }, joinMessage(env))],
     timeouts: [],
   };
 }
@@ -271,8 +294,8 @@ export function includesSelfLive(env: Env, m: Membership): boolean {
 // ---- adopting and broadcasting --------------------------------------------------------------
 
 /** Takes `next` as our membership and tells the failure detector; no broadcast. */
-function adopt(ctx: MembershipContext, next: Membership): Step {
-  const live = new Set(next.members.map(memberKey));
+function adopt(ctx: MembershipContext, next: Membership): MembershipStep {
+  const live = new Set(next.members.map(nodeKey));
   const observations: Record<string, readonly string[]> = {};
   for (const [subject, observers] of Object.entries(ctx.observations)) {
     if (!live.has(subject)) continue;
@@ -283,39 +306,44 @@ function adopt(ctx: MembershipContext, next: Membership): Step {
   const journal = [...ctx.journal, { seq, membership: next }].slice(-JOURNAL_MAX);
   return {
     context: { ...ctx, membership: next, observations, journal },
-    out: [
-      { to: { kind: 'local', path: FD_PATH }, message: { type: 'fd.members', membership: next } as Message },
+    effects: [
+      sendTo({ kind: 'local', path: HEARTBEAT_PATH }, { type: 'fd.members', membership: next } as Message),
     ],
     timeouts: [],
   };
 }
 
 /** Coordinator: adopt `next` and send it to every member of the old and the new membership. */
-function publish(env: Env, ctx: MembershipContext, next: Membership, exclude?: ReadonlySet<string>): Step {
+function publish(
+  env: Env,
+  ctx: MembershipContext,
+  next: Membership,
+  exclude?: ReadonlySet<string>,
+): MembershipStep {
   const prev = ctx.membership;
   const step = adopt(ctx, next);
   const recipients = new Map<string, Member>();
   for (const m of [...(prev?.members ?? []), ...next.members]) {
-    if (memberKey(m) !== env.self.key && isLive(m.status) && !exclude?.has(memberKey(m)))
-      recipients.set(memberKey(m), m);
+    if (nodeKey(m) !== env.self.key && isLive(m.status) && !exclude?.has(nodeKey(m)))
+      recipients.set(nodeKey(m), m);
   }
   const update: Update = { type: 'membership.update', membership: next, replyTo: env.selfRef };
-  const out = [...step.out];
-  for (const m of recipients.values()) out.push({ to: { kind: 'member', node: nodeOf(m) }, message: update });
-  return { ...step, out };
+  const out = [...step.effects];
+  for (const m of recipients.values()) out.push(sendTo({ kind: 'member', node: nodeOf(m) }, update));
+  return { ...step, effects: out };
 }
 
-function chain(first: Step, next: (ctx: MembershipContext) => Step): Step {
+function chain(first: MembershipStep, next: (ctx: MembershipContext) => MembershipStep): MembershipStep {
   const second = next(first.context);
   return {
     context: second.context,
-    out: [...first.out, ...second.out],
+    effects: [...first.effects, ...second.effects],
     timeouts: [...first.timeouts, ...second.timeouts],
   };
 }
 
 function sendTo(to: Destination, message: Message): Outbound {
-  return { to, message };
+  return { kind: 'send', to, message };
 }
 
 function coordinatorNode(ctx: MembershipContext): UniqueNodeAddress | undefined {
@@ -325,7 +353,7 @@ function coordinatorNode(ctx: MembershipContext): UniqueNodeAddress | undefined 
 
 // ---- join handling (coordinator) -------------------------------------------------------------
 
-export function onJoin(env: Env, ctx: MembershipContext, join: Join): Step {
+export function onJoin(env: Env, ctx: MembershipContext, join: Join): MembershipStep {
   const m = ctx.membership;
   if (!m) return noop(ctx);
   if (!isCoordinator(env, ctx)) {
@@ -333,17 +361,17 @@ export function onJoin(env: Env, ctx: MembershipContext, join: Join): Step {
     const c = coordinatorNode(ctx);
     const redirect: Redirect = { type: 'membership.redirect', coordinator: c!, from: env.self.node };
     return c
-      ? { context: ctx, out: [sendTo({ kind: 'ref', ref: join.replyTo }, redirect)], timeouts: [] }
+      ? { context: ctx, effects: [sendTo({ kind: 'ref', ref: join.replyTo }, redirect)], timeouts: [] }
       : noop(ctx);
   }
-  const address = `${join.node.host.includes(':') ? `[${join.node.host}]` : join.node.host}:${join.node.port}`;
+  const address = formatNodeAddress(join.node);
   const existing = findByAddress(m, address);
   if (existing && existing.uid === join.node.uid) {
     // a retry of a join we already handled: answer again, change nothing
-    const pending = ctx.collectors.some((c) => c.joiner === memberKey(existing));
+    const pending = ctx.collectors.some((c) => c.joiner === nodeKey(existing));
     if (pending) return noop(ctx);
     const welcome: Welcome = { type: 'membership.welcome', membership: m, from: env.self.node };
-    return { context: ctx, out: [sendTo({ kind: 'ref', ref: join.replyTo }, welcome)], timeouts: [] };
+    return { context: ctx, effects: [sendTo({ kind: 'ref', ref: join.replyTo }, welcome)], timeouts: [] };
   }
   if (existing && !mayReplace(env, ctx, existing, join)) return noop(ctx);
   const joiner: NewMember = {
@@ -354,17 +382,17 @@ export function onJoin(env: Env, ctx: MembershipContext, join: Join): Step {
     ...(join.publicKey === undefined ? {} : { publicKey: join.publicKey }),
   };
   const { membership: next, replaced } = addJoiner(m, joiner);
-  const joinerKey = memberKey(joiner);
+  const joinerKey = nodeKey(joiner);
   // Joiners do not hold up other joins: they may still be busy joining themselves.
   const waiting = liveMembers(m)
     .filter((x) => x.status !== 'joining')
-    .map(memberKey)
-    .filter((k) => k !== env.self.key && k !== (replaced && memberKey(replaced)));
+    .map(nodeKey)
+    .filter((k) => k !== env.self.key && k !== (replaced && nodeKey(replaced)));
   const published = publish(env, ctx, next);
-  const withoutJoiner = published.out.filter(
-    (o) => !(o.to.kind === 'member' && memberKey(o.to.node) === joinerKey),
+  const withoutJoiner = published.effects.filter(
+    (o) => !(o.kind === 'send' && o.to.kind === 'member' && nodeKey(o.to.node) === joinerKey),
   );
-  const step: Step = { ...published, out: withoutJoiner };
+  const step: MembershipStep = { ...published, effects: withoutJoiner };
   const collector: Collector = {
     id: ctx.nextCollectorId,
     version: next.version,
@@ -372,13 +400,13 @@ export function onJoin(env: Env, ctx: MembershipContext, join: Join): Step {
     joiner: joinerKey,
     replyTo: join.replyTo,
   };
-  const withCollector: Step = {
+  const withCollector: MembershipStep = {
     context: {
       ...step.context,
       collectors: [...step.context.collectors, collector],
       nextCollectorId: ctx.nextCollectorId + 1,
     },
-    out: step.out,
+    effects: step.effects,
     timeouts: [collector.id],
   };
   return waiting.length === 0
@@ -396,20 +424,20 @@ export function onJoin(env: Env, ctx: MembershipContext, join: Join): Step {
  * Members without identity keys (a cluster whose transport has none) are replaced as before.
  */
 export function mayReplace(env: Env, ctx: MembershipContext, existing: Member, join: Join): boolean {
-  const key = memberKey(existing);
+  const key = nodeKey(existing);
   if (key === env.self.key) return false;
   if (existing.publicKey === undefined || existing.publicKey === join.publicKey) return true;
   return ctx.membership!.unreachable.includes(key) || (ctx.observations[key]?.length ?? 0) > 0;
 }
 
-export function onAck(env: Env, ctx: MembershipContext, ack: Ack): Step {
+export function onAck(env: Env, ctx: MembershipContext, ack: Ack): MembershipStep {
   let step = noop(ctx);
   for (const collector of ctx.collectors) {
     if (ack.version < collector.version || !collector.waiting.includes(ack.from)) continue;
     const waiting = collector.waiting.filter((k) => k !== ack.from);
     step = chain(step, (c) => ({
       context: { ...c, collectors: c.collectors.map((x) => (x.id === collector.id ? { ...x, waiting } : x)) },
-      out: [],
+      effects: [],
       timeouts: [],
     }));
     if (waiting.length === 0) step = chain(step, (c) => completeCollector(env, c, collector.id, true));
@@ -423,16 +451,21 @@ export function onAck(env: Env, ctx: MembershipContext, ack: Ack): Step {
  * a member that became up while part of the cluster could not hear of it would count differently
  * on the two sides of a partition, and the split-brain resolver's sides would disagree.
  */
-export function completeCollector(env: Env, ctx: MembershipContext, id: number, allAcked = false): Step {
+export function completeCollector(
+  env: Env,
+  ctx: MembershipContext,
+  id: number,
+  allAcked = false,
+): MembershipStep {
   const collector = ctx.collectors.find((c) => c.id === id);
   if (!collector || !ctx.membership) return noop(ctx);
   const rest = { ...ctx, collectors: ctx.collectors.filter((c) => c.id !== id) };
   const joiner = findMember(ctx.membership, collector.joiner);
   if (!joiner) return noop(rest);
   const welcome: Welcome = { type: 'membership.welcome', membership: ctx.membership, from: env.self.node };
-  const answered: Step = {
+  const answered: MembershipStep = {
     context: rest,
-    out: [sendTo({ kind: 'ref', ref: collector.replyTo }, welcome)],
+    effects: [sendTo({ kind: 'ref', ref: collector.replyTo }, welcome)],
     timeouts: [],
   };
   if (!isCoordinator(env, rest) || !allAcked || !convergedHere(env, rest)) return answered;
@@ -441,7 +474,7 @@ export function completeCollector(env: Env, ctx: MembershipContext, id: number, 
 
 // ---- updates, pulls, versions ----------------------------------------------------------------
 
-export function onUpdate(env: Env, ctx: MembershipContext, update: Update): Step {
+export function onUpdate(env: Env, ctx: MembershipContext, update: Update): MembershipStep {
   const mine = ctx.membership;
   const theirs = update.membership;
   const ack: Ack = { type: 'membership.ack', version: theirs.version, from: env.self.key };
@@ -456,37 +489,37 @@ export function onUpdate(env: Env, ctx: MembershipContext, update: Update): Step
     // that downed us may not be the one we believe in.
     if (!fromBelievedCoordinator(env, ctx, update.replyTo)) {
       if (includesSelfLive(env, theirs)) return noop(ctx);
-      const step = onDownedNotice(env, ctx, memberKey(update.replyTo.address.node));
-      return { ...step, out: [...step.out, ackOut] };
+      const step = onDownedNotice(env, ctx, nodeKey(update.replyTo.address.node));
+      return { ...step, effects: [...step.effects, ackOut] };
     }
     // only from our own cluster: it names us, or we are in it and learn that we were taken out
     if (!includesSelfLive(env, theirs) && !includesSelfLive(env, mine)) return noop(ctx);
     const step = adopt(ctx, theirs);
-    return { ...step, out: [...step.out, ackOut] };
+    return { ...step, effects: [...step.effects, ackOut] };
   }
-  if (theirs.version === mine.version) return { context: ctx, out: [ackOut], timeouts: [] };
+  if (theirs.version === mine.version) return { context: ctx, effects: [ackOut], timeouts: [] };
   // the sender is behind: the coordinator brings it up to date
   if (isCoordinator(env, ctx)) {
     const newer: Update = { type: 'membership.update', membership: mine, replyTo: env.selfRef };
-    return { context: ctx, out: [sendTo({ kind: 'ref', ref: update.replyTo }, newer)], timeouts: [] };
+    return { context: ctx, effects: [sendTo({ kind: 'ref', ref: update.replyTo }, newer)], timeouts: [] };
   }
   return noop(ctx);
 }
 
-export function onPull(env: Env, ctx: MembershipContext, pull: Pull): Step {
+export function onPull(env: Env, ctx: MembershipContext, pull: Pull): MembershipStep {
   const m = ctx.membership;
   if (!m || pull.version >= m.version || !isLiveMember(m, pull.replyTo)) return noop(ctx);
   const update: Update = { type: 'membership.update', membership: m, replyTo: env.selfRef };
-  return { context: ctx, out: [sendTo({ kind: 'ref', ref: pull.replyTo }, update)], timeouts: [] };
+  return { context: ctx, effects: [sendTo({ kind: 'ref', ref: pull.replyTo }, update)], timeouts: [] };
 }
 
 /** Periodic catch-up: a member asks the coordinator whether it missed an update. */
-export function pullFromCoordinator(env: Env, ctx: MembershipContext): Step {
+export function pullFromCoordinator(env: Env, ctx: MembershipContext): MembershipStep {
   const believed = believedCoordinator(env, ctx);
-  const c = believed && memberKey(believed) !== env.self.key ? nodeOf(believed) : undefined;
+  const c = believed && nodeKey(believed) !== env.self.key ? nodeOf(believed) : undefined;
   if (!c || !ctx.membership) return noop(ctx);
   const pull: Pull = { type: 'membership.pull', version: ctx.membership.version, replyTo: env.selfRef };
-  return { context: ctx, out: [sendTo({ kind: 'member', node: c }, pull)], timeouts: [] };
+  return { context: ctx, effects: [sendTo({ kind: 'member', node: c }, pull)], timeouts: [] };
 }
 
 /** A heartbeat showed a peer's membership version (the seed's missed-update detection). */
@@ -495,14 +528,14 @@ export function onVersionSeen(
   ctx: MembershipContext,
   peer: UniqueNodeAddress,
   version: number,
-): Step {
+): MembershipStep {
   const m = ctx.membership;
   if (!m) return noop(ctx);
-  const peerMember = findMember(m, memberKey(peer));
+  const peerMember = findMember(m, nodeKey(peer));
   if (!peerMember || !isLive(peerMember.status)) return noop(ctx);
   if (version < m.version && isCoordinator(env, ctx)) {
     const update: Update = { type: 'membership.update', membership: m, replyTo: env.selfRef };
-    return { context: ctx, out: [sendTo({ kind: 'member', node: peer }, update)], timeouts: [] };
+    return { context: ctx, effects: [sendTo({ kind: 'member', node: peer }, update)], timeouts: [] };
   }
   // newer elsewhere: ask the coordinator we believe (only its updates are taken)
   if (version > m.version) return pullFromCoordinator(env, ctx);
@@ -516,24 +549,28 @@ export function onOwnReachability(
   env: Env,
   ctx: MembershipContext,
   changes: readonly ReachabilityChange[],
-): Step {
+): MembershipStep {
   if (changes.length === 0) return noop(ctx);
   const report: ReachabilityReport = { type: 'membership.reachability', observer: env.self.key, changes };
   const out: Outbound[] = [];
   const about = new Set(changes.map((c) => c.subject));
   for (const m of ctx.membership ? liveMembers(ctx.membership) : []) {
-    const key = memberKey(m);
+    const key = nodeKey(m);
     if (key === env.self.key) continue;
     // nobody is told about itself: the rest of the report, or nothing
     const theirs = about.has(key) ? { ...report, changes: changes.filter((c) => c.subject !== key) } : report;
     if (theirs.changes.length > 0) out.push(sendTo({ kind: 'member', node: nodeOf(m) }, theirs));
   }
   const step = onReachabilityReport(env, ctx, report);
-  return { ...step, out: [...out, ...step.out] };
+  return { ...step, effects: [...out, ...step.effects] };
 }
 
 /** An observer's changes of mind, applied in order, then one evaluation. */
-export function onReachabilityReport(env: Env, ctx: MembershipContext, report: ReachabilityReport): Step {
+export function onReachabilityReport(
+  env: Env,
+  ctx: MembershipContext,
+  report: ReachabilityReport,
+): MembershipStep {
   const m = ctx.membership;
   if (!m || !findMember(m, report.observer)) return noop(ctx);
   let observations: Record<string, readonly string[]> | undefined;
@@ -564,7 +601,7 @@ export function unreachableKeys(ctx: MembershipContext): string[] {
  * is unreachable. A member whose older members all look failed claims coordination (the seed's
  * claimLeadershipIfNeeded) by downing them.
  */
-export function evaluate(env: Env, ctx: MembershipContext): Step {
+export function evaluate(env: Env, ctx: MembershipContext): MembershipStep {
   const m = ctx.membership;
   if (!m) return noop(ctx);
   const unreachable = unreachableKeys(ctx).filter((k) => k !== env.self.key);
@@ -580,11 +617,11 @@ export function evaluate(env: Env, ctx: MembershipContext): Step {
   if (env.config.downing !== 'auto' || !me || me.status !== 'up') return noop(ctx);
   const older = m.members.filter((x) => x.status === 'up' && x.age < me.age);
   const failed = new Set(unreachable);
-  if (older.length === 0 || !older.every((x) => failed.has(memberKey(x)))) return noop(ctx);
+  if (older.length === 0 || !older.every((x) => failed.has(nodeKey(x)))) return noop(ctx);
   const marked = setUnreachable(m, unreachable);
   const cut = new Set(unreachable);
   const step = chain(marked === m ? noop(ctx) : publish(env, ctx, marked, cut), (c) =>
-    publish(env, c, downMembers(c.membership!, older.map(memberKey)), cut),
+    publish(env, c, downMembers(c.membership!, older.map(nodeKey)), cut),
   );
   // now the coordinator: down whatever else is unreachable too
   return chain(step, (c) => evaluate(env, c));
@@ -607,7 +644,7 @@ export function evaluationStale(ctx: MembershipContext): boolean {
  * evaluate is idempotent (what it publishes, it would leave alone on a second pass), and a
  * second pass must never be able to chase its own tail.
  */
-export function evaluateChanges(env: Env, ctx: MembershipContext): Step {
+export function evaluateChanges(env: Env, ctx: MembershipContext): MembershipStep {
   const step = evaluate(env, ctx);
   const after = step.context;
   if (!after.membership) return step;
@@ -618,7 +655,12 @@ export function evaluateChanges(env: Env, ctx: MembershipContext): Step {
 }
 
 /** Operator or API: down a member (by key or by `host:port`). Only the coordinator acts on it. */
-export function onDownRequest(env: Env, ctx: MembershipContext, target: string, by = env.self.key): Step {
+export function onDownRequest(
+  env: Env,
+  ctx: MembershipContext,
+  target: string,
+  by = env.self.key,
+): MembershipStep {
   const m = ctx.membership;
   if (!m) return noop(ctx);
   const member = findMember(m, target) ?? findByAddress(m, target);
@@ -630,10 +672,10 @@ export function onDownRequest(env: Env, ctx: MembershipContext, target: string, 
     // only a request made here is passed on, in our own name: a member speaks only for itself
     const c = coordinatorNode(ctx);
     if (!c || by !== env.self.key) return noop(ctx);
-    const request: DownRequest = { type: 'membership.down', member: memberKey(member), by: env.self.key };
-    return { context: ctx, out: [sendTo({ kind: 'member', node: c }, request)], timeouts: [] };
+    const request: DownRequest = { type: 'membership.down', member: nodeKey(member), by: env.self.key };
+    return { context: ctx, effects: [sendTo({ kind: 'member', node: c }, request)], timeouts: [] };
   }
-  return publish(env, ctx, downMembers(m, [memberKey(member)]));
+  return publish(env, ctx, downMembers(m, [nodeKey(member)]));
 }
 
 /**
@@ -647,7 +689,7 @@ export function executeDowning(
   ctx: MembershipContext,
   down: readonly string[],
   cleanUnreachable: readonly string[],
-): Step {
+): MembershipStep {
   const m = ctx.membership;
   if (!m || down.length === 0) return noop(ctx);
   const unreachable = unreachableKeys(ctx).filter((k) => k !== env.self.key);
@@ -666,7 +708,7 @@ export function executeDowning(
  * by asking the coordinator to down us, and only a live member of our cluster, speaking for
  * itself on its own connection, is heard.
  */
-export function onDownedNotice(env: Env, ctx: MembershipContext, by: string): Step {
+export function onDownedNotice(env: Env, ctx: MembershipContext, by: string): MembershipStep {
   const m = ctx.membership;
   const sender = m && findMember(m, by);
   if (!m || !sender || !isLive(sender.status) || by === env.self.key) return noop(ctx);
@@ -679,23 +721,23 @@ export function onDownedNotice(env: Env, ctx: MembershipContext, by: string): St
  * and this node still reaches), then takes itself out. The notices leave first, so they are on
  * the wire before a node run with `--on-downed exit` stops.
  */
-export function downSelf(env: Env, ctx: MembershipContext, side: readonly string[]): Step {
+export function downSelf(env: Env, ctx: MembershipContext, side: readonly string[]): MembershipStep {
   const m = ctx.membership;
   const me = m && findMember(m, env.self.key);
   if (!m || !me || !isLive(me.status)) return noop(ctx);
   const notice: DownedNotice = { type: 'membership.downed-notice', by: env.self.key };
   const out = side
     .map((key) => findMember(m, key))
-    .filter((x): x is Member => x !== undefined && isLive(x.status) && memberKey(x) !== env.self.key)
+    .filter((x): x is Member => x !== undefined && isLive(x.status) && nodeKey(x) !== env.self.key)
     .map((x) => sendTo({ kind: 'member', node: nodeOf(x) }, notice));
   const step = adopt(ctx, downMembers(m, [env.self.key]));
-  return { ...step, out: [...out, ...step.out] };
+  return { ...step, effects: [...out, ...step.effects] };
 }
 
 // ---- leaving ----------------------------------------------------------------------------------
 
 /** This node wants to leave: the coordinator marks itself leaving; a member asks the coordinator. */
-export function requestLeave(env: Env, ctx: MembershipContext): Step {
+export function requestLeave(env: Env, ctx: MembershipContext): MembershipStep {
   const m = ctx.membership;
   if (!m) return noop(ctx);
   if (isCoordinator(env, ctx)) {
@@ -704,10 +746,12 @@ export function requestLeave(env: Env, ctx: MembershipContext): Step {
   }
   const c = coordinatorNode(ctx);
   const leave: Leave = { type: 'membership.leave', member: env.self.key };
-  return c ? { context: ctx, out: [sendTo({ kind: 'member', node: c }, leave)], timeouts: [] } : noop(ctx);
+  return c
+    ? { context: ctx, effects: [sendTo({ kind: 'member', node: c }, leave)], timeouts: [] }
+    : noop(ctx);
 }
 
-export function onLeave(env: Env, ctx: MembershipContext, leave: Leave): Step {
+export function onLeave(env: Env, ctx: MembershipContext, leave: Leave): MembershipStep {
   const m = ctx.membership;
   if (!m) return noop(ctx);
   const member = findMember(m, leave.member);
@@ -733,13 +777,13 @@ interface LeaderWork {
 function leaderWork(env: Env, ctx: MembershipContext): LeaderWork | undefined {
   const m = ctx.membership;
   if (!m || !isCoordinator(env, ctx)) return undefined;
-  const exiting = m.members.filter((x) => x.status === 'exiting').map(memberKey);
-  const leaving = m.members.filter((x) => x.status === 'leaving').map(memberKey);
+  const exiting = m.members.filter((x) => x.status === 'exiting').map(nodeKey);
+  const leaving = m.members.filter((x) => x.status === 'leaving').map(nodeKey);
   const converged = convergedHere(env, ctx);
   const stuck = converged
     ? m.members
-        .filter((x) => x.status === 'joining' && !ctx.collectors.some((c) => c.joiner === memberKey(x)))
-        .map(memberKey)
+        .filter((x) => x.status === 'joining' && !ctx.collectors.some((c) => c.joiner === nodeKey(x)))
+        .map(nodeKey)
     : [];
   return exiting.length + leaving.length + stuck.length > 0 ? { exiting, leaving, stuck } : undefined;
 }
@@ -753,7 +797,7 @@ export function hasLeaderWork(env: Env, ctx: MembershipContext): boolean {
  * The coordinator's duties (Akka's leader actions), run one interval apart while there are
  * any: exiting members are removed, leaving members move to exiting, and stuck joiners move up.
  */
-export function leaderActions(env: Env, ctx: MembershipContext): Step {
+export function leaderActions(env: Env, ctx: MembershipContext): MembershipStep {
   const m = ctx.membership;
   const work = leaderWork(env, ctx);
   if (!m || !work) return noop(ctx);
@@ -767,4 +811,21 @@ export function leaderActions(env: Env, ctx: MembershipContext): Step {
   return publish(env, ctx, collapsed);
 }
 
-export { MEMBERSHIP_PATH };
+// ---- the views it publishes -----------------------------------------------------------------
+
+/**
+ * `step` with the views its change publishes: after every step that changed the membership or
+ * the observations, the split-brain resolver and the checker get their views of the result,
+ * after the step's messages. The machine applies every decision through this.
+ */
+export function withViews(env: Env, before: MembershipContext, step: MembershipStep): MembershipStep {
+  const after = step.context;
+  const changed = after.membership !== before.membership || after.observations !== before.observations;
+  if (!changed || !after.membership) return step;
+  const views: MembershipEffect = {
+    kind: 'publish',
+    downing: sbrViewMessage(env.self.key, after),
+    checker: sbcView(env.self.key, after),
+  };
+  return { ...step, effects: [...step.effects, views] };
+}

@@ -1,9 +1,17 @@
-import type { ActorRef, ActorSystem, Message, UniqueNodeAddress } from '@doyen/core';
+import {
+  type ActorRef,
+  type ActorSystem,
+  enqueueDecision,
+  formatNodeAddress,
+  type Message,
+  type UniqueNodeAddress,
+} from '@doyen/core';
 import { setup } from 'xstate';
-import type { ClusterConfig } from './config.js';
-import { DOWNING_PATH } from './downing/downing-machine.js';
-import { isLive } from './member.js';
-import type { Membership } from './membership.js';
+import type { ClusterConfig } from '../model/config.js';
+import { isLive } from '../model/member.js';
+import type { Membership } from '../model/membership.js';
+import type { SelfInfo } from '../model/self-info.js';
+import { DOWNING_PATH, MEMBERSHIP_PATH, SPLIT_BRAIN_CHECKER_PATH } from '../model/system-actors.js';
 import {
   admittedBy,
   completeCollector,
@@ -20,8 +28,9 @@ import {
   joinAttempt,
   joinBackoffMs,
   leaderActions,
-  MEMBERSHIP_PATH,
   type MembershipContext,
+  type MembershipEffect,
+  type MembershipStep,
   onAck,
   onDownedNotice,
   onDownRequest,
@@ -35,27 +44,12 @@ import {
   onVersionSeen,
   pullFromCoordinator,
   requestLeave,
-  type SelfInfo,
-  type Step,
   selfMember,
   welcomed,
   welcomedByUpdate,
-} from './membership-protocol.js';
-import { sbrViewMessage } from './membership-views.js';
-import type {
-  Ack,
-  DownedNotice,
-  DownRequest,
-  Join,
-  Leave,
-  Pull,
-  ReachabilityChange,
-  ReachabilityReport,
-  Redirect,
-  Update,
-  Welcome,
-} from './messages.js';
-import { SPLIT_BRAIN_CHECKER_PATH, sbcView } from './split-brain-checker.js';
+  withViews,
+} from './membership-decisions.js';
+import type { MembershipMessage, ReachabilityChange } from './membership-messages.js';
 
 /** Local (not networked) events: from this node's failure detector and its API. */
 export type MembershipLocalEvent =
@@ -71,18 +65,8 @@ export type MembershipLocalEvent =
     }
   | { readonly type: 'sbr.down-self'; readonly side: readonly string[] };
 
-export type MembershipEvent =
-  | Join
-  | Welcome
-  | Redirect
-  | Update
-  | Ack
-  | Pull
-  | Leave
-  | DownRequest
-  | DownedNotice
-  | ReachabilityReport
-  | MembershipLocalEvent;
+/** Every event of the membership machine: its messages from the network, and the local ones. */
+export type MembershipEvent = MembershipMessage | MembershipLocalEvent;
 
 export interface MembershipDeps {
   readonly system: ActorSystem;
@@ -92,41 +76,43 @@ export interface MembershipDeps {
 
 type EventOf<T extends MembershipEvent['type']> = Extract<MembershipEvent, { readonly type: T }>;
 
-/** Views the resolver and the checker get after every change of membership or observations. */
-interface Views {
-  readonly downing: Message;
-  readonly checker: Message;
-}
-
 /**
  * The membership machine (the seed's MembershipService): joining with retries, then up as the
  * coordinator or a member, then leaving → exiting → removed, or down. Decisions are the pure
- * functions of membership-protocol.ts, each listed once in `steps` below; this file wires them
- * to states and delays, and its actions `deliver` and `publish` only send what a step returned.
+ * functions of membership-decisions.ts, each listed once in `steps` below; this file wires them
+ * to states and delays, and its one action `run` carries out the effects a step returned.
  */
 export function createMembershipMachine(deps: MembershipDeps) {
   const { system, config, self } = deps;
   const selfRef = system.remoteRef(self.node, MEMBERSHIP_PATH) as ActorRef;
   const env: Env = { self, config, selfRef };
 
-  function deliver(out: Step['out']): void {
-    for (const { to, message } of out) {
-      switch (to.kind) {
-        case 'ref':
-          to.ref.send(message, selfRef);
-          break;
-        case 'member':
-          system.remoteRef(to.node, MEMBERSHIP_PATH).send(message, selfRef);
-          break;
-        case 'seed':
-          system.anyIncarnationRef(to.address, MEMBERSHIP_PATH).send(message, selfRef);
-          break;
-        case 'local':
-          system.lookup(to.path)?.send(message as Message);
-          break;
+  const execute = (effect: MembershipEffect): void => {
+    switch (effect.kind) {
+      case 'send': {
+        const { to, message } = effect;
+        switch (to.kind) {
+          case 'ref':
+            to.ref.send(message, selfRef);
+            return;
+          case 'member':
+            system.remoteRef(to.node, MEMBERSHIP_PATH).send(message, selfRef);
+            return;
+          case 'seed':
+            system.anyIncarnationRef(to.address, MEMBERSHIP_PATH).send(message, selfRef);
+            return;
+          case 'local':
+            system.lookup(to.path)?.send(message);
+            return;
+        }
+        return;
       }
+      case 'publish':
+        system.lookup(DOWNING_PATH)?.send(effect.downing as unknown as Message);
+        system.lookup(SPLIT_BRAIN_CHECKER_PATH)?.send(effect.checker as unknown as Message);
+        return;
     }
-  }
+  };
 
   const selfStatus = (ctx: MembershipContext) => selfMember(env, ctx)?.status;
 
@@ -136,11 +122,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
       events: {} as MembershipEvent,
     },
     actions: {
-      deliver: (_, out: Step['out']) => deliver(out),
-      publish: (_, views: Views) => {
-        system.lookup(DOWNING_PATH)?.send(views.downing);
-        system.lookup(SPLIT_BRAIN_CHECKER_PATH)?.send(views.checker);
-      },
+      run: (_, effect: MembershipEffect) => execute(effect),
     },
     delays: {
       joinTimeout: config.joinTimeoutMs,
@@ -179,31 +161,23 @@ export function createMembershipMachine(deps: MembershipDeps) {
     },
   });
 
-  /** Assigns a step's context; its messages, new views and collector timeouts go to the actions. */
-  const apply = (step: (ctx: MembershipContext, event: MembershipEvent) => Step) =>
+  /**
+   * Applies a decision with the views it publishes: its context assigned, its effects to `run`
+   * (through the shared `enqueueDecision`), then its collector timeouts as delayed events.
+   */
+  const apply = (step: (ctx: MembershipContext, event: MembershipEvent) => MembershipStep) =>
     machineSetup.enqueueActions(({ context, event, enqueue }) => {
-      const result = step(context, event);
-      if (result.context !== context) enqueue.assign(() => result.context);
-      if (result.out.length > 0) enqueue({ type: 'deliver', params: result.out });
-      const changed =
-        result.context.membership !== context.membership ||
-        result.context.observations !== context.observations;
-      if (changed && result.context.membership) {
-        enqueue({
-          type: 'publish',
-          params: {
-            downing: sbrViewMessage(self.key, result.context) as unknown as Message,
-            checker: sbcView(self.key, result.context) as unknown as Message,
-          },
-        });
-      }
+      const result = withViews(env, context, step(context, event));
+      enqueueDecision(enqueue, context, result);
       for (const id of result.timeouts) {
         enqueue.raise({ type: 'membership.collector-timeout', id }, { delay: 'ackTimeout' });
       }
     });
 
   /** The step each event runs, wherever it is handled (listed once). */
-  const steps: { [T in MembershipEvent['type']]?: (ctx: MembershipContext, event: EventOf<T>) => Step } = {
+  const steps: {
+    [T in MembershipEvent['type']]?: (ctx: MembershipContext, event: EventOf<T>) => MembershipStep;
+  } = {
     'membership.pull': (c, e) => onPull(env, c, e),
     'membership.join': (c, e) => onJoin(env, c, e),
     'membership.update': (c, e) => onUpdate(env, c, e),
@@ -223,7 +197,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
   /** The action running `step` on events of `type` (xstate routes only those to it: the one narrowing). */
   const on = <T extends MembershipEvent['type']>(
     _type: T,
-    step: (ctx: MembershipContext, event: EventOf<T>) => Step,
+    step: (ctx: MembershipContext, event: EventOf<T>) => MembershipStep,
   ) => apply((c, e) => step(c, e as EventOf<T>));
   const run = <T extends MembershipEvent['type']>(type: T) => on(type, steps[type]!);
   /** `on` entries that run their steps and stay in the state. */
@@ -283,7 +257,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
               actions: machineSetup.assign({
                 failure: ({ context }) =>
                   `no seed answered after ${context.attempt} attempts (seeds: ${config.seeds
-                    .map((s) => `${s.host}:${s.port}`)
+                    .map(formatNodeAddress)
                     .join(', ')})`,
               }),
             },

@@ -27,15 +27,12 @@ export interface Member {
 }
 
 /**
- * `host:port#uid`: the identity of one incarnation, the one way a member is named (in views,
- * observations, downing decisions, partition tables, logs). From a member or from a node
- * address with its uid; read back with `nodeOfKey` and `addressOfKey`.
+ * @deprecated `nodeKey` from `@doyen/core` is the one name of a member key (`host:port#uid`),
+ * from a member or from a node address with its uid: the key names a node incarnation, whether
+ * or not it is a member yet (a joiner, a prober, a wire origin), core reads it back
+ * (`nodeOfKey`, `addressOfKey`) and checks it at the boundary. This alias stays for one release.
  */
-export function memberKey(
-  member: { readonly address: string; readonly uid: string } | UniqueNodeAddress,
-): string {
-  return 'address' in member ? `${member.address}#${member.uid}` : nodeKey(member);
-}
+export const memberKey: typeof nodeKey = nodeKey;
 
 /** The node address (with its uid) of a member, to send to it. */
 export function nodeOf(member: { readonly address: string; readonly uid: string }): UniqueNodeAddress {
@@ -47,28 +44,44 @@ export function isLive(status: MemberStatus): boolean {
   return status === 'joining' || status === 'up' || status === 'leaving' || status === 'exiting';
 }
 
+const UP: readonly MemberStatus[] = ['up'];
+
+/** What `oldestOf` and `oldestFirst` need of a member. */
+export type Aged = { readonly age: number; readonly status: string; readonly roles?: readonly string[] };
+
+/** Which members `oldestOf` and `oldestFirst` count: `statuses` (default `up`) and, with `role`, that role. */
+export interface OldestOptions {
+  readonly statuses?: readonly MemberStatus[];
+  readonly role?: string;
+}
+
+/** Whether `m` is one `options` counts (the one rule of `oldestOf` and `oldestFirst`). */
+function counted(m: Aged, statuses: readonly string[], role: string | undefined): boolean {
+  return statuses.includes(m.status) && (role === undefined || m.roles?.includes(role) === true);
+}
+
 /**
  * The oldest of `members`: the lowest `age` (the coordinator hands ages out from a counter that
  * never goes back, so no two members share one) among those whose status is one of `statuses`
  * and, with `role`, that have the role. The default counts only `up` members: singletons run on
- * the oldest up member, so a leaving oldest hands over to the next. Keep-oldest downing counts
- * `up`, `leaving` and `exiting` (`SINGLETON_HOLDING`): a leaving oldest still runs its
- * singletons until it exits, so its side is the one to keep.
+ * the oldest up member (the coordinator, `coordinatorOf`), so a leaving oldest hands over to the
+ * next. Keep-oldest downing counts `up`, `leaving` and `exiting` (`SINGLETON_HOLDING`): a leaving
+ * oldest still runs its singletons until it exits, so its side is the one to keep.
  */
-export function oldestOf<
-  M extends { readonly age: number; readonly status: MemberStatus; readonly roles: readonly string[] },
->(
-  members: Iterable<M>,
-  options: { readonly statuses?: readonly MemberStatus[]; readonly role?: string } = {},
-): M | undefined {
-  const statuses = options.statuses ?? ['up'];
+export function oldestOf<M extends Aged>(members: Iterable<M>, options: OldestOptions = {}): M | undefined {
+  const statuses: readonly string[] = options.statuses ?? UP;
   let oldest: M | undefined;
   for (const m of members) {
-    if (!statuses.includes(m.status)) continue;
-    if (options.role !== undefined && !m.roles.includes(options.role)) continue;
+    if (!counted(m, statuses, options.role)) continue;
     if (oldest === undefined || m.age < oldest.age) oldest = m;
   }
   return oldest;
+}
+
+/** The members `oldestOf` counts, oldest first (its answer is the first of them). */
+export function oldestFirst<M extends Aged>(members: Iterable<M>, options: OldestOptions = {}): M[] {
+  const statuses: readonly string[] = options.statuses ?? UP;
+  return [...members].filter((m) => counted(m, statuses, options.role)).sort((a, b) => a.age - b.age);
 }
 
 /** Statuses of a member that may still run singletons (up, or on its way out). */

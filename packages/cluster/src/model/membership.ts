@@ -1,4 +1,5 @@
-import { isLive, type Member, type MemberStatus, memberKey } from './member.js';
+import { nodeKey } from '@doyen/core';
+import { isLive, type Member, type MemberStatus, oldestOf } from './member.js';
 
 /**
  * The versioned membership every node holds (the seed's Membership): live members, the failed
@@ -37,17 +38,13 @@ export function formCluster(self: NewMember): Membership {
   };
 }
 
-/** The coordinator: the `up` member with the lowest age (the emergent leader). */
+/** The coordinator: the oldest `up` member (the emergent leader), by `oldestOf`. */
 export function coordinatorOf(m: Membership): Member | undefined {
-  let best: Member | undefined;
-  for (const member of m.members) {
-    if (member.status === 'up' && (best === undefined || member.age < best.age)) best = member;
-  }
-  return best;
+  return oldestOf(m.members);
 }
 
 export function findMember(m: Membership, key: string): Member | undefined {
-  return m.members.find((x) => memberKey(x) === key);
+  return m.members.find((x) => nodeKey(x) === key);
 }
 
 export function findByAddress(m: Membership, address: string): Member | undefined {
@@ -74,7 +71,7 @@ export function addJoiner(m: Membership, joiner: NewMember): { membership: Membe
     nextAge: m.nextAge + 1,
     members,
     failed: m.failed.filter((x) => x.address !== joiner.address),
-    unreachable: replaced ? m.unreachable.filter((k) => k !== memberKey(replaced)) : m.unreachable,
+    unreachable: replaced ? m.unreachable.filter((k) => k !== nodeKey(replaced)) : m.unreachable,
   });
   return replaced ? { membership, replaced } : { membership };
 }
@@ -83,7 +80,7 @@ export function setStatus(m: Membership, keys: readonly string[], status: Member
   const wanted = new Set(keys);
   let changed = false;
   const members = m.members.map((x) => {
-    if (!wanted.has(memberKey(x)) || x.status === status) return x;
+    if (!wanted.has(nodeKey(x)) || x.status === status) return x;
     changed = true;
     return { ...x, status };
   });
@@ -93,12 +90,12 @@ export function setStatus(m: Membership, keys: readonly string[], status: Member
 /** Declares members failed: out of the membership, into the failed list with status `down`. */
 export function downMembers(m: Membership, keys: readonly string[]): Membership {
   const wanted = new Set(keys);
-  const downed = m.members.filter((x) => wanted.has(memberKey(x)));
+  const downed = m.members.filter((x) => wanted.has(nodeKey(x)));
   if (downed.length === 0) return m;
   const failed = [...m.failed.filter((f) => !downed.some((d) => d.address === f.address))];
   for (const d of downed) failed.push({ ...d, status: 'down' });
   return bump(m, {
-    members: m.members.filter((x) => !wanted.has(memberKey(x))),
+    members: m.members.filter((x) => !wanted.has(nodeKey(x))),
     failed: failed.slice(-FAILED_LIST_MAX),
     unreachable: m.unreachable.filter((k) => !wanted.has(k)),
   });
@@ -107,9 +104,9 @@ export function downMembers(m: Membership, keys: readonly string[]): Membership 
 /** Removes members that left gracefully: gone, not failed. */
 export function removeMembers(m: Membership, keys: readonly string[]): Membership {
   const wanted = new Set(keys);
-  if (!m.members.some((x) => wanted.has(memberKey(x)))) return m;
+  if (!m.members.some((x) => wanted.has(nodeKey(x)))) return m;
   return bump(m, {
-    members: m.members.filter((x) => !wanted.has(memberKey(x))),
+    members: m.members.filter((x) => !wanted.has(nodeKey(x))),
     unreachable: m.unreachable.filter((k) => !wanted.has(k)),
   });
 }

@@ -1,3 +1,5 @@
+import { nodeKey } from '@doyen/core';
+import { oldestOf } from '../model/member.js';
 /**
  * Which peers a node heartbeats (and so monitors), and which peers heartbeat it. Pure: every node
  * computes the same ring from the same membership, so the choices agree without coordination.
@@ -10,7 +12,6 @@
  * heartbeats. Akka's one-way ring needs a reply to every ping (4K frames per node per interval);
  * this one needs none (2K). A failure is still noticed by K independent observers.
  */
-import { memberKey } from './member.js';
 
 /** A cluster member as the ring sees it; `uid` tells incarnations at one address apart. */
 export interface RingMember {
@@ -69,7 +70,7 @@ export interface HeartbeatPeers<M extends RingMember> {
 }
 
 export interface HeartbeatRingOptions {
-  /** Keys (`memberKey`) of members currently unreachable. */
+  /** Keys (`nodeKey`) of members currently unreachable. */
   readonly unreachable?: ReadonlySet<string>;
   readonly config?: Partial<HeartbeatRingConfig>;
 }
@@ -131,11 +132,12 @@ export function successionPartner<M extends RingMember & { readonly age: number;
   self: RingMember,
   members: readonly M[],
 ): M | undefined {
-  const selfKey = memberKey(self);
-  const [oldest, next] = members.filter((m) => m.status === 'up').sort((a, b) => a.age - b.age);
+  const selfKey = nodeKey(self);
+  const oldest = oldestOf(members);
+  const next = oldest && oldestOf(members.filter((m) => m !== oldest));
   if (!oldest || !next) return undefined;
-  if (memberKey(oldest) === selfKey) return next;
-  return memberKey(next) === selfKey ? oldest : undefined;
+  if (nodeKey(oldest) === selfKey) return next;
+  return nodeKey(next) === selfKey ? oldest : undefined;
 }
 
 /**
@@ -169,10 +171,10 @@ interface RingNode<M> {
 
 /** Members sorted by (hash, key): the same order on every node whatever order they are listed in. */
 function buildRing<M extends RingMember>(self: RingMember, members: readonly M[]): RingNode<M>[] {
-  const selfKey = memberKey(self);
+  const selfKey = nodeKey(self);
   const byKey = new Map<string, RingNode<M>>([[selfKey, node<M>(selfKey, undefined)]]);
   for (const member of members) {
-    const key = memberKey(member);
+    const key = nodeKey(member);
     if (!byKey.has(key)) byKey.set(key, node(key, member));
   }
   return [...byKey.values()].sort((a, b) => a.hash - b.hash || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
