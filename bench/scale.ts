@@ -21,8 +21,7 @@
 // The last line is one JSON object; each figure sits beside its target or baseline as a ratio.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { heartbeatPeers } from '../packages/cluster/src/heartbeat-ring.js';
-import { DEFAULT_HEARTBEAT_INTERVAL_MS } from '../packages/cluster/src/index.js';
+import { DEFAULT_HEARTBEAT_INTERVAL_MS, heartbeatPeers } from '../packages/cluster/src/index.js';
 import { freePorts } from '../packages/testkit/src/index.js';
 import { type SimulatedScale, simulatedScale } from '../test/support/scale-scenario.js';
 import {

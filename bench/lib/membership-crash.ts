@@ -3,9 +3,11 @@
 // suspicions it causes. The first node is the seed and forms the cluster; a killed node is restarted at the
 // same address as a new incarnation, joining through the survivors.
 
+import { memberKey } from '../../packages/cluster/src/index.js';
 import { freePorts } from './free-ports.js';
-import { memberKey, type NodeEvent, type NodeState } from './membership-messages.js';
+import type { NodeEvent, NodeState } from './membership-messages.js';
 import { NodeProcess } from './membership-processes.js';
+import { allUpAtOneVersion, startedOrClosed, startNodeProcesses } from './node-processes.js';
 import { waitFor, withTimeout } from './timeout.js';
 
 export type VictimKind = 'member' | 'coordinator';
@@ -53,22 +55,14 @@ export class ProcessCluster {
    * `downing` overrides the cluster's default downing mode.
    */
   static async start(n: number, downing?: string): Promise<ProcessCluster> {
-    const ports = await freePorts(n);
-    const seed = `127.0.0.1:${ports[0]}`;
     const nodes: NodeProcess[] = [];
     const nodeArgs = downing ? ['--downing', downing] : [];
+    const spawn = (port: number, seeds: readonly string[]) => NodeProcess.spawn(port, seeds, nodeArgs);
     const cluster = new ProcessCluster(nodes, nodeArgs);
-    try {
-      nodes.push(NodeProcess.spawn(ports[0]!, [seed], nodeArgs));
-      await nodes[0]!.whenUp();
-      for (const port of ports.slice(1)) nodes.push(NodeProcess.spawn(port, [seed], nodeArgs));
-      await Promise.all(nodes.map((node) => node.whenUp()));
+    return startedOrClosed(cluster, async () => {
+      await startNodeProcesses(nodes, await freePorts(n), spawn);
       await cluster.converged();
-      return cluster;
-    } catch (error) {
-      await cluster.close();
-      throw error;
-    }
+    });
   }
 
   get size(): number {
@@ -82,14 +76,7 @@ export class ProcessCluster {
       async () => {
         const keys = new Set(this.nodes.map((n) => n.key));
         const states = await Promise.all(this.nodes.map((n) => n.state()));
-        const ok = states.every(
-          (s) =>
-            s.status === 'up' &&
-            s.version === states[0]!.version &&
-            s.unreachable.length === 0 &&
-            s.members.length === keys.size &&
-            s.members.every((m) => m.status === 'up' && keys.has(memberKey(m))),
-        );
+        const ok = allUpAtOneVersion(states, keys);
         if (ok) agreed = states[0];
         return ok;
       },

@@ -13,11 +13,11 @@ import {
   MEMBERSHIP_SECRET,
   type NodeCommand,
   type NodeReport,
-  wallMs,
 } from './membership-messages.js';
 import { nodeProcessChild } from './node-process-child.js';
+import { eventReport, membershipFigures } from './node-reports.js';
 
-const { report, exit, orphaned, closeWith } = nodeProcessChild<NodeReport>('membership-node');
+const { report, fail, reportUp, exit, orphaned, closeWith } = nodeProcessChild<NodeReport>('membership-node');
 let node: DoyenNode | undefined;
 closeWith(() => node?.close() ?? Promise.resolve());
 
@@ -56,31 +56,14 @@ try {
     { waitUntilUp: false },
   );
 } catch (error) {
-  report({ kind: 'failed', message: (error as Error).message });
-  exit(1);
+  fail(error);
 }
 
 if (node) {
   const doyen = node;
   // Subscribe before waiting, so the events of the join itself are reported too.
-  doyen.cluster.subscribe((event) => {
-    const member = 'member' in event ? event.member : event.coordinator;
-    report({
-      kind: 'event',
-      type: event.type,
-      address: member?.address ?? '',
-      uid: member?.uid ?? '',
-      t: wallMs(),
-    });
-  });
-  try {
-    await doyen.cluster.whenUp();
-    const self = doyen.cluster.self;
-    report({ kind: 'up', address: self.address, uid: self.uid, t: wallMs() });
-  } catch (error) {
-    report({ kind: 'failed', message: (error as Error).message });
-    exit(1);
-  }
+  doyen.cluster.subscribe((event) => report(eventReport(event)));
+  await reportUp(doyen.cluster);
 
   process.on('message', (command: NodeCommand) => {
     switch (command.cmd) {
@@ -89,16 +72,8 @@ if (node) {
         report({
           kind: 'state',
           id: command.id,
-          status: s.status,
-          version: s.membership?.version ?? 0,
+          ...membershipFigures(s),
           coordinator: s.coordinator?.address,
-          members: (s.membership?.members ?? []).map((m) => ({
-            address: m.address,
-            uid: m.uid,
-            status: m.status,
-            age: m.age,
-          })),
-          unreachable: [...(s.membership?.unreachable ?? [])],
         });
         return;
       }

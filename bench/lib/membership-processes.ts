@@ -2,14 +2,7 @@
 // every report they send (node-processes.ts makes sure none outlives the bench).
 
 import { fileURLToPath } from 'node:url';
-import {
-  memberKey,
-  type NodeCommand,
-  type NodeEvent,
-  type NodeState,
-  type NodeUp,
-  type StallDone,
-} from './membership-messages.js';
+import type { NodeCommand, NodeEvent, NodeState, NodeUp, StallDone } from './membership-messages.js';
 import {
   installSignalCleanup,
   NodeProcessBase,
@@ -46,7 +39,7 @@ export class NodeProcess extends NodeProcessBase<NodeUp, NodeState, NodeEvent | 
   stallDone: StallDone | undefined;
 
   private constructor(port: number, child: OwnedProcess) {
-    super(port, child);
+    super(port, child, { upMs: 20_000, stateMs: 2_000 });
   }
 
   /**
@@ -55,19 +48,6 @@ export class NodeProcess extends NodeProcessBase<NodeUp, NodeState, NodeEvent | 
    */
   static spawn(port: number, seeds: readonly string[], extraArgs: readonly string[] = []): NodeProcess {
     return new NodeProcess(port, spawnNodeProcess(script, port, seeds, extraArgs, countedWarning));
-  }
-
-  get key(): string {
-    if (!this.up) throw new Error(`node ${this.address} is not up`);
-    return memberKey(this.up);
-  }
-
-  override whenUp(timeoutMs = 20_000): Promise<NodeUp> {
-    return super.whenUp(timeoutMs);
-  }
-
-  override state(timeoutMs = 2_000): Promise<NodeState> {
-    return super.state(timeoutMs);
   }
 
   protected onReport(report: NodeEvent | StallDone): void {

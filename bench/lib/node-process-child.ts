@@ -1,11 +1,19 @@
 // The child side of a bench node process (membership-node.ts, singleton-node.ts): reports go to the parent
 // over IPC, and the process never outlives the parent. Import it before anything slow: the orphan handling
-// must be in place while the heavy imports still load.
+// must be in place while the heavy imports still load (node-reports.ts imports only types of the packages).
+import { type NodeFailed, type NodeUp, wallMs } from './node-reports.js';
 
 /** How a node process talks to its parent and ends. */
 export interface NodeProcessChild<Report> {
   /** Sends a report to the parent (dropped once the channel is gone). */
-  readonly report: (message: Report) => void;
+  readonly report: (message: Report | NodeUp | NodeFailed) => void;
+  /** Reports that the node failed, with `error`'s message, and exits 1. */
+  readonly fail: (error: unknown) => void;
+  /** Waits until `cluster` is up and reports `up` (its address and uid, now); `fail`s when it never is. */
+  readonly reportUp: (cluster: {
+    whenUp(): Promise<unknown>;
+    readonly self: { readonly address: string; readonly uid: string };
+  }) => Promise<void>;
   /** Closes the node (see `closeWith`) and exits with `code`; SIGKILL if that hangs for 2 s. */
   readonly exit: (code: number) => void;
   /**
@@ -47,9 +55,23 @@ export function nodeProcessChild<Report>(name: string): NodeProcessChild<Report>
   setInterval(() => {
     if (process.ppid !== parent || !process.connected) orphaned();
   }, 500).unref();
+  const report = (message: Report | NodeUp | NodeFailed) => {
+    if (process.connected) process.send?.(message);
+  };
+  const fail = (error: unknown) => {
+    report({ kind: 'failed', message: (error as Error).message });
+    exit(1);
+  };
   return {
-    report: (message) => {
-      if (process.connected) process.send?.(message);
+    report,
+    fail,
+    reportUp: async (cluster) => {
+      try {
+        await cluster.whenUp();
+        report({ kind: 'up', address: cluster.self.address, uid: cluster.self.uid, t: wallMs() });
+      } catch (error) {
+        fail(error);
+      }
     },
     exit,
     beginExit,

@@ -1,11 +1,13 @@
 // Node processes of the benches that run one doyen node per child process (membership, singleton): the
 // spawn (the testkit's NodeProcess, so none outlives the bench) and the IPC conversation. Each bench's
 // NodeProcess adds what its own reports carry.
+import { memberKey } from '../../packages/cluster/src/index.js';
 import {
   installSignalCleanup,
   liveNodeProcesses,
   NodeProcess as OwnedProcess,
 } from '../../packages/testkit/src/node-process.js';
+import type { MembershipFigures } from './node-reports.js';
 import { waitFor, withTimeout } from './timeout.js';
 
 export { installSignalCleanup, OwnedProcess };
@@ -59,7 +61,7 @@ export type BaseReport<Up, State> =
  * report that is not one of the base ones.
  */
 export abstract class NodeProcessBase<
-  Up,
+  Up extends { readonly address: string; readonly uid: string },
   State extends { readonly id: number },
   Report extends { readonly kind: string },
   Command,
@@ -73,6 +75,8 @@ export abstract class NodeProcessBase<
   protected constructor(
     readonly port: number,
     protected readonly owned: OwnedProcess,
+    /** How long `whenUp()` and `state()` wait unless told otherwise. */
+    private readonly timeouts: { readonly upMs: number; readonly stateMs: number },
   ) {
     this.exited = owned.exited.then(() => {});
     owned.process.on('message', (report: BaseReport<Up, State> | Report) => {
@@ -96,6 +100,12 @@ export abstract class NodeProcessBase<
     return `127.0.0.1:${this.port}`;
   }
 
+  /** The member key of the incarnation that reported up. */
+  get key(): string {
+    if (!this.up) throw new Error(`node ${this.address} is not up`);
+    return memberKey(this.up);
+  }
+
   get pid(): number | undefined {
     return this.owned.pid;
   }
@@ -104,7 +114,7 @@ export abstract class NodeProcessBase<
     return this.owned.running;
   }
 
-  async whenUp(timeoutMs: number): Promise<Up> {
+  async whenUp(timeoutMs = this.timeouts.upMs): Promise<Up> {
     await waitFor(
       () => {
         if (this.failure) throw new Error(`node ${this.address} failed: ${this.failure}`);
@@ -119,7 +129,7 @@ export abstract class NodeProcessBase<
   }
 
   /** The node's view, asked over IPC. */
-  state(timeoutMs: number): Promise<State> {
+  state(timeoutMs = this.timeouts.stateMs): Promise<State> {
     const id = this.nextId++;
     const answer = new Promise<State>((resolve) => this.pending.set(id, resolve));
     this.send({ cmd: 'state', id } as Command);
@@ -138,5 +148,49 @@ export abstract class NodeProcessBase<
   /** SIGTERM (the node closes without leaving), SIGKILL if it has not exited within `graceMs`. */
   async stop(graceMs = 3_000): Promise<void> {
     await this.owned.stop(graceMs);
+  }
+}
+
+/**
+ * Starts a node process per port into `nodes` (the caller's list, so that its close reaches every one started
+ * when a later one fails): the first port's node, every node's seed, is up before the others start; resolves
+ * once every one is up (the others within `upTimeoutMs`, default their own).
+ */
+export async function startNodeProcesses<P extends { whenUp(timeoutMs?: number): Promise<unknown> }>(
+  nodes: P[],
+  ports: readonly number[],
+  spawn: (port: number, seeds: readonly string[]) => P,
+  upTimeoutMs?: number,
+): Promise<void> {
+  const seed = `127.0.0.1:${ports[0]}`;
+  nodes.push(spawn(ports[0]!, [seed]));
+  await nodes[0]!.whenUp();
+  for (const port of ports.slice(1)) nodes.push(spawn(port, [seed]));
+  await Promise.all(nodes.map((node) => node.whenUp(upTimeoutMs)));
+}
+
+/** Every state sees exactly the members `keys`, all up, at the first state's version, none unreachable. */
+export function allUpAtOneVersion(states: readonly MembershipFigures[], keys: ReadonlySet<string>): boolean {
+  return states.every(
+    (s) =>
+      s.status === 'up' &&
+      s.version === states[0]!.version &&
+      s.unreachable.length === 0 &&
+      s.members.length === keys.size &&
+      s.members.every((m) => m.status === 'up' && keys.has(memberKey(m))),
+  );
+}
+
+/** Runs `start` for `cluster` and resolves to it; closes it (every process started so far) when `start` throws. */
+export async function startedOrClosed<C extends { close(): Promise<void> }>(
+  cluster: C,
+  start: () => Promise<void>,
+): Promise<C> {
+  try {
+    await start();
+    return cluster;
+  } catch (error) {
+    await cluster.close();
+    throw error;
   }
 }

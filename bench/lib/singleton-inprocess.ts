@@ -2,12 +2,12 @@
 // for the singleton bench's graceful hand-over and partition-movement figures. Every node logs at info into its
 // own stream; its singleton.* and partitions.allocated lines (and anything at warn or worse) are kept with the
 // time they were written (performance.now(), one clock for every node here). Nothing is printed.
-import { Writable } from 'node:stream';
 import { memberKey } from '../../packages/cluster/src/index.js';
 import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
 import { movedPartitions, optimalMoves, type PartitionTable } from '../../packages/partitions/src/index.js';
 import { createLogger } from './doyen.js';
 import { freePorts } from './free-ports.js';
+import { logLineSink } from './log-lines.js';
 import type { HandOverSample } from './singleton-processes.js';
 import { waitFor, withTimeout } from './timeout.js';
 
@@ -55,26 +55,15 @@ export class LocalNode {
   }
 
   async start(seedPort: number): Promise<void> {
-    const destination = new Writable({
-      write: (chunk: Buffer | string, _encoding, done) => {
-        const t = performance.now();
-        for (const line of chunk.toString().split('\n')) {
-          if (line.length === 0) continue;
-          try {
-            const { event, level, ...fields } = JSON.parse(line) as {
-              event?: string;
-              level?: number;
-            } & Record<string, unknown>;
-            const e = event ?? 'other';
-            if (e === 'node.restart') restarts++;
-            if (kept(e, level ?? 30)) this.logged.push({ t, event: e, level: level ?? 30, fields });
-          } catch {
-            this.logged.push({ t, event: 'unparsed', level: 50, fields: { line } });
-          }
-        }
-        done();
+    const destination = logLineSink(
+      () => performance.now(),
+      ({ event, level, ...fields }, t) => {
+        const e = event ?? 'other';
+        if (e === 'node.restart') restarts++;
+        if (kept(e, level ?? 30)) this.logged.push({ t, event: e, level: level ?? 30, fields });
       },
-    });
+      (line, t) => this.logged.push({ t, event: 'unparsed', level: 50, fields: { line } }),
+    );
     this.runner = await startNode(
       {
         cluster: CLUSTER,

@@ -1,13 +1,12 @@
-// IPC between the singleton bench and its node processes (singleton-node.ts). Timestamps are wall-clock
-// milliseconds with sub-ms resolution, `performance.timeOrigin + performance.now()`, so a kill time taken in
-// the bench and a log line written in a node process on the same machine can be subtracted.
+// IPC between the singleton bench and its node processes (singleton-node.ts): the reports every bench node
+// process sends (node-reports.ts), and the singleton bench's own (its log lines, singletons and table).
+import type { MembershipFigures, NodeEvent, NodeFailed, NodeUp } from './node-reports.js';
 
-import type { MemberView as HttpMemberView } from '../../packages/doyen/src/management-http.js';
+export type { MemberView, NodeEvent, NodeFailed, NodeUp } from './node-reports.js';
+export { wallMs } from './node-reports.js';
+
 export const SINGLETON_CLUSTER = 'bench-singleton';
 export const SINGLETON_SECRET = 'bench-singleton-secret';
-
-/** Wall-clock ms with sub-ms resolution, comparable across processes on this machine. */
-export const wallMs = (): number => performance.timeOrigin + performance.now();
 
 /** Log events a node process forwards with their time (everything at warn or worse is forwarded too). */
 export const FORWARDED_LOG_EVENTS: ReadonlySet<string> = new Set([
@@ -29,17 +28,6 @@ export const FORWARDED_CLUSTER_EVENTS: ReadonlySet<string> = new Set([
   'coordinator.changed',
 ]);
 
-/** A member as the node reports it: the management endpoint's view, the fields a bench reads. */
-export type MemberView = Pick<HttpMemberView, 'address' | 'uid' | 'status' | 'age'>;
-
-/** The node is a member (cluster.whenUp() resolved). */
-export interface NodeUp {
-  readonly kind: 'up';
-  readonly address: string;
-  readonly uid: string;
-  readonly t: number;
-}
-
 /** A log line the node wrote: its `event`, `singleton` (singleton.* lines), level and a few fields. */
 export interface NodeLog {
   readonly kind: 'log';
@@ -55,25 +43,12 @@ export interface NodeLog {
   readonly t: number;
 }
 
-/** A cluster event this node published, flattened to the member it is about. */
-export interface NodeEvent {
-  readonly kind: 'event';
-  readonly type: string;
-  readonly address: string;
-  readonly uid: string;
-  readonly t: number;
-}
-
-export interface NodeState {
+export interface NodeState extends MembershipFigures {
   readonly kind: 'state';
   readonly id: number;
   /** The current incarnation (a downed node restarts in its process as a new one, with a new uid). */
   readonly address: string;
   readonly uid: string;
-  readonly status: string;
-  readonly version: number;
-  readonly members: readonly MemberView[];
-  readonly unreachable: readonly string[];
   /** Singletons running on this node. */
   readonly running: readonly string[];
   /** The node's partition table: version and owner per partition ([] before the first table). */
@@ -81,14 +56,7 @@ export interface NodeState {
   readonly owners: readonly string[];
 }
 
-export interface NodeFailed {
-  readonly kind: 'failed';
-  readonly message: string;
-}
-
 export type NodeReport = NodeUp | NodeLog | NodeEvent | NodeState | NodeFailed;
 
 /** `state`: answer with a NodeState; `leave`: leave the cluster gracefully (shutdown()), then exit. */
 export type NodeCommand = { readonly cmd: 'state'; readonly id: number } | { readonly cmd: 'leave' };
-
-export { memberKey } from '../../packages/cluster/src/member.js';

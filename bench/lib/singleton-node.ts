@@ -5,10 +5,11 @@
 //   --seeds H:P,H:P      seed addresses
 // It exits on SIGTERM (closing the node, not leaving), after a graceful leave asked over IPC ({ cmd: 'leave' }),
 // and when the IPC channel closes (the parent went away).
-import { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import type { DoyenNode } from '../../packages/doyen/src/index.js';
+import { logLineSink } from './log-lines.js';
 import { nodeProcessChild } from './node-process-child.js';
+import { eventReport, membershipFigures } from './node-reports.js';
 import {
   FORWARDED_CLUSTER_EVENTS,
   FORWARDED_LOG_EVENTS,
@@ -19,7 +20,8 @@ import {
   wallMs,
 } from './singleton-messages.js';
 
-const { report, exit, beginExit, orphaned, closeWith } = nodeProcessChild<NodeReport>('singleton-node');
+const { report, fail, reportUp, beginExit, orphaned, closeWith } =
+  nodeProcessChild<NodeReport>('singleton-node');
 let node: DoyenNode | undefined;
 closeWith(() => node?.close() ?? Promise.resolve());
 
@@ -39,41 +41,26 @@ if (!process.connected) orphaned();
 
 // The node logs at info (singleton.started is an info line) into this stream: the lines the bench needs go
 // over IPC with the time they were written; everything else is dropped.
-const destination = new Writable({
-  write(chunk: Buffer | string, _encoding, done) {
-    const t = wallMs();
-    for (const line of chunk.toString().split('\n')) {
-      if (line.length === 0) continue;
-      try {
-        const entry = JSON.parse(line) as {
-          level?: number;
-          event?: string;
-          singleton?: string;
-          moved?: number;
-          reason?: string;
-          version?: number;
-        };
-        const event = entry.event ?? 'other';
-        const level = entry.level ?? 30;
-        if (!FORWARDED_LOG_EVENTS.has(event) && level < 40) continue;
-        report({
-          kind: 'log',
-          event,
-          level,
-          singleton: entry.singleton,
-          moved: entry.moved,
-          reason: entry.reason,
-          version: entry.version,
-          t,
-        });
-        if (level >= 50) process.stderr.write(`${line}\n`);
-      } catch {
-        process.stderr.write(`${line}\n`);
-      }
-    }
-    done();
+const destination = logLineSink(
+  wallMs,
+  (entry, t, line) => {
+    const event = entry.event ?? 'other';
+    const level = entry.level ?? 30;
+    if (!FORWARDED_LOG_EVENTS.has(event) && level < 40) return;
+    report({
+      kind: 'log',
+      event,
+      level,
+      singleton: entry.singleton as string | undefined,
+      moved: entry.moved as number | undefined,
+      reason: entry.reason as string | undefined,
+      version: entry.version as number | undefined,
+      t,
+    });
+    if (level >= 50) process.stderr.write(`${line}\n`);
   },
-});
+  (line) => process.stderr.write(`${line}\n`),
+);
 
 try {
   node = await startNode(
@@ -87,8 +74,7 @@ try {
     { logger: createLogger({ level: 'info', destination }), waitUntilUp: false },
   );
 } catch (error) {
-  report({ kind: 'failed', message: (error as Error).message });
-  exit(1);
+  fail(error);
 }
 
 if (node) {
@@ -100,27 +86,12 @@ if (node) {
     if (followed === doyen.cluster) return;
     followed = doyen.cluster;
     followed.subscribe((event) => {
-      if (!FORWARDED_CLUSTER_EVENTS.has(event.type)) return;
-      const member = 'member' in event ? event.member : event.coordinator;
-      report({
-        kind: 'event',
-        type: event.type,
-        address: member?.address ?? '',
-        uid: member?.uid ?? '',
-        t: wallMs(),
-      });
+      if (FORWARDED_CLUSTER_EVENTS.has(event.type)) report(eventReport(event));
     });
   };
   follow();
   setInterval(follow, 20).unref();
-  try {
-    await doyen.cluster.whenUp();
-    const self = doyen.cluster.self;
-    report({ kind: 'up', address: self.address, uid: self.uid, t: wallMs() });
-  } catch (error) {
-    report({ kind: 'failed', message: (error as Error).message });
-    exit(1);
-  }
+  await reportUp(doyen.cluster);
 
   process.on('message', (command: NodeCommand) => {
     if (command.cmd === 'leave') {
@@ -134,15 +105,7 @@ if (node) {
       id: command.id,
       address: doyen.cluster.self.address,
       uid: doyen.cluster.self.uid,
-      status: s.status,
-      version: s.membership?.version ?? 0,
-      members: (s.membership?.members ?? []).map((m) => ({
-        address: m.address,
-        uid: m.uid,
-        status: m.status,
-        age: m.age,
-      })),
-      unreachable: [...(s.membership?.unreachable ?? [])],
+      ...membershipFigures(s),
       running: doyen.singletons
         .list()
         .filter((x) => x.runsHere)

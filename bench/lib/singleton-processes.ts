@@ -4,17 +4,20 @@
 // makes sure no node process outlives the bench.
 
 import { fileURLToPath } from 'node:url';
+import { memberKey } from '../../packages/cluster/src/index.js';
 import { optimalMoves } from '../../packages/partitions/src/index.js';
 import { freePorts } from './free-ports.js';
 import {
+  allUpAtOneVersion,
   installSignalCleanup,
   liveProcesses,
   NodeProcessBase,
   type OwnedProcess,
   spawnNodeProcess,
+  startedOrClosed,
+  startNodeProcesses,
 } from './node-processes.js';
 import {
-  memberKey,
   type NodeCommand,
   type NodeEvent,
   type NodeLog,
@@ -40,7 +43,7 @@ export class NodeProcess extends NodeProcessBase<NodeUp, NodeState, NodeLog | No
   private current: { readonly address: string; readonly uid: string } | undefined;
 
   private constructor(port: number, child: OwnedProcess) {
-    super(port, child);
+    super(port, child, { upMs: 30_000, stateMs: 3_000 });
   }
 
   /** Spawns a node on 127.0.0.1:`port` joining through `seeds` (`host:port` list). */
@@ -49,19 +52,8 @@ export class NodeProcess extends NodeProcessBase<NodeUp, NodeState, NodeLog | No
   }
 
   /** The current incarnation's key: from the last state answer (a downed node restarts in its process). */
-  get key(): string {
-    if (this.current) return memberKey(this.current);
-    if (!this.up) throw new Error(`node ${this.address} is not up`);
-    return memberKey(this.up);
-  }
-
-  override whenUp(timeoutMs = 30_000): Promise<NodeUp> {
-    return super.whenUp(timeoutMs);
-  }
-
-  /** The node's view (membership, singletons running here, partition table), asked over IPC. */
-  override state(timeoutMs = 3_000): Promise<NodeState> {
-    return super.state(timeoutMs);
+  override get key(): string {
+    return this.current ? memberKey(this.current) : super.key;
   }
 
   protected override onState(state: NodeState): void {
@@ -139,21 +131,12 @@ export class ProcessCluster {
 
   /** Starts `n` node processes on free ports; resolves once they agree on an all-up membership and table. */
   static async start(n: number): Promise<ProcessCluster> {
-    const ports = await freePorts(n);
-    const seed = `127.0.0.1:${ports[0]}`;
     const nodes: NodeProcess[] = [];
     const cluster = new ProcessCluster(nodes);
-    try {
-      nodes.push(NodeProcess.spawn(ports[0]!, [seed]));
-      await nodes[0]!.whenUp();
-      for (const port of ports.slice(1)) nodes.push(NodeProcess.spawn(port, [seed]));
-      await Promise.all(nodes.map((node) => node.whenUp(60_000)));
+    return startedOrClosed(cluster, async () => {
+      await startNodeProcesses(nodes, await freePorts(n), NodeProcess.spawn, 60_000);
       await cluster.settled();
-      return cluster;
-    } catch (error) {
-      await cluster.close();
-      throw error;
-    }
+    });
   }
 
   get size(): number {
@@ -178,16 +161,9 @@ export class ProcessCluster {
         const keys = new Set(states.map(memberKey));
         last = states;
         const first = states[0]!;
-        const ok = states.every(
-          (s) =>
-            s.status === 'up' &&
-            s.version === first.version &&
-            s.unreachable.length === 0 &&
-            s.members.length === keys.size &&
-            s.members.every((m) => m.status === 'up' && keys.has(memberKey(m))) &&
-            s.tableVersion === first.tableVersion &&
-            s.tableVersion > 0,
-        );
+        const ok =
+          allUpAtOneVersion(states, keys) &&
+          states.every((s) => s.tableVersion === first.tableVersion && s.tableVersion > 0);
         const owners = new Set(first.owners);
         const tableOk = owners.size === keys.size && [...owners].every((o) => keys.has(o));
         const running = states.flatMap((s) => s.running.filter((x) => x === ALLOCATOR)).length;

@@ -2,11 +2,11 @@
 // the node runner that restarts incarnations), for the split-brain bench. Every node has its own logger whose
 // warn-level lines (`sbr.decision`, `split-brain.merge`, `node.restart`, …) are kept with the time they were
 // written, and the cluster events of its first incarnation are kept too. Nothing is printed.
-import { Writable } from 'node:stream';
 import { type ClusterConfig, type ClusterEvent, memberKey } from '../../packages/cluster/src/index.js';
 import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
 import { createLogger } from './doyen.js';
 import { freePorts } from './free-ports.js';
+import { logLineSink } from './log-lines.js';
 import { waitFor, withTimeout } from './timeout.js';
 
 export const SBR_BENCH_CLUSTER = 'bench-split-brain';
@@ -51,21 +51,11 @@ export class BenchNode {
 
   /** @internal */
   async start(seed: number, options: ClusterOptions, onDowned: 'exit' | 'restart'): Promise<void> {
-    const destination = new Writable({
-      write: (chunk: Buffer | string, _encoding, done) => {
-        const t = performance.now();
-        for (const line of chunk.toString().split('\n')) {
-          if (line.length === 0) continue;
-          try {
-            const { event, ...fields } = JSON.parse(line) as { event?: string } & Record<string, unknown>;
-            this.logged.push({ t, event: event ?? 'other', fields });
-          } catch {
-            this.logged.push({ t, event: 'unparsed', fields: { line } });
-          }
-        }
-        done();
-      },
-    });
+    const destination = logLineSink(
+      () => performance.now(),
+      ({ event, ...fields }, t) => this.logged.push({ t, event: event ?? 'other', fields }),
+      (line, t) => this.logged.push({ t, event: 'unparsed', fields: { line } }),
+    );
     this.runner = await startNode(
       {
         cluster: SBR_BENCH_CLUSTER,

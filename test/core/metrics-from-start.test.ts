@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fromTransition } from 'xstate';
 import {
   DEAD_LETTER_REASONS,
@@ -12,12 +11,10 @@ import {
   Metrics,
   mailboxDepthSeries,
   OTHER_ACTORS_PATH,
-  silentLogger,
   topLevelPathOf,
 } from '../../packages/core/src/index.js';
-import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
-import { freePorts } from '../support/cluster-nodes.js';
 import { makeCoreSystem } from '../support/core-system.js';
+import { nodesClosedAfterEach, startLocalNode } from '../support/doyen-nodes.js';
 
 /**
  * Metrics a dashboard can rely on from the start: doyen's own series exist at 0 before anything
@@ -176,26 +173,14 @@ describe('doyen_mailbox_depth has bounded cardinality', () => {
 });
 
 describe('GET /metrics of a fresh node', () => {
-  const nodes: DoyenNode[] = [];
-  afterEach(async () => {
-    await Promise.all(nodes.splice(0).map((n) => n.close()));
-  });
+  const nodes = nodesClosedAfterEach();
 
   it('already lists every declared metric and the process metrics', async () => {
-    const [port, httpPort] = await freePorts(2);
-    const node = await startNode(
-      {
-        cluster: 'fresh-metrics',
-        host: '127.0.0.1',
-        port: port!,
-        httpPort: httpPort!,
-        seeds: [{ host: '127.0.0.1', port: port! }],
-        secret: randomBytes(16).toString('hex'),
-        partitions: { count: 0 },
-      },
-      { logger: silentLogger() },
+    const { httpPort } = await startLocalNode(
+      { cluster: 'fresh-metrics', partitions: { count: 0 } },
+      {},
+      nodes,
     );
-    nodes.push(node);
     const { types, samples } = parse(await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text());
     for (const d of DOYEN_METRICS) expect(types.get(d.name), d.name).toBe(d.kind);
     expect(samples.get('doyen_dead_letters_total{reason="mailbox-full"}')).toBe(0);

@@ -7,7 +7,7 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { assign, setup } from 'xstate';
+import { setup } from 'xstate';
 import {
   type ActorRef,
   activeTraceparent,
@@ -17,6 +17,7 @@ import {
 } from '../../packages/core/src/index.js';
 import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
+import { counter } from '../support/counter-singleton.js';
 import { eventually } from '../support/wait.js';
 
 const exporter = new InMemorySpanExporter();
@@ -45,20 +46,6 @@ const SECRET = randomBytes(16).toString('hex');
 type Echo = { type: 'echo'; replyTo: ActorRef<{ type: 'echoed' }> };
 const echo = setup({ types: { events: {} as Echo } }).createMachine({
   on: { echo: { actions: ({ event }) => event.replyTo.send({ type: 'echoed' }) } },
-});
-type CounterEvent =
-  | { type: 'count' }
-  | { type: 'total'; replyTo: ActorRef<{ type: 'total.is'; count: number }> };
-const counter = setup({
-  types: { context: {} as { count: number }, events: {} as CounterEvent },
-}).createMachine({
-  context: { count: 0 },
-  on: {
-    count: { actions: assign({ count: ({ context }) => context.count + 1 }) },
-    total: {
-      actions: ({ context, event }) => event.replyTo.send({ type: 'total.is', count: context.count }),
-    },
-  },
 });
 
 async function pair(): Promise<[DoyenNode, DoyenNode]> {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { setup } from 'xstate';
 import {
   type ActorRef,
@@ -12,15 +12,12 @@ import {
   NoMemberAtAddressError,
   ServiceKey,
   silentLogger,
-  startNode,
 } from '../../packages/doyen/src/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
+import { nodesClosedAfterEach, startMemberNode } from '../support/doyen-nodes.js';
 import { eventually } from '../support/wait.js';
 
-const nodes: DoyenNode[] = [];
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((n) => n.close()));
-});
+const nodes = nodesClosedAfterEach();
 
 const SECRET = randomBytes(16).toString('hex');
 type Hi = { type: 'hi'; from: string };
@@ -44,22 +41,20 @@ function app(node: DoyenNode) {
 }
 
 async function start(port: number, seed: number, extra: Partial<NodeConfig> = {}, handleSignals = false) {
-  const n = await startNode(
+  return startMemberNode(
+    port,
+    seed,
     {
       cluster: 'addressing',
-      host: '127.0.0.1',
-      port,
-      seeds: [{ host: '127.0.0.1', port: seed }],
       secret: SECRET,
       partitions: { count: 0 },
       clusterOptions: { downing: 'manual' },
       setup: app,
       ...extra,
     },
-    { logger: silentLogger(), handleSignals },
+    { handleSignals },
+    nodes,
   );
-  nodes.push(n);
-  return n;
 }
 
 const hello = (ref: ActorRef, timeout = 3000) =>

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type CliNode, getJson, killAll, runCli, secretEnv } from '../support/cli-process.js';
+import { type CliNode, getJson, killAll, nodeArgs, runCli, secretEnv } from '../support/cli-process.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { eventually } from '../support/wait.js';
 
@@ -59,20 +59,8 @@ function cli(args: string[], env: Record<string, string | undefined> = {}, httpP
   return n;
 }
 
-function nodeArgs(port: number, httpPort: number, seed: number): string[] {
-  return [
-    'node',
-    '--cluster',
-    'app-test',
-    '--host',
-    '127.0.0.1',
-    '--port',
-    String(port),
-    '--seeds',
-    `127.0.0.1:${seed}`,
-    '--http-port',
-    String(httpPort),
-  ];
+function appTestArgs(port: number, httpPort: number, seed: number): string[] {
+  return [...nodeArgs('app-test', port, `127.0.0.1:${seed}`), '--http-port', String(httpPort)];
 }
 
 function stderrOf(n: CliNode): () => string {
@@ -86,11 +74,11 @@ describe('doyen node --app (child processes)', { timeout: 60_000 }, () => {
     const [p1, p2, h1, h2] = await freePorts(4);
     // one by --app, relative to the working directory; the other by DOYEN_APP, absolute
     const a = cli(
-      [...nodeArgs(p1!, h1!, p1!), '--app', relative(ROOT, join(appDir, 'app.js'))],
+      [...appTestArgs(p1!, h1!, p1!), '--app', relative(ROOT, join(appDir, 'app.js'))],
       secretEnv(),
       h1,
     );
-    const b = cli([...nodeArgs(p2!, h2!, p1!), '--name', 'named-by-a-flag'], {
+    const b = cli([...appTestArgs(p2!, h2!, p1!), '--name', 'named-by-a-flag'], {
       ...secretEnv(),
       DOYEN_APP: join(appDir, 'app.js'),
     });
@@ -113,8 +101,8 @@ describe('doyen node --app (child processes)', { timeout: 60_000 }, () => {
 
   it('positive control: without the app, the same hello is not delivered (the type is unregistered and no inbox exists)', async () => {
     const [p1, p2, h1, h2] = await freePorts(4);
-    const a = cli(nodeArgs(p1!, h1!, p1!), secretEnv(), h1);
-    const b = cli([...nodeArgs(p2!, h2!, p1!), '--app', join(appDir, 'app.js')], secretEnv());
+    const a = cli(appTestArgs(p1!, h1!, p1!), secretEnv(), h1);
+    const b = cli([...appTestArgs(p2!, h2!, p1!), '--app', join(appDir, 'app.js')], secretEnv());
     await eventually(() => b.events().some((e) => e.event === 'app.setup'), {
       timeoutMs: 20_000,
       what: 'b set up',
@@ -161,17 +149,7 @@ describe('doyen node --app (child processes)', { timeout: 60_000 }, () => {
       [['--app', write('broken.js', 'export function setup( {\n')], {}, /--app .*broken\.js: cannot import/],
     ];
     const [p] = await freePorts(1);
-    const base = [
-      'node',
-      '--cluster',
-      'x',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      String(p),
-      '--seeds',
-      `127.0.0.1:${p}`,
-    ];
+    const base = nodeArgs('x', p!);
     const runs = cases.map(([args, env]) => {
       const n = cli([...base, ...args], { ...secretEnv(), ...env });
       return { n, err: stderrOf(n) };

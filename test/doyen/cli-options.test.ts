@@ -10,7 +10,7 @@ import {
 } from '../../packages/doyen/src/cli-options.js';
 import { configFileJsonSchema, parseConfigFile } from '../../packages/doyen/src/config-file.js';
 import { SECRET_ENV } from '../../packages/doyen/src/secret-sources.js';
-import { type CliNode, getJson, killAll, runCli, secretEnv } from '../support/cli-process.js';
+import { type CliNode, getJson, killAll, nodeArgs, runCli, secretEnv } from '../support/cli-process.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { eventually } from '../support/wait.js';
 
@@ -240,21 +240,7 @@ describe('doyen CLI (child processes): help, version, environment, config', { ti
 
   it('the same node with DOYEN_PARTITIONS unset serves /partitions (positive control)', async () => {
     const [p, h] = await freePorts(2);
-    const n = cli(
-      [
-        'node',
-        '--cluster',
-        'env-ctl',
-        '--host',
-        '127.0.0.1',
-        '--port',
-        String(p),
-        '--seeds',
-        `127.0.0.1:${p}`,
-      ],
-      { ...secretEnv(), DOYEN_HTTP_PORT: String(h) },
-      h,
-    );
+    const n = cli(nodeArgs('env-ctl', p!), { ...secretEnv(), DOYEN_HTTP_PORT: String(h) }, h);
     await eventually(
       async () => {
         try {
@@ -283,22 +269,7 @@ describe('doyen CLI (child processes): help, version, environment, config', { ti
     const dir = mkdtempSync(join(tmpdir(), 'doyen-cli-config-'));
     const file = join(dir, 'c.json');
     writeFileSync(file, JSON.stringify({ clusterOptons: { downing: 'auto' }, httpport: 9999 }));
-    const n = cli(
-      [
-        'node',
-        '--cluster',
-        'x',
-        '--host',
-        '127.0.0.1',
-        '--port',
-        '0',
-        '--seeds',
-        '127.0.0.1:1',
-        '--config',
-        file,
-      ],
-      secretEnv(),
-    );
+    const n = cli([...nodeArgs('x', '0', '127.0.0.1:1'), '--config', file], secretEnv());
     expect((await n.exited).code).toBe(2);
     expect(n.logs.join('\n')).toMatch(/c\.json: clusterOptons: unknown setting/);
   });

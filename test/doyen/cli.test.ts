@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type CliNode, getJson, killAll, runCli, runCliNode } from '../support/cli-process.js';
+import { type CliNode, getJson, killAll, nodeArgs, runCli, runCliNode } from '../support/cli-process.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { eventually } from '../support/wait.js';
 
@@ -105,17 +105,7 @@ describe('doyen node (child processes)', () => {
   });
 
   it('bad arguments exit 2 naming them', async () => {
-    const n = runCli([
-      'node',
-      '--cluster',
-      'x',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      'notaport',
-      '--seeds',
-      'a:1',
-    ]);
+    const n = runCli(nodeArgs('x', 'notaport', 'a:1'));
     started.push(n);
     expect((await n.exited).code).toBe(2);
     expect(n.logs.join('\n')).toMatch(/--port must be an integer/);

@@ -1,17 +1,15 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { InvalidConfigError, silentLogger } from '../../packages/core/src/index.js';
 import { type DoyenNode, type NodeConfig, startNode } from '../../packages/doyen/src/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
+import { nodesClosedAfterEach } from '../support/doyen-nodes.js';
 import { etcdForSuite, uniqueCluster } from '../support/etcd.js';
 import { eventually } from '../support/wait.js';
 
-const nodes: DoyenNode[] = [];
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((n) => n.close()));
-});
+const nodes = nodesClosedAfterEach();
 
 const http = (port: number, path: string) =>
   fetch(`http://127.0.0.1:${port}${path}`).then(async (r) => (await r.json()) as any);

@@ -1,28 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../../packages/core/src/index.js';
 import { DiscoveryLookupError, DnsDiscovery } from '../../packages/doyen/src/bootstrap/discovery.js';
 import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
 import { freePorts } from '../../packages/testkit/src/index.js';
 import { type FakeDns, RCODE, startFakeDns } from '../support/fake-dns.js';
+import { jsonLogCapture } from '../support/json-log.js';
 
 /**
  * A DNS server that answers the A query and refuses the AAAA one (dnsmasq with no upstream does
  * exactly that): discovery uses the answer that came, and a cluster forms on it.
  */
-type Line = Record<string, unknown>;
-
-function capture(level = 'debug') {
-  const lines: Line[] = [];
-  const destination = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line) as Line);
-      done();
-    },
-  });
-  return { lines, logger: createLogger({ level, destination }) };
-}
 
 const servers: FakeDns[] = [];
 const nodes: DoyenNode[] = [];
@@ -42,7 +29,7 @@ const records = { 'svc.doyen.test': ['10.0.0.3', '10.0.0.10', 'fd00::7'] };
 describe('DNS discovery with a partial answer', () => {
   it('A answered, AAAA refused: the A records are the contact points, the refusal noted at debug', async () => {
     const server = await dns({ records, refuse: { AAAA: RCODE.refused } });
-    const { lines, logger } = capture();
+    const { lines, logger } = jsonLogCapture();
     const d = new DnsDiscovery({ service: 'svc.doyen.test', port: 8558, servers: [server.server], logger });
     expect(await d.lookup()).toEqual([
       { host: '10.0.0.3', port: 8558 },
@@ -77,7 +64,7 @@ describe('DNS discovery with a partial answer', () => {
       refuse: { AAAA: RCODE.refused },
     });
     const [port, httpPort] = await freePorts(2);
-    const { lines, logger } = capture('info');
+    const { lines, logger } = jsonLogCapture('info');
     const node = await startNode(
       {
         cluster: 'partial-dns',

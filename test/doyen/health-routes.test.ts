@@ -1,36 +1,14 @@
-import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../packages/core/src/index.js';
-import { type DoyenNode, HealthChecks, startNode } from '../../packages/doyen/src/index.js';
-import { freePorts } from '../support/cluster-nodes.js';
+import { describe, expect, it } from 'vitest';
+import { HealthChecks } from '../../packages/doyen/src/index.js';
+import { nodesClosedAfterEach, startLocalNode } from '../support/doyen-nodes.js';
 
 /**
  * Akka Management's health paths: `/ready` and `/alive` answer as `/health/ready` and
  * `/health/alive`, and an app's readiness checks (`node.health.addReadinessCheck`) keep a node
  * that is up in its cluster out of the Service until its own dependencies are ready.
  */
-const nodes: DoyenNode[] = [];
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((n) => n.close()));
-});
-
-async function startOne(): Promise<{ node: DoyenNode; httpPort: number }> {
-  const [port, httpPort] = await freePorts(2);
-  const node = await startNode(
-    {
-      cluster: 'health',
-      host: '127.0.0.1',
-      port: port!,
-      httpPort: httpPort!,
-      seeds: [{ host: '127.0.0.1', port: port! }],
-      secret: randomBytes(16).toString('hex'),
-      partitions: { count: 0 },
-    },
-    { logger: silentLogger() },
-  );
-  nodes.push(node);
-  return { node, httpPort: httpPort! };
-}
+const nodes = nodesClosedAfterEach();
+const startOne = () => startLocalNode({ cluster: 'health', partitions: { count: 0 } }, {}, nodes);
 
 const get = async (port: number, path: string) => {
   const r = await fetch(`http://127.0.0.1:${port}${path}`);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
-import { assign, setup } from 'xstate';
-import { type ActorRef, ActorSystemTerminatedError, silentLogger } from '../../packages/core/src/index.js';
+import { describe, expect, it } from 'vitest';
+import { setup } from 'xstate';
+import { type ActorRef, ActorSystemTerminatedError } from '../../packages/core/src/index.js';
 import {
   type DoyenNode,
   type IncarnationInfo,
@@ -11,32 +11,17 @@ import {
 } from '../../packages/doyen/src/index.js';
 import { captureLogger } from '../../packages/testkit/src/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
+import { counter } from '../support/counter-singleton.js';
+import { nodesClosedAfterEach, startMemberNode } from '../support/doyen-nodes.js';
 import { eventually } from '../support/wait.js';
 
-const nodes: DoyenNode[] = [];
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((n) => n.close()));
-});
+const nodes = nodesClosedAfterEach();
 
 const SECRET = randomBytes(16).toString('hex');
 
 type Ask = { type: 'greet'; replyTo: ActorRef<{ type: 'greeting'; text: string }> };
 const greeter = setup({ types: { events: {} as Ask } }).createMachine({
   on: { greet: { actions: ({ event }) => event.replyTo.send({ type: 'greeting', text: 'hello' }) } },
-});
-type CounterEvent =
-  | { type: 'count' }
-  | { type: 'total'; replyTo: ActorRef<{ type: 'total.is'; count: number }> };
-const counter = setup({
-  types: { context: {} as { count: number }, events: {} as CounterEvent },
-}).createMachine({
-  context: { count: 0 },
-  on: {
-    count: { actions: assign({ count: ({ context }) => context.count + 1 }) },
-    total: {
-      actions: ({ context, event }) => event.replyTo.send({ type: 'total.is', count: context.count }),
-    },
-  },
 });
 
 interface AppLog {
@@ -61,21 +46,19 @@ function app(log: AppLog, handOverSnapshot = false) {
 }
 
 async function start(port: number, seed: number, extra: Partial<NodeConfig> = {}) {
-  const n = await startNode(
+  return startMemberNode(
+    port,
+    seed,
     {
       cluster: 'lifecycle',
-      host: '127.0.0.1',
-      port,
-      seeds: [{ host: '127.0.0.1', port: seed }],
       secret: SECRET,
       partitions: { count: 0 },
       clusterOptions: { downing: 'manual' },
       ...extra,
     },
-    { logger: silentLogger() },
+    {},
+    nodes,
   );
-  nodes.push(n);
-  return n;
 }
 
 const greet = (n: DoyenNode) =>

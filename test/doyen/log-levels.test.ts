@@ -1,9 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { Writable } from 'node:stream';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { joinAttemptFailure } from '../../packages/cluster/src/join-attempts.js';
 import {
-  createLogger,
   type DeadLetter,
   DeadLetters,
   deadLetterLogLevel,
@@ -11,8 +9,10 @@ import {
   realClock,
 } from '../../packages/core/src/index.js';
 import { warnUnresolvableSeeds } from '../../packages/doyen/src/bootstrap/seed-resolution.js';
-import { type DoyenNode, JoinFailedError, startNode } from '../../packages/doyen/src/index.js';
+import { JoinFailedError, startNode } from '../../packages/doyen/src/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
+import { nodesClosedAfterEach } from '../support/doyen-nodes.js';
+import { jsonLogCapture } from '../support/json-log.js';
 import { eventually } from '../support/wait.js';
 
 /**
@@ -20,19 +20,7 @@ import { eventually } from '../support/wait.js';
  * while the node shuts down (still counted); a failing join says, attempt by attempt, which
  * seed it tried and the error the wire saw; an unresolvable seed is said at once.
  */
-type Line = Record<string, unknown> & { level: number; event?: string; msg?: string };
 const INFO = 30;
-
-function capture(level = 'debug') {
-  const lines: Line[] = [];
-  const destination = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line) as Line);
-      done();
-    },
-  });
-  return { lines, logger: createLogger({ level, destination }) };
-}
 
 const letter = (recipient: string, type = 'app.order'): DeadLetter => ({
   recipient,
@@ -54,7 +42,7 @@ describe('dead letters are logged as Akka logs them', () => {
   });
 
   it('shutting down: counted and published, not logged (positive control: logged before)', () => {
-    const { lines, logger } = capture('debug');
+    const { lines, logger } = jsonLogCapture('debug');
     const metrics = new Metrics();
     const letters = new DeadLetters(logger, realClock, metrics);
     const seen: DeadLetter[] = [];
@@ -74,17 +62,14 @@ describe('dead letters are logged as Akka logs them', () => {
   });
 });
 
-const nodes: DoyenNode[] = [];
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((n) => n.close()));
-});
+const nodes = nodesClosedAfterEach();
 
 const secret = randomBytes(16).toString('hex');
 
 async function start(
   port: number,
   seeds: number[],
-  logger: ReturnType<typeof capture>['logger'],
+  logger: ReturnType<typeof jsonLogCapture>['logger'],
   extra = {},
 ) {
   const node = await startNode(
@@ -106,8 +91,8 @@ async function start(
 describe('a routine leave', () => {
   it('logs no dead letter at info or above on either node, though some were counted', async () => {
     const [p1, p2] = await freePorts(2);
-    const a = capture();
-    const b = capture();
+    const a = jsonLogCapture();
+    const b = jsonLogCapture();
     const first = await start(p1!, [p1!], a.logger);
     const second = await start(p2!, [p1!], b.logger);
     await eventually(() => first.cluster.reachableMemberCount() === 2, { what: 'both up' });
@@ -132,10 +117,10 @@ describe('a routine leave', () => {
 describe('a member killed', () => {
   it("the survivor's heartbeats to it become dead letters at debug, never at info or above", async () => {
     const [p1, p2] = await freePorts(2);
-    const a = capture();
+    const a = jsonLogCapture();
     const options = { clusterOptions: { downing: 'auto' as const } };
     const first = await start(p1!, [p1!], a.logger, options);
-    const second = await start(p2!, [p1!], capture('silent').logger, options);
+    const second = await start(p2!, [p1!], jsonLogCapture('silent').logger, options);
     await eventually(() => first.cluster.reachableMemberCount() === 2, { what: 'both up' });
     const letters: DeadLetter[] = [];
     first.system.deadLetters.subscribe((l) => letters.push(l));
@@ -159,7 +144,7 @@ describe('a member killed', () => {
 describe('a failing join', () => {
   it('logs each attempt with the seed and the error the wire saw, and no dead letter at info or above', async () => {
     const [port, closed] = await freePorts(2);
-    const { lines, logger } = capture();
+    const { lines, logger } = jsonLogCapture();
     await expect(
       start(port!, [closed!], logger, {
         clusterOptions: {
@@ -213,7 +198,7 @@ describe('a failing join', () => {
 
 describe('an unresolvable seed', () => {
   it('is warned about at once, with the seed and the resolver error', async () => {
-    const { lines, logger } = capture('warn');
+    const { lines, logger } = jsonLogCapture('warn');
     const asked: string[] = [];
     await warnUnresolvableSeeds(
       [
@@ -243,7 +228,7 @@ describe('an unresolvable seed', () => {
 
   it('a real node warns before its first join attempt ends', async () => {
     const [port] = await freePorts(1);
-    const { lines, logger } = capture('info');
+    const { lines, logger } = jsonLogCapture('info');
     const started = Date.now();
     // `.invalid` never resolves (RFC 6761); this node is its own first seed and forms meanwhile
     const nodeStart = start(port!, [port!], logger, {

@@ -1,34 +1,28 @@
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../packages/core/src/index.js';
-import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
+import { describe, expect, it } from 'vitest';
 import { freePorts } from '../support/cluster-nodes.js';
+import { nodesClosedAfterEach, startMemberNode } from '../support/doyen-nodes.js';
 import { eventually } from '../support/wait.js';
 
-const nodes: DoyenNode[] = [];
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((n) => n.close()));
-});
+const nodes = nodesClosedAfterEach();
 
 const TOKEN = randomBytes(16).toString('hex');
 
 async function start(port: number, httpPort: number, seed: number, extra = {}) {
-  const n = await startNode(
+  return startMemberNode(
+    port,
+    seed,
     {
       cluster: 'http-test',
-      host: '127.0.0.1',
-      port,
       httpPort,
-      seeds: [{ host: '127.0.0.1', port: seed }],
       secret: 's',
       httpToken: TOKEN,
       clusterOptions: { downing: 'manual' },
       ...extra,
     },
-    { logger: silentLogger() },
+    {},
+    nodes,
   );
-  nodes.push(n);
-  return n;
 }
 
 /** GET, or any other method as an operator sends it: with the management token, JSON. */

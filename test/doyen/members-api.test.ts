@@ -1,41 +1,34 @@
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../packages/core/src/index.js';
+import { describe, expect, it } from 'vitest';
 import {
   type ClusterMembersView,
-  type DoyenNode,
   MAX_EVENT_STREAMS_PER_CLIENT,
   selectedEventTypes,
-  startNode,
 } from '../../packages/doyen/src/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
+import { nodesClosedAfterEach, startMemberNode } from '../support/doyen-nodes.js';
 import { eventually } from '../support/wait.js';
 
-const nodes: DoyenNode[] = [];
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((n) => n.close()));
-});
+const nodes = nodesClosedAfterEach();
 
 const TOKEN = randomBytes(16).toString('hex');
 const CLUSTER = 'members-api';
 
 async function start(port: number, httpPort: number, seed: number, roles: string[] = []) {
-  const n = await startNode(
+  return startMemberNode(
+    port,
+    seed,
     {
       cluster: CLUSTER,
-      host: '127.0.0.1',
-      port,
       httpPort,
       roles,
-      seeds: [{ host: '127.0.0.1', port: seed }],
       secret: 's',
       httpToken: TOKEN,
       clusterOptions: { downing: 'manual' },
     },
-    { logger: silentLogger() },
+    {},
+    nodes,
   );
-  nodes.push(n);
-  return n;
 }
 
 const uri = (port: number) => `doyen://${CLUSTER}@127.0.0.1:${port}`;

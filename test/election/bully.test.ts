@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { bullyElection } from '../../packages/election/src/bully.js';
 import { forEachSeed } from '../../packages/testkit/src/index.js';
 import {
@@ -7,21 +7,16 @@ import {
   nextHighestLeadsAfterCrashes,
   replacesLeaderDroppedFromPeers,
 } from '../support/election-scenarios.js';
-import { SimElectionCluster, type SimElectionOptions } from '../support/sim-election.js';
+import {
+  type SimElectionCluster,
+  type SimElectionOptions,
+  simElectionPerTest,
+} from '../support/sim-election.js';
 
 const SEEDS = [1, 2, 3];
-let cluster: SimElectionCluster | undefined;
-
-function start(seed: number, extra: Partial<SimElectionOptions> = {}): SimElectionCluster {
-  cluster?.shutdown();
-  cluster = SimElectionCluster.start({ seed, size: 5, algorithm: 'bully', ...extra });
-  return cluster;
-}
-
-afterEach(() => {
-  cluster?.shutdown();
-  cluster = undefined;
-});
+const sims = simElectionPerTest();
+const start = (seed: number, extra: Partial<SimElectionOptions> = {}) =>
+  sims.start({ seed, size: 5, algorithm: 'bully', ...extra });
 
 /** Crashes the agreed leader; returns the new one and the election messages it took. */
 async function crashLeader(c: SimElectionCluster): Promise<{ leader: string; messages: number }> {
@@ -48,8 +43,8 @@ describe('bully election (modified, next-in-line failover)', () => {
       };
       const withList = await run(2);
       const without = await run(0);
-      expect(withList.leader).toBe(cluster!.peers[3]!.address);
-      expect(without.leader).toBe(cluster!.peers[3]!.address);
+      expect(withList.leader).toBe(sims.current!.peers[3]!.address);
+      expect(without.leader).toBe(sims.current!.peers[3]!.address);
       expect(withList.messages).toBeLessThan(without.messages);
     });
   });

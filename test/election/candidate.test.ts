@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { candidateElection } from '../../packages/election/src/candidate.js';
 import { forEachSeed } from '../../packages/testkit/src/index.js';
 import {
@@ -7,21 +7,16 @@ import {
   nextHighestLeadsAfterCrashes,
   replacesLeaderDroppedFromPeers,
 } from '../support/election-scenarios.js';
-import { SimElectionCluster, type SimElectionOptions } from '../support/sim-election.js';
+import {
+  type SimElectionCluster,
+  type SimElectionOptions,
+  simElectionPerTest,
+} from '../support/sim-election.js';
 
 const SEEDS = [1, 2, 3];
-let cluster: SimElectionCluster | undefined;
-
-function start(seed: number, extra: Partial<SimElectionOptions> = {}): SimElectionCluster {
-  cluster?.shutdown();
-  cluster = SimElectionCluster.start({ seed, size: 5, algorithm: 'candidate', ...extra });
-  return cluster;
-}
-
-afterEach(() => {
-  cluster?.shutdown();
-  cluster = undefined;
-});
+const sims = simElectionPerTest();
+const start = (seed: number, extra: Partial<SimElectionOptions> = {}) =>
+  sims.start({ seed, size: 5, algorithm: 'candidate', ...extra });
 
 /** Messages of `types` sent so far by the given nodes. */
 function sentOf(c: SimElectionCluster, indices: readonly number[], types: readonly string[]): number {

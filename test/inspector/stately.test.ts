@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type DoyenNode, startNode, validateNodeConfig } from '../../packages/doyen/src/index.js';
+import { type DoyenNode, validateNodeConfig } from '../../packages/doyen/src/index.js';
 import {
   type InspectorServer,
   inspectorPageUrl,
@@ -9,8 +9,9 @@ import {
   startInspectorServer,
 } from '../../packages/doyen/src/inspector/index.js';
 import { captureLogger } from '../../packages/testkit/src/index.js';
-import { type CliNode, killAll, runCli, secretEnv } from '../support/cli-process.js';
+import { type CliNode, killAll, nodeArgs, runCli, secretEnv } from '../support/cli-process.js';
 import { freePorts } from '../support/cluster-nodes.js';
+import { startLocalNode } from '../support/doyen-nodes.js';
 import { eventually } from '../support/wait.js';
 import { type Recorder, record, startInspectedNode } from './support.js';
 
@@ -100,21 +101,13 @@ describe('--inspect: the Stately inspector through the doyen inspector relay', (
   });
 
   it('logs where to look and that no server answers, through the node logger', async () => {
-    const [p, h, dead] = await freePorts(3);
+    const [dead] = await freePorts(1);
     const lines: string[] = [];
-    const node = await startNode(
-      {
-        cluster: 'inspect-log',
-        host: '127.0.0.1',
-        port: p!,
-        httpPort: h!,
-        seeds: [{ host: '127.0.0.1', port: p! }],
-        secret: 's',
-        inspect: { url: `ws://127.0.0.1:${dead}` },
-      },
+    const { httpPort: h } = await startLocalNode(
+      { cluster: 'inspect-log', secret: 's', inspect: { url: `ws://127.0.0.1:${dead}` } },
       { logger: captureLogger(lines, Date.now, 'info') },
+      nodes,
     );
-    nodes.push(node);
     const events = () => lines.map((l) => JSON.parse(l) as { event?: string; [k: string]: unknown });
     const enabled = events().find((e) => e.event === 'inspect.enabled');
     expect(enabled).toMatchObject({
@@ -173,15 +166,7 @@ describe('--inspect: the Stately inspector through the doyen inspector relay', (
     recorders.push(page);
     const node = runCli(
       [
-        'node',
-        '--cluster',
-        'cli-inspect',
-        '--host',
-        '127.0.0.1',
-        '--port',
-        String(p),
-        '--seeds',
-        `127.0.0.1:${p}`,
+        ...nodeArgs('cli-inspect', p!),
         '--http-port',
         String(h),
         '--inspect-url',

@@ -1,18 +1,15 @@
 // GET /cluster/events from outside: a page of another site is refused (it could not read the
 // stream, but it could hold the server's places), and streams held by someone else never lock
 // the operator out: a fresh same-origin request is always served, an older stream closed.
-import { randomBytes } from 'node:crypto';
 import { type IncomingHttpHeaders, request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../packages/core/src/index.js';
 import {
   type DoyenNode,
   MAX_EVENT_STREAMS,
   MAX_EVENT_STREAMS_PER_CLIENT,
-  startNode,
 } from '../../packages/doyen/src/index.js';
 import { captureLogger } from '../../packages/testkit/src/index.js';
-import { freePorts } from '../support/cluster-nodes.js';
+import { startLocalNode } from '../support/doyen-nodes.js';
 import { eventually } from '../support/wait.js';
 
 const nodes: DoyenNode[] = [];
@@ -23,22 +20,13 @@ afterEach(async () => {
 });
 
 async function start(lines?: string[]): Promise<{ node: DoyenNode; httpPort: number }> {
-  const [port, httpPort] = await freePorts(2);
-  const node = await startNode(
-    {
-      cluster: 'events-guard',
-      host: '127.0.0.1',
-      port: port!,
-      httpPort: httpPort!,
-      seeds: [{ host: '127.0.0.1', port: port! }],
-      secret: randomBytes(16).toString('hex'),
-      clusterOptions: { downing: 'manual' },
-    },
-    { logger: lines ? captureLogger(lines, Date.now, 'info') : silentLogger() },
+  const { node, httpPort } = await startLocalNode(
+    { cluster: 'events-guard', clusterOptions: { downing: 'manual' } },
+    lines ? { logger: captureLogger(lines, Date.now, 'info') } : {},
+    nodes,
   );
-  nodes.push(node);
   await eventually(() => node.cluster.state().status === 'up', { what: 'the node up' });
-  return { node, httpPort: httpPort! };
+  return { node, httpPort };
 }
 
 interface EventStream {

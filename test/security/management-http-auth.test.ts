@@ -1,19 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../packages/core/src/index.js';
-import { type DoyenNode, type NodeConfig, startNode } from '../../packages/doyen/src/index.js';
+import { describe, expect, it } from 'vitest';
+import type { DoyenNode, NodeConfig } from '../../packages/doyen/src/index.js';
 import { captureLogger } from '../../packages/testkit/src/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
+import { nodesClosedAfterEach, startMemberNode } from '../support/doyen-nodes.js';
 import { eventually } from '../support/wait.js';
 
 const SECRET = randomBytes(16).toString('hex');
 const TOKEN = randomBytes(16).toString('hex');
 
-const nodes: DoyenNode[] = [];
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((n) => n.close()));
-});
+const nodes = nodesClosedAfterEach();
 
 async function start(
   port: number,
@@ -22,21 +19,13 @@ async function start(
   extra: Partial<NodeConfig> = {},
   lines?: string[],
 ): Promise<DoyenNode> {
-  const node = await startNode(
-    {
-      cluster: 'mgmt-auth',
-      host: '127.0.0.1',
-      port,
-      httpPort,
-      seeds: [{ host: '127.0.0.1', port: seed }],
-      secret: SECRET,
-      clusterOptions: { downing: 'manual' },
-      ...extra,
-    },
-    { logger: lines ? captureLogger(lines, Date.now, 'info') : silentLogger() },
+  return startMemberNode(
+    port,
+    seed,
+    { cluster: 'mgmt-auth', httpPort, secret: SECRET, clusterOptions: { downing: 'manual' }, ...extra },
+    lines ? { logger: captureLogger(lines, Date.now, 'info') } : {},
+    nodes,
   );
-  nodes.push(node);
-  return node;
 }
 
 /** A raw POST: exactly the headers given, a body the way a form would send it. */

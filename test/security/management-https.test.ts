@@ -4,10 +4,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../packages/core/src/index.js';
-import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
-import { freePorts } from '../support/cluster-nodes.js';
+import { describe, expect, it } from 'vitest';
+import { nodesClosedAfterEach, startLocalNode } from '../support/doyen-nodes.js';
 
 const haveOpenssl = (() => {
   try {
@@ -19,10 +17,7 @@ const haveOpenssl = (() => {
 })();
 if (!haveOpenssl) console.warn('[management https test] skipped: no openssl to make a certificate');
 
-const nodes: DoyenNode[] = [];
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((n) => n.close()));
-});
+const nodes = nodesClosedAfterEach();
 
 /** A self-signed certificate for 127.0.0.1, made for this run. */
 function certificate(): { certFile: string; keyFile: string; cert: Buffer } {
@@ -77,23 +72,13 @@ function httpsRequest(
 
 describe.skipIf(!haveOpenssl)('management over HTTPS (--http-tls-cert, --http-tls-key)', () => {
   it('serves HTTPS with the given certificate; its own https origins are the allowed ones', async () => {
-    const [p, h] = await freePorts(2);
     const { certFile, keyFile, cert } = certificate();
     const token = randomBytes(16).toString('hex');
-    const node = await startNode(
-      {
-        cluster: 'mgmt-https',
-        host: '127.0.0.1',
-        port: p!,
-        httpPort: h!,
-        seeds: [{ host: '127.0.0.1', port: p! }],
-        secret: randomBytes(16).toString('hex'),
-        httpToken: token,
-        httpTls: { certFile, keyFile },
-      },
-      { logger: silentLogger() },
+    const { node, httpPort: h } = await startLocalNode(
+      { cluster: 'mgmt-https', httpToken: token, httpTls: { certFile, keyFile } },
+      {},
+      nodes,
     );
-    nodes.push(node);
     expect(node.http!.scheme).toBe('https');
     const alive = await httpsRequest(h!, '/health/alive', cert);
     expect(alive).toMatchObject({ status: 200 });
@@ -119,20 +104,12 @@ describe.skipIf(!haveOpenssl)('management over HTTPS (--http-tls-cert, --http-tl
   });
 
   it('refuses to start when the certificate cannot be read, before anything is bound', async () => {
-    const [p, h] = await freePorts(2);
     await expect(
-      startNode(
-        {
-          cluster: 'mgmt-https',
-          host: '127.0.0.1',
-          port: p!,
-          httpPort: h!,
-          seeds: [{ host: '127.0.0.1', port: p! }],
-          secret: 's',
-          httpTls: { certFile: '/nonexistent/cert.pem', keyFile: '/nonexistent/key.pem' },
-        },
-        { logger: silentLogger() },
-      ),
+      startLocalNode({
+        cluster: 'mgmt-https',
+        secret: 's',
+        httpTls: { certFile: '/nonexistent/cert.pem', keyFile: '/nonexistent/key.pem' },
+      }),
     ).rejects.toThrow(/cannot read the management certificate/);
   });
 });

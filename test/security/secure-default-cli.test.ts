@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type CliNode, getJson, killAll, postJson, runCli } from '../support/cli-process.js';
+import { type CliNode, getJson, killAll, nodeArgs, postJson, runCli } from '../support/cli-process.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { eventually } from '../support/wait.js';
 
@@ -22,20 +22,7 @@ function node(
   env: Record<string, string | undefined>,
 ): CliNode {
   const n = runCli(
-    [
-      'node',
-      '--cluster',
-      cluster,
-      '--host',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      '--seeds',
-      `127.0.0.1:${seed}`,
-      '--http-port',
-      String(httpPort),
-      ...extra,
-    ],
+    [...nodeArgs(cluster, port, `127.0.0.1:${seed}`), '--http-port', String(httpPort), ...extra],
     httpPort,
     { ...CLEAN, ...env },
   );

@@ -3,11 +3,10 @@ import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { InvalidConfigError } from '../../packages/core/src/index.js';
 import {
   createNodeLogger,
-  type DoyenNode,
   type NodeConfig,
   resolveSecrets,
   SecretFilePermissionsError,
@@ -16,11 +15,9 @@ import {
 } from '../../packages/doyen/src/index.js';
 import { captureLogger } from '../../packages/testkit/src/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
+import { nodesClosedAfterEach } from '../support/doyen-nodes.js';
 
-const nodes: DoyenNode[] = [];
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((n) => n.close()));
-});
+const nodes = nodesClosedAfterEach();
 
 const base: NodeConfig = {
   cluster: 'c',

@@ -70,6 +70,11 @@ export function killAll(nodes: readonly NodeProcess[]): void {
   for (const n of nodes) n.kill9();
 }
 
+/** `doyen node` arguments for a member on 127.0.0.1:`port` joining through `seeds` (its own address: it forms the cluster). */
+export function nodeArgs(cluster: string, port: number | string, seeds = `127.0.0.1:${port}`): string[] {
+  return ['node', '--cluster', cluster, '--host', '127.0.0.1', '--port', String(port), '--seeds', seeds];
+}
+
 /**
  * Runs `doyen node` on 127.0.0.1 with the given ports, seeds and cluster (plus `extra` flags),
  * this run's secret and management token in its environment.
@@ -81,15 +86,7 @@ export function runCliNode(
 ): CliNode {
   return runCli(
     [
-      'node',
-      '--cluster',
-      cluster,
-      '--host',
-      '127.0.0.1',
-      '--port',
-      String(ports.port),
-      '--seeds',
-      ports.seeds.map((p) => `127.0.0.1:${p}`).join(','),
+      ...nodeArgs(cluster, ports.port, ports.seeds.map((p) => `127.0.0.1:${p}`).join(',')),
       '--http-port',
       String(ports.httpPort),
       ...extra,

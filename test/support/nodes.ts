@@ -1,3 +1,4 @@
+import { afterEach } from 'vitest';
 import type { ActorSystem, DeadLetter, Message } from '../../packages/core/src/index.js';
 import { type WireConfig, WsTransport } from '../../packages/wire/src/index.js';
 
@@ -32,4 +33,19 @@ export async function startTestNode(
   const inbox: Message[] = [];
   system.functionRef('inbox', (m) => inbox.push(m), 'user');
   return { transport, system, deadLetters, inbox };
+}
+
+/** A starter of test nodes (`startTestNode`) whose nodes are all closed after each test of the file. */
+export function testNodesClosedAfterEach(): (
+  options?: Parameters<typeof startTestNode>[0],
+) => Promise<TestNode> {
+  const nodes: TestNode[] = [];
+  afterEach(async () => {
+    await Promise.all(nodes.splice(0).map((n) => n.transport.close()));
+  });
+  return async (options = {}) => {
+    const n = await startTestNode(options);
+    nodes.push(n);
+    return n;
+  };
 }

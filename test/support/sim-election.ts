@@ -1,3 +1,4 @@
+import { afterEach } from 'vitest';
 import type { ActorSystem, NodeAddress } from '../../packages/core/src/index.js';
 import {
   Election,
@@ -162,4 +163,29 @@ export class SimElectionCluster {
     for (const n of this.nodes) n?.election.stop();
     this.sim.shutdown();
   }
+}
+
+/**
+ * One simulated election cluster at a time in a test file: `start` shuts the previous one down,
+ * and the current one is shut down after each test.
+ */
+export function simElectionPerTest(): {
+  start(options: SimElectionOptions): SimElectionCluster;
+  readonly current: SimElectionCluster | undefined;
+} {
+  let current: SimElectionCluster | undefined;
+  afterEach(() => {
+    current?.shutdown();
+    current = undefined;
+  });
+  return {
+    start(options) {
+      current?.shutdown();
+      current = SimElectionCluster.start(options);
+      return current;
+    },
+    get current() {
+      return current;
+    },
+  };
 }

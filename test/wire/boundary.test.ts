@@ -1,18 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CloseCode } from '../../packages/wire/src/index.js';
-import { startTestNode, type TestNode } from '../support/nodes.js';
+import { type TestNode, testNodesClosedAfterEach } from '../support/nodes.js';
 import { batchPackr, connectRaw, handshake } from '../support/raw-peer.js';
 import { eventually } from '../support/wait.js';
 
-const nodes: TestNode[] = [];
-async function node(options: Parameters<typeof startTestNode>[0] = {}) {
-  const n = await startTestNode(options);
-  nodes.push(n);
-  return n;
-}
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((n) => n.transport.close()));
-});
+const node = testNodesClosedAfterEach();
 
 const rejected = (n: TestNode, reason: string) =>
   n.system.metrics.value('doyen_wire_rejected_total', { reason });

@@ -1,18 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fromTransition } from 'xstate';
 import type { ActorRef, Message, Terminated } from '../../packages/core/src/index.js';
-import { startTestNode, type TestNode } from '../support/nodes.js';
+import { startTestNode, testNodesClosedAfterEach } from '../support/nodes.js';
 import { eventually } from '../support/wait.js';
 
-const nodes: TestNode[] = [];
-async function node(options: Parameters<typeof startTestNode>[0] = {}) {
-  const n = await startTestNode(options);
-  nodes.push(n);
-  return n;
-}
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((n) => n.transport.close()));
-});
+const node = testNodesClosedAfterEach();
 
 type Ask = { type: 'test.ask'; n: number; replyTo: ActorRef<Reply> };
 type Reply = { type: 'test.reply'; n: number; from: string };

@@ -17,7 +17,8 @@ import {
 } from './address.js';
 import { AskDeadlines } from './ask-deadlines.js';
 import { type Clock, immediateScheduler, realClock, type TurnScheduler } from './clock.js';
-import { type DeadLetterReason, DeadLetters } from './dead-letters.js';
+import type { DeadLetterReason } from './dead-letter-reasons.js';
+import { DeadLetters } from './dead-letters.js';
 import { Dispatcher, type DispatcherConfig, defaultDispatcherConfig } from './dispatcher.js';
 import {
   ActorNameTakenError,
@@ -30,7 +31,7 @@ import {
 import { RateLimitedLog, silentLogger } from './logger.js';
 import { type Delivery, defaultMailboxConfig, type MailboxConfig, type OverflowPolicy } from './mailbox.js';
 import { MAILBOX_DEPTH_MAX_SERIES, mailboxDepthSeries } from './mailbox-depth-series.js';
-import type { Message, Rejected, Terminated, TerminationReason } from './message.js';
+import type { Message } from './message.js';
 import { MessageTypes } from './message-types.js';
 import { MAILBOX_DEPTH_BUCKETS } from './metric-catalogue.js';
 import { Metrics } from './metrics.js';
@@ -38,7 +39,14 @@ import { PeerKeys } from './peer-keys.js';
 import { type PeerLimits, PerNodeCounts, resolvePeerLimits, TokenBuckets } from './peer-limits.js';
 import { PendingAsk } from './pending-ask.js';
 import { defaultSupervision, type SupervisionStrategy, validateSupervision } from './supervision.js';
-import { registerSystemMessages, type Unwatch, type Watch } from './system-messages.js';
+import {
+  type Rejected,
+  registerSystemMessages,
+  type Terminated,
+  type TerminationReason,
+  type Unwatch,
+  type Watch,
+} from './system-messages.js';
 import { activeTraceparent, inSpan } from './tracing.js';
 import { type Envelope, laneOf, type RemoteTransport } from './transport.js';
 

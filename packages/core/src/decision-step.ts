@@ -8,6 +8,18 @@ export interface DecisionStep<C, F> {
   readonly effects: readonly F[];
 }
 
+/**
+ * A log line as a decision's effect: the machine's `run` writes it at `level` with its `event`
+ * and `fields`. `Level` narrows the levels a protocol logs at.
+ */
+export interface LogEffect<Level extends 'info' | 'warn' = 'info' | 'warn'> {
+  readonly kind: 'log';
+  readonly level: Level;
+  readonly event: string;
+  readonly fields: Readonly<Record<string, unknown>>;
+  readonly msg: string;
+}
+
 /** The part of xstate's `enqueue` (in `enqueueActions`) that applying a decision uses. */
 export interface DecisionEnqueue<C, F> {
   (action: { readonly type: 'run'; readonly params: F }): void;

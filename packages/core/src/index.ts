@@ -4,6 +4,7 @@ export * from './address.js';
 export * from './ask-deadlines.js';
 export * from './chunked-queue.js';
 export * from './clock.js';
+export * from './dead-letter-reasons.js';
 export * from './dead-letters.js';
 export * from './deadline.js';
 export * from './decision-step.js';

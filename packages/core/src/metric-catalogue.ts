@@ -1,5 +1,7 @@
-import { DEAD_LETTER_REASONS } from './dead-letters.js';
-import type { Labels } from './metrics.js';
+import { DEAD_LETTER_REASONS } from './dead-letter-reasons.js';
+
+/** A series' labels: label name to value. */
+export type Labels = Readonly<Record<string, string>>;
 
 /**
  * Every metric doyen itself records, declared when a node's metrics are created: a dashboard or

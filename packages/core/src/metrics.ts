@@ -1,16 +1,10 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import { DOYEN_METRICS, LATENCY_BUCKETS_SECONDS, type MetricDefinition } from './metric-catalogue.js';
-
-/**
- * A node's metrics, exposed in Prometheus' text format by prom-client: its registry renders,
- * escapes label values and carries the histograms.
- * Counters and gauges are kept here first — an increment on a hot path (a frame, a dead letter)
- * is one map update — and handed to prom-client when the metrics are scraped. Every Metrics has
- * its own registry, so several nodes in one process never share a series. doyen's own metrics
- * (DOYEN_METRICS) exist from the start, at 0; the process and Node.js metrics belong to the
- * process, so one registry of them, made when the first Metrics is, is rendered by every one.
- */
-export type Labels = Readonly<Record<string, string>>;
+import {
+  DOYEN_METRICS,
+  LATENCY_BUCKETS_SECONDS,
+  type Labels,
+  type MetricDefinition,
+} from './metric-catalogue.js';
 
 interface Series {
   readonly name: string;
@@ -67,6 +61,15 @@ function processMetrics(): Registry {
   return registry;
 }
 
+/**
+ * A node's metrics, exposed in Prometheus' text format by prom-client: its registry renders,
+ * escapes label values and carries the histograms.
+ * Counters and gauges are kept here first — an increment on a hot path (a frame, a dead letter)
+ * is one map update — and handed to prom-client when the metrics are scraped. Every Metrics has
+ * its own registry, so several nodes in one process never share a series. doyen's own metrics
+ * (DOYEN_METRICS) exist from the start, at 0; the process and Node.js metrics belong to the
+ * process, so one registry of them, made when the first Metrics is, is rendered by every one.
+ */
 export class Metrics {
   /** prom-client's registry of this node: scrape it with `render()` (or add it to your own). */
   readonly registry = new Registry();

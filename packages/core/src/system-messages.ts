@@ -1,8 +1,24 @@
 import type { ActorRef } from './actor-ref.js';
 import { parseActorAddress } from './address.js';
-import type { Rejected, Terminated } from './message.js';
 import { read, schema } from './message-schema.js';
 import type { MessageTypes } from './message-types.js';
+
+/** Delivered to a watcher when a watched actor stops, fails for good, or its node is gone. */
+export interface Terminated {
+  readonly type: 'doyen.terminated';
+  readonly ref: ActorRef;
+  readonly reason: TerminationReason;
+}
+
+export type TerminationReason = 'stopped' | 'failed' | 'node-unreachable' | 'node-removed' | 'not-found';
+
+/** Sent back to a known sender when the target's mailbox rejected its message. */
+export interface Rejected {
+  readonly type: 'doyen.rejected';
+  readonly target: string;
+  readonly reason: 'mailbox-full';
+  readonly messageType: string;
+}
 
 /** Asks the node hosting `target` to tell `watcher` when it terminates. */
 export interface Watch {

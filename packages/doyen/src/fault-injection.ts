@@ -1,6 +1,6 @@
 import type { WsTransport } from '@doyen/wire';
 import { BadRequestBodyError, readJsonBody, sendJson } from './http-json.js';
-import type { Route } from './management-http.js';
+import type { Route } from './management-route.js';
 
 /**
  * `POST /fault/blackhole {"peers": ["host:port", …]}` and `POST /fault/heal [{"peers": …}]`:

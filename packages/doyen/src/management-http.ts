@@ -5,10 +5,7 @@ import type { Duplex } from 'node:stream';
 import { addressOfKey, type Cluster, type Member, memberKey } from '@doyen/cluster';
 import { type ActorSystem, RateLimitedLog } from '@doyen/core';
 import type { ElectedCoordinator } from '@doyen/election';
-import type { PartitionService } from '@doyen/partitions';
-import type { ClusterSingletons } from '@doyen/singleton';
-import { SEED_NODES_PATH, type SeedNodesView } from './bootstrap/seed-nodes.js';
-import type { HealthChecks } from './health-checks.js';
+import { SEED_NODES_PATH } from './bootstrap/seed-nodes.js';
 import { sendJson as json } from './http-json.js';
 import {
   changesState,
@@ -21,6 +18,7 @@ import {
   type RefusalReason,
   refusalOf,
 } from './management-guard.js';
+import type { ManagedNode, Route, UpgradeRoute } from './management-route.js';
 import { EVENT_STREAM_PATHS, membersRoute } from './members-routes.js';
 
 /** Where management listens unless told otherwise: only local clients reach it. */
@@ -74,16 +72,6 @@ export interface PartitionsView {
   readonly backups: readonly (readonly string[])[];
 }
 
-/** Extra routes other packages add (singletons, partitions, the inspector page). */
-export type Route = (
-  request: IncomingMessage,
-  response: ServerResponse,
-  url: URL,
-) => boolean | Promise<boolean>;
-
-/** Takes over an HTTP upgrade (WebSocket) request; returns true when it handled it. */
-export type UpgradeRoute = (request: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
-
 export function clusterView(cluster: Cluster, elected?: ElectedCoordinator): ClusterView {
   const state = cluster.state();
   const m = state.membership;
@@ -125,24 +113,6 @@ function answerWhileBootstrapping(response: ServerResponse, path: string, method
   else if (method === 'GET' && path === '/health/ready')
     json(response, 503, { ready: false, status: 'bootstrapping' });
   else json(response, 503, { error: 'bootstrapping: not in a cluster yet' });
-}
-
-/** The node as the management endpoint reads it, on every request: it changes when the node restarts. */
-export interface ManagedNode {
-  readonly system: ActorSystem;
-  readonly cluster: Cluster;
-  readonly singletons?: ClusterSingletons;
-  readonly partitions?: PartitionService | undefined;
-  readonly coordinator?: ElectedCoordinator | undefined;
-  /**
-   * True while the node is still looking for its cluster (discovery): it has no actor system or
-   * cluster yet, so every route but the bootstrap's and the health checks answers 503.
-   */
-  readonly bootstrapping?: boolean;
-  /** What `GET /bootstrap/seed-nodes` answers (absent: the route is not served). */
-  seedNodes?(): SeedNodesView;
-  /** The app's readiness checks: `/health/ready` needs every one to pass besides being up. */
-  readonly health?: HealthChecks;
 }
 
 export interface ManagementServerOptions {

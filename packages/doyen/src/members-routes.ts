@@ -4,7 +4,7 @@ import { memberKey } from '@doyen/cluster';
 import { type ActorSystem, RateLimitedLog } from '@doyen/core';
 import { EventStreamSlots } from './event-stream-slots.js';
 import { BadRequestBodyError, readJsonBody, sendJson } from './http-json.js';
-import type { ManagedNode, Route } from './management-http.js';
+import type { ManagedNode, Route } from './management-route.js';
 import {
   clusterMembersView,
   clusterMemberView,

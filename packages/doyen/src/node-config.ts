@@ -4,8 +4,8 @@ import { COORDINATOR_MODES, type CoordinatorMode, type ElectionTiming } from '@d
 import type { WireConfig } from '@doyen/wire';
 import { type ConfigProblem, ConfigProblemsError } from './config-problems.js';
 import { SHUTDOWN_PHASES, type ShutdownPhase } from './coordinated-shutdown.js';
+import type { DoyenNode } from './doyen-node.js';
 import { shownValue } from './shown-value.js';
-import type { DoyenNode } from './start-node.js';
 
 /** Everything `startNode` and `doyen node` take. */
 export interface NodeConfig {

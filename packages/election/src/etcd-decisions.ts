@@ -1,3 +1,4 @@
+import type { DecisionStep, LogEffect } from '@doyen/core';
 import type { ElectionPeer, LeaderView, PeersChanged } from './election.js';
 import type { CampaignAnswer, KeepAliveAnswer, StoreChanged } from './etcd-messages.js';
 
@@ -37,20 +38,9 @@ export interface EtcdPolicy {
   readonly actForMs: number;
 }
 
-export type EtcdEffect =
-  | { readonly kind: 'report'; readonly view: LeaderView }
-  | {
-      readonly kind: 'log';
-      readonly level: 'info' | 'warn';
-      readonly event: string;
-      readonly fields: Readonly<Record<string, unknown>>;
-      readonly msg: string;
-    };
+export type EtcdEffect = { readonly kind: 'report'; readonly view: LeaderView } | LogEffect;
 
-export interface EtcdStep {
-  readonly context: EtcdContext;
-  readonly effects: readonly EtcdEffect[];
-}
+export type EtcdStep = DecisionStep<EtcdContext, EtcdEffect>;
 
 /** Why a leader stopped acting. */
 export type LossReason =

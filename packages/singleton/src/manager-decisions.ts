@@ -1,5 +1,5 @@
 import { type Membership, memberKey } from '@doyen/cluster';
-import type { ActorRef } from '@doyen/core';
+import type { ActorRef, DecisionStep, LogEffect } from '@doyen/core';
 import type { HandedOver, HandOverToMe, Identify } from './messages.js';
 import { fateOf } from './oldest.js';
 
@@ -58,13 +58,7 @@ export interface ManagerPolicy {
 
 /** What the machine's action `run` carries out. */
 export type ManagerEffect =
-  | {
-      readonly kind: 'log';
-      readonly level: 'info' | 'warn';
-      readonly event: string;
-      readonly fields: Readonly<Record<string, unknown>>;
-      readonly msg: string;
-    }
+  | LogEffect
   /** HandOverToMe to the manager at `formerKey`, replies to ours. */
   | { readonly kind: 'ask-hand-over'; readonly formerKey: string }
   /** Start the instance (from a handed-over snapshot when given). */
@@ -79,10 +73,7 @@ export type ManagerEffect =
   /** Measure the instance's mailbox and send it back as `singleton.backlog`. */
   | { readonly kind: 'check-backlog' };
 
-export interface ManagerStep {
-  readonly context: ManagerContext;
-  readonly effects: readonly ManagerEffect[];
-}
+export type ManagerStep = DecisionStep<ManagerContext, ManagerEffect>;
 
 const log = (
   policy: ManagerPolicy,

@@ -1,5 +1,5 @@
 import { type Membership, memberKey } from '@doyen/cluster';
-import type { ActorRef, Message } from '@doyen/core';
+import type { ActorRef, DecisionStep, LogEffect, Message } from '@doyen/core';
 import type { HandOverStarted, Identity } from './messages.js';
 
 /**
@@ -60,18 +60,9 @@ export type ProxyEffect =
       readonly message: Message;
       readonly reason: 'mailbox-overflow-dropped-oldest';
     }
-  | {
-      readonly kind: 'log';
-      readonly level: 'warn';
-      readonly event: string;
-      readonly fields: Readonly<Record<string, unknown>>;
-      readonly msg: string;
-    };
+  | LogEffect<'warn'>;
 
-export interface ProxyStep {
-  readonly context: ProxyContext;
-  readonly effects: readonly ProxyEffect[];
-}
+export type ProxyStep = DecisionStep<ProxyContext, ProxyEffect>;
 
 const same = (context: ProxyContext): ProxyStep => ({ context, effects: [] });
 

@@ -9,6 +9,7 @@ export * from './node-identity.js';
 export * from './protocol.js';
 export * from './receive-limit.js';
 export * from './rejections.js';
+export * from './tls-config.js';
 export * from './tls-endpoint.js';
 export * from './tls-errors.js';
 export * from './tls-material.js';

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:https';
 import type { ConnectionOptions, TLSSocket } from 'node:tls';
 import { type ActorSystem, RateLimitedLog } from '@doyen/core';
-import type { WireTlsConfig } from './config.js';
+import type { WireTlsConfig } from './tls-config.js';
 import { acceptTlsFailure, certificateVerdict, type TlsFailure } from './tls-errors.js';
 import { describeCertificate, loadTlsMaterial, type TlsMaterial } from './tls-material.js';
 import { TlsReloader } from './tls-reloader.js';

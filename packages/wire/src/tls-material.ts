@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { InvalidConfigError } from '@doyen/core';
-import type { WireTlsConfig } from './config.js';
+import type { WireTlsConfig } from './tls-config.js';
 
 /** The three files' contents, as read from disk. */
 export interface TlsFiles {

@@ -1,5 +1,5 @@
 import type { Logger } from '@doyen/core';
-import type { WireTlsConfig } from './config.js';
+import type { WireTlsConfig } from './tls-config.js';
 import {
   checkTlsMaterial,
   describeCertificate,

@@ -1,4 +1,5 @@
 import { type Membership, memberKey } from '@doyen/cluster';
+import type { DecisionStep, LogEffect } from '@doyen/core';
 import { allocate } from '../allocate.js';
 import type { AllocateOptions, PartitionMember } from '../inputs.js';
 import { movedPartitions } from '../movement.js';
@@ -53,13 +54,7 @@ export interface AllocatorPolicy {
 export type AllocatorEffect =
   /** The partition service on this node adopts the table (it runs the allocator). */
   | { readonly kind: 'adopt'; readonly table: PartitionTable }
-  | {
-      readonly kind: 'log';
-      readonly level: 'info' | 'warn';
-      readonly event: string;
-      readonly fields: Readonly<Record<string, unknown>>;
-      readonly msg: string;
-    }
+  | LogEffect
   /** The table, computed at `membershipVersion`, to the partition service of each of `to`. */
   | {
       readonly kind: 'publish';
@@ -68,10 +63,7 @@ export type AllocatorEffect =
       readonly membershipVersion: number;
     };
 
-export interface AllocatorStep {
-  readonly context: AllocatorContext;
-  readonly effects: readonly AllocatorEffect[];
-}
+export type AllocatorStep = DecisionStep<AllocatorContext, AllocatorEffect>;
 
 const same = (context: AllocatorContext): AllocatorStep => ({ context, effects: [] });
 
