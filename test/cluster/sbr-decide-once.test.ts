@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, SimulatedClock } from 'xstate';
-import { getShortestPaths } from 'xstate/graph';
 import {
   type DowningContext,
   decide,
@@ -11,17 +10,18 @@ import {
   settle,
 } from '../../packages/cluster/src/downing/downing-decisions.js';
 import type { DowningEvent } from '../../packages/cluster/src/downing/downing-messages.js';
+import { partitionView, resolve, type StrategyConfig } from '../../packages/cluster/src/index.js';
 import {
-  createDowningMachine,
-  type DowningEffect,
-  partitionView,
-  resolve,
-  resolveClusterConfig,
-  type SbrMember,
-  type StrategyConfig,
-} from '../../packages/cluster/src/index.js';
-import type { ActorSystem } from '../../packages/core/src/index.js';
-import { delayedEvent, stateName } from '../support/machine-paths.js';
+  DOWNING_DELAY_EVENTS,
+  downingPaths,
+  keepMajorityDowning,
+  member,
+  range,
+  reach,
+  reports,
+  view,
+} from '../support/downing-fixtures.js';
+import { stateName } from '../support/machine-paths.js';
 
 /**
  * The downing machine takes each event once (issue 27): `decide` computes the next context with
@@ -29,25 +29,6 @@ import { delayedEvent, stateName } from '../support/machine-paths.js';
  * (`news`), the guards read only that, and every route settles the news. Nothing is cached
  * beside the context, so the context must always hold what a fresh computation would give.
  */
-
-const key = (i: number) => `10.0.0.${i}:2552#u${i}`;
-const member = (i: number, status: SbrMember['status'] = 'up'): SbrMember => ({
-  key: key(i),
-  address: `10.0.0.${i}:2552`,
-  age: i,
-  status,
-  roles: [],
-});
-const range = (a: number, b: number) => Array.from({ length: b - a + 1 }, (_, i) => a + i);
-const view = (
-  self: number,
-  members: SbrMember[],
-  observations: Record<string, string[]> = {},
-  version = 1,
-): DowningEvent => ({ type: 'sbr.view', selfKey: key(self), version, members, observations });
-const reach = (ids: number[]): DowningEvent => ({ type: 'sbr.own-reachability', reachable: ids.map(key) });
-const reports = (observer: number, subjects: number[]) =>
-  Object.fromEntries(subjects.map((s) => [key(s), [key(observer)]]));
 
 const STRATEGY: StrategyConfig = { strategy: 'keep-majority' };
 const POLICY = downingPolicy(STRATEGY, false, undefined);
@@ -109,38 +90,10 @@ describe('downing decisions: one event, one decision', () => {
     reach([2, 3]),
     reach([]),
     { type: 'sbr.forget-absent' } as unknown as DowningEvent,
-    ...['unstable', 'unstable.waiting', 'unstable.healed', 'decided'].flatMap((state) =>
-      ['stableAfter', 'unstableLimit', 'calmFor', 'retryAfterDecision'].map((delay) =>
-        delayedEvent<DowningEvent>(delay, `downing.${state}`),
-      ),
-    ),
+    ...DOWNING_DELAY_EVENTS,
   ];
-  const logic = (run: (effect: DowningEffect) => void) =>
-    createDowningMachine({
-      system: {} as ActorSystem,
-      config: resolveClusterConfig({
-        seeds: [{ host: '10.0.0.1', port: 2552 }],
-        downing: 'keep-majority',
-        sbr: { downIfAlone: true, acquireLeaseDelayForMinorityMs: 0 },
-      }),
-    }).provide({ actions: { run: (_: unknown, effect: DowningEffect) => run(effect) } });
-  const paths = getShortestPaths(
-    logic(() => {}),
-    {
-      events: EVENTS,
-      serializeState: (s) =>
-        JSON.stringify({
-          v: s.value,
-          r: s.context.partition && [
-            [...s.context.partition.unreachable].sort(),
-            [...s.context.partition.indirect].sort(),
-          ],
-          o: [...s.context.ownReachable].sort(),
-          w: s.context.view?.version,
-          a: s.context.absent.map((m) => m.key),
-        }),
-    },
-  );
+  const logic = keepMajorityDowning;
+  const paths = downingPaths(EVENTS, true);
 
   it('on every path: at rest no news is left unrouted, and the context holds what a fresh computation gives', () => {
     const states = new Set<string>();

@@ -1,44 +1,30 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, SimulatedClock } from 'xstate';
-import { getShortestPaths } from 'xstate/graph';
 import {
   createDowningMachine,
   type DowningEffect,
   type DowningEvent,
   resolveClusterConfig,
-  type SbrMember,
 } from '../../packages/cluster/src/index.js';
 import type { ActorSystem } from '../../packages/core/src/index.js';
-import { delayedEvent, stateName } from '../support/machine-paths.js';
+import {
+  DOWNING_DELAY_EVENTS,
+  downingPaths,
+  keepMajorityDowning,
+  key,
+  member,
+  range,
+  reach,
+  reports,
+  view,
+} from '../support/downing-fixtures.js';
+import { stateName } from '../support/machine-paths.js';
 
 /**
  * The downing machine alone, on a simulated clock: events in, effects out. Its decisions read
  * nothing but its events (no failure detector snapshot, no clock but xstate's), so the same
  * events give the same effects, and a run replays from its events alone.
  */
-
-const key = (i: number) => `10.0.0.${i}:2552#u${i}`;
-const member = (i: number, status: SbrMember['status'] = 'up'): SbrMember => ({
-  key: key(i),
-  address: `10.0.0.${i}:2552`,
-  age: i,
-  status,
-  roles: [],
-});
-const range = (a: number, b: number) => Array.from({ length: b - a + 1 }, (_, i) => a + i);
-
-function view(
-  self: number,
-  members: SbrMember[],
-  observations: Record<string, string[]> = {},
-  version = 1,
-): DowningEvent {
-  return { type: 'sbr.view', selfKey: key(self), version, members, observations };
-}
-const reach = (ids: number[]): DowningEvent => ({ type: 'sbr.own-reachability', reachable: ids.map(key) });
-/** `observer` reports each of `subjects` unreachable. */
-const reports = (observer: number, subjects: number[]) =>
-  Object.fromEntries(subjects.map((s) => [key(s), [key(observer)]]));
 
 function start(
   downing: 'keep-majority' | 'keep-oldest' | 'static-quorum',
@@ -286,37 +272,10 @@ describe('the downing machine alone: every path (xstate/graph)', () => {
     reach([2, 3, 4, 5]),
     reach([2, 3]),
     reach([]),
-    ...['unstable', 'unstable.waiting', 'unstable.healed', 'decided'].flatMap((state) =>
-      ['stableAfter', 'unstableLimit', 'calmFor', 'retryAfterDecision'].map((delay) =>
-        delayedEvent<DowningEvent>(delay, `downing.${state}`),
-      ),
-    ),
+    ...DOWNING_DELAY_EVENTS,
   ];
-  const logic = (run: (effect: DowningEffect) => void) =>
-    createDowningMachine({
-      system: {} as ActorSystem,
-      config: resolveClusterConfig({
-        seeds: [{ host: '10.0.0.1', port: 2552 }],
-        downing: 'keep-majority',
-        sbr: { downIfAlone: true, acquireLeaseDelayForMinorityMs: 0 },
-      }),
-    }).provide({ actions: { run: (_: unknown, effect: DowningEffect) => run(effect) } });
-  const paths = getShortestPaths(
-    logic(() => {}),
-    {
-      events: EVENTS,
-      serializeState: (s) =>
-        JSON.stringify({
-          v: s.value,
-          r: s.context.partition && [
-            [...s.context.partition.unreachable].sort(),
-            [...s.context.partition.indirect].sort(),
-          ],
-          o: [...s.context.ownReachable].sort(),
-          w: s.context.view?.version,
-        }),
-    },
-  );
+  const logic = keepMajorityDowning;
+  const paths = downingPaths(EVENTS);
 
   it('reaches stable, waiting, healed and decided', () => {
     const reached = new Set(paths.map((p) => stateName(p.state.value)));
