@@ -132,9 +132,11 @@ describe('HeartbeatHistory', () => {
           const variance = window.reduce((a, b) => a + (b - mean) ** 2, 0) / window.length;
           expect(history.size).toBe(window.length);
           expect(history.mean).toBeCloseTo(mean, 6);
-          // running sums (as Akka's) lose what a recomputation keeps when the samples nearly agree:
-          // the variance is off by rounding of the squares' sum, ~1e-16 of mean² per sample
-          const bound = 1e-12 * (mean * mean + 1) * window.length;
+          // running sums (as Akka's) lose what a recomputation keeps: each add and eviction rounds
+          // the squares' sum (~1e-16 of it), evicted samples included, so the bound scales with
+          // the largest square ever added and the number of samples
+          const largestSquare = Math.max(...samples.map((x) => x * x));
+          const bound = 1e-12 * (largestSquare + 1) * samples.length;
           expect(Math.abs(history.variance - variance)).toBeLessThanOrEqual(bound);
         },
       ),
