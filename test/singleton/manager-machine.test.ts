@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, SimulatedClock } from 'xstate';
 import { getShortestPaths } from 'xstate/graph';
-import type { Member, Membership } from '../../packages/cluster/src/index.js';
-import {
-  type ActorRef,
-  type ActorSystem,
-  nodeKey,
-  type UniqueNodeAddress,
-} from '../../packages/core/src/index.js';
+import { type ActorRef, nodeKey, type UniqueNodeAddress } from '../../packages/core/src/index.js';
 import {
   createManagerMachine,
   type ManagerEffect,
@@ -16,6 +10,7 @@ import {
   oldestPlacement,
 } from '../../packages/singleton/src/index.js';
 import { delayedEvent, stateName } from '../support/machine-paths.js';
+import { member, membershipEvents, refTo, stubSystem } from '../support/singleton-fixtures.js';
 
 /**
  * The singleton manager alone: events in, effects out. Its decisions read nothing but its
@@ -29,31 +24,8 @@ const SELF = node(2);
 const C = node(3); // younger than us
 const key = (n: UniqueNodeAddress) => nodeKey(n);
 
-const member = (n: UniqueNodeAddress, age: number, status: Member['status'] = 'up'): Member => ({
-  address: `${n.host}:${n.port}`,
-  uid: n.uid,
-  name: n.host,
-  age,
-  status,
-  roles: [],
-});
-let version = 0;
-const membership = (members: Member[], failed: Member[] = [], unreachable: string[] = []) =>
-  ({
-    type: 'singleton.membership',
-    membership: { version: ++version, nextAge: 10, members, failed, unreachable } as Membership,
-  }) as const;
-
-/** Refs that only carry an address: the machine sends through the effects, never through them here. */
-const refTo = (n: UniqueNodeAddress, path: string): ActorRef =>
-  ({ id: `${key(n)}${path}`, address: { cluster: 't', node: n, path }, send() {} }) as unknown as ActorRef;
-
-const system = {
-  node: SELF,
-  nodeName: `${SELF.host}:${SELF.port}`,
-  logger: { info() {}, warn() {}, debug() {}, error() {} },
-  remoteRef: (n: UniqueNodeAddress, path: string) => refTo(n, path),
-} as unknown as ActorSystem;
+const membership = membershipEvents();
+const system = stubSystem(SELF);
 
 const INBOX = refTo(SELF, '/user/singleton-s');
 

@@ -8,9 +8,7 @@ import {
   transition,
 } from 'xstate';
 import { getShortestPaths } from 'xstate/graph';
-import type { Member, Membership } from '../../packages/cluster/src/index.js';
 import {
-  type ActorRef,
   type ActorSystem,
   type Message,
   nodeKey,
@@ -25,6 +23,7 @@ import {
 } from '../../packages/singleton/src/index.js';
 import type * as Decisions from '../../packages/singleton/src/proxy-decisions.js';
 import { delayedEvent, stateName } from '../support/machine-paths.js';
+import { member, membershipEvents, refTo, stubSystem } from '../support/singleton-fixtures.js';
 
 /**
  * The singleton proxy alone: events in, effects out. Its safety property is exactly-once
@@ -45,32 +44,8 @@ const SELF = node(3); // the proxy's node
 const key = (n: UniqueNodeAddress) => nodeKey(n);
 const BUFFER_SIZE = 2;
 
-const member = (n: UniqueNodeAddress, age: number): Member => ({
-  address: `${n.host}:${n.port}`,
-  uid: n.uid,
-  name: n.host,
-  age,
-  status: 'up',
-  roles: [],
-});
-let version = 0;
-const membership = (members: Member[]) =>
-  ({
-    type: 'singleton.membership',
-    membership: { version: ++version, nextAge: 10, members, failed: [], unreachable: [] } as Membership,
-  }) as const;
-
-/** Refs that only carry an address: the machine sends through its effects, never through them here. */
-const refTo = (n: UniqueNodeAddress, path: string): ActorRef =>
-  ({ id: `${key(n)}${path}`, address: { cluster: 't', node: n, path }, send() {} }) as unknown as ActorRef;
-
-const system = {
-  node: SELF,
-  nodeName: `${SELF.host}:${SELF.port}`,
-  logger: { info() {}, warn() {}, debug() {}, error() {} },
-  remoteRef: (n: UniqueNodeAddress, path: string) => refTo(n, path),
-  deadLetter() {},
-} as unknown as ActorSystem;
+const membership = membershipEvents();
+const system = stubSystem(SELF);
 
 const inboxOf = (n: UniqueNodeAddress) => refTo(n, '/user/singleton-s');
 const settings = {
