@@ -13,21 +13,16 @@
 // The in-process sections (1, 5) take, within each run, the best of LOCAL_TRIES interleaved tries of
 // doyen and of its baseline alike: a figure of a fraction of a second is easily halved by another
 // process taking the core, and the best try is the one least disturbed, on both sides of the ratio.
-import {
-  bareXstateMachineSendRate,
-  bareXstateTransitionSendRate,
-  nactTellRate,
-  rawWsMsgpackrRemoteRate,
-  rawWsPingPongLatency,
-} from './lib/baselines.js';
+import * as baseline from './lib/baselines.js';
 import { doyenLocalBurst, doyenMachineTellRate, doyenTransitionTellRate } from './lib/doyen-local.js';
 import { DoyenRemoteBench } from './lib/doyen-remote.js';
+import { runsArg } from './lib/runs-arg.js';
 import { settleHeap } from './lib/settle-heap.js';
 import { median, printResult } from './lib/stats.js';
 import { formatFigure, formatTable } from './lib/table.js';
 import { TLS_ONLY_ARG, tlsMessagingSection } from './lib/tls-messaging.js';
 
-const RUNS = runsFromArgs(process.argv.slice(2)) ?? 5;
+const RUNS = runsArg(5);
 
 const LOCAL_MACHINE_MESSAGES = 200_000;
 const LOCAL_TRANSITION_MESSAGES = 500_000;
@@ -77,21 +72,23 @@ const sections: Section[] = [
       { key: 'nactTellPerSec', label: 'nact dispatch', unit: 'msgs/s' },
     ],
     warmup: async () => {
-      await bareXstateMachineSendRate(50_000);
+      await baseline.bareXstateMachineSendRate(50_000);
       await doyenMachineTellRate(50_000);
-      await bareXstateTransitionSendRate(100_000);
+      await baseline.bareXstateTransitionSendRate(100_000);
       await doyenTransitionTellRate(100_000);
-      await nactTellRate(50_000);
+      await baseline.nactTellRate(50_000);
     },
     measure: () =>
       bestOf(LOCAL_TRIES, Math.max, async () => ({
-        xstateMachineSendPerSec: await settled(() => bareXstateMachineSendRate(LOCAL_MACHINE_MESSAGES)),
+        xstateMachineSendPerSec: await settled(() =>
+          baseline.bareXstateMachineSendRate(LOCAL_MACHINE_MESSAGES),
+        ),
         doyenMachineTellPerSec: await settled(() => doyenMachineTellRate(LOCAL_MACHINE_MESSAGES)),
         xstateTransitionSendPerSec: await settled(() =>
-          bareXstateTransitionSendRate(LOCAL_TRANSITION_MESSAGES),
+          baseline.bareXstateTransitionSendRate(LOCAL_TRANSITION_MESSAGES),
         ),
         doyenTransitionTellPerSec: await settled(() => doyenTransitionTellRate(LOCAL_TRANSITION_MESSAGES)),
-        nactTellPerSec: await settled(() => nactTellRate(NACT_MESSAGES)),
+        nactTellPerSec: await settled(() => baseline.nactTellRate(NACT_MESSAGES)),
       })),
   },
   {
@@ -105,7 +102,7 @@ const sections: Section[] = [
       await remoteBench().tellRate(200_000);
     },
     measure: async () => ({
-      rawWsBatchedPerSec: await rawWsMsgpackrRemoteRate({
+      rawWsBatchedPerSec: await baseline.rawWsMsgpackrRemoteRate({
         messages: REMOTE_MESSAGES,
         batchBytes: BATCH_BYTES,
       }),
@@ -127,7 +124,7 @@ const sections: Section[] = [
       await remoteBench().askLatency('actor', 2_000);
     },
     measure: async () => {
-      const raw = await rawWsPingPongLatency(ASK_ROUNDS);
+      const raw = await baseline.rawWsPingPongLatency(ASK_ROUNDS);
       const fn = await remoteBench().askLatency('function', ASK_ROUNDS);
       const actor = await remoteBench().askLatency('actor', ASK_ROUNDS);
       return {
@@ -176,14 +173,14 @@ const sections: Section[] = [
       { key: 'doyenBurstDropped', label: 'doyen: dropped', unit: 'msgs' },
     ],
     warmup: async () => {
-      await bareXstateTransitionSendRate(BURST_MESSAGES / 4);
+      await baseline.bareXstateTransitionSendRate(BURST_MESSAGES / 4);
       await doyenLocalBurst(BURST_MESSAGES / 4);
     },
     measure: async () => {
       // every try must process all of them: a drop in any try shows
       let dropped = 0;
       const times = await bestOf(LOCAL_TRIES, Math.min, async () => {
-        const bareRate = await settled(() => bareXstateTransitionSendRate(BURST_MESSAGES));
+        const bareRate = await settled(() => baseline.bareXstateTransitionSendRate(BURST_MESSAGES));
         const burst = await settled(() => doyenLocalBurst(BURST_MESSAGES));
         dropped = Math.max(dropped, burst.dropped, BURST_MESSAGES - burst.processed);
         return { xstateBurstMs: (BURST_MESSAGES / bareRate) * 1_000, doyenBurstMs: burst.ms };
@@ -396,12 +393,4 @@ async function bestOf(
       best[key] = key in best ? pick(best[key]!, value) : value;
   }
   return best;
-}
-
-function runsFromArgs(args: string[]): number | undefined {
-  const i = args.indexOf('--runs');
-  if (i === -1) return undefined;
-  const n = Number(args[i + 1]);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--runs needs a positive integer, got ${args[i + 1]}`);
-  return n;
 }

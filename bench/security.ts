@@ -16,10 +16,11 @@ import {
   floodCoordinator,
   joinUnderAttack,
 } from '../test/support/attack-scenarios.js';
+import { runsArg } from './lib/runs-arg.js';
 import { median, printResult } from './lib/stats.js';
 import { formatFigure, formatTable } from './lib/table.js';
 
-const RUNS = runsFromArgs(process.argv.slice(2)) ?? 3;
+const RUNS = runsArg(3);
 const FLOODERS = 40;
 const FLOOD_MS = 3000;
 const JOIN_LIMIT_MS = 15_000;
@@ -128,13 +129,4 @@ function required(ms: number | undefined, what: string): number {
 function round(x: number, digits = 1): number {
   const f = 10 ** digits;
   return Math.round(x * f) / f;
-}
-
-function runsFromArgs(args: readonly string[]): number | undefined {
-  const at = args.indexOf('--runs');
-  if (at < 0) return undefined;
-  const n = Number(args[at + 1]);
-  if (!(Number.isInteger(n) && n > 0))
-    throw new Error(`--runs needs a positive integer, got ${args[at + 1]}`);
-  return n;
 }

@@ -32,6 +32,7 @@ import {
 } from './lib/split-brain-runs.js';
 import { printResult } from './lib/stats.js';
 import { formatFigure, formatTable } from './lib/table.js';
+import { startWatchdog } from './lib/watchdog.js';
 
 const args = parseFlags(process.argv.slice(2));
 const RUNS = args.runs ?? 4;
@@ -49,12 +50,7 @@ const TARGET_MERGE_MS = 5_000;
 const AKKA_DECISION_MS = 25_000; // Akka defaults: ~5 s to notice + stable-after 20 s (documented, not measured)
 const HAZELCAST_MERGE_MS = 300_000; // Hazelcast's first merge attempt: merge-first-run-delay 300 s
 
-// A stuck bench fails rather than hangs; every wait inside has its own, shorter bound.
-const watchdog = setTimeout(() => {
-  process.stderr.write('split-brain bench: watchdog expired after 8 minutes\n');
-  process.exit(1);
-}, 8 * 60_000);
-watchdog.unref();
+startWatchdog('split-brain', 8);
 
 const startedAt = performance.now();
 const errors: string[] = [];
@@ -93,6 +89,7 @@ for (let run = 0; run < RUNS; run++) {
 
 // ---- 2. auto: merge after heal ------------------------------------------------------------------------
 const merges: MergeSample[] = [];
+type MergeTiming = 'splitMs' | 'apartMs' | 'mergeStartMs' | 'mergeMs';
 for (let run = 0; run < MERGE_RUNS; run++) {
   try {
     const m = await mergeRun(APART_MS);
@@ -154,8 +151,9 @@ result.strategies = strategies;
 table.push(['  Akka SBR, its defaults (documented, not measured)', 'ms', fig(AKKA_DECISION_MS)]);
 
 table.push([`2. auto: heal after a 2 | 3 partition → one cluster of 5, ${MERGE_RUNS} runs`]);
-const mergeRow = (name: string, xs: readonly number[], target?: number): Figure => {
-  const f = figure(xs);
+/** A row of the merge runs' `key` (ms), against `target` when it has one. */
+const mergeRow = (name: string, key: MergeTiming, target?: number): Figure => {
+  const f = figure(merges.map((m) => m[key]));
   table.push([
     `  ${name}`,
     'ms',
@@ -167,23 +165,10 @@ const mergeRow = (name: string, xs: readonly number[], target?: number): Figure 
   ]);
   return f;
 };
-const split = mergeRow(
-  'partition → each side a cluster of its own',
-  merges.map((m) => m.splitMs),
-);
-const apart = mergeRow(
-  'then apart until the heal',
-  merges.map((m) => m.apartMs),
-);
-const mergeStart = mergeRow(
-  'heal → first split-brain.merge logged',
-  merges.map((m) => m.mergeStartMs),
-);
-const merge = mergeRow(
-  'heal → all 5 see the same 5 up, one coordinator',
-  merges.map((m) => m.mergeMs),
-  TARGET_MERGE_MS,
-);
+const split = mergeRow('partition → each side a cluster of its own', 'splitMs');
+const apart = mergeRow('then apart until the heal', 'apartMs');
+const mergeStart = mergeRow('heal → first split-brain.merge logged', 'mergeStartMs');
+const merge = mergeRow('heal → all 5 see the same 5 up, one coordinator', 'mergeMs', TARGET_MERGE_MS);
 table.push([
   '  merge initiators per merge (1 = the members followed sbc.merge)',
   'count',

@@ -1,8 +1,8 @@
 // Starts and stops the doyen-node-process child, and sends it requests over IPC.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { ChildReady, ChildReply, CountReply, HeartbeatReply } from './bench-messages.js';
+import { startIpcChild } from './ipc-child.js';
 import { withTimeout } from './timeout.js';
 
 type RequestBody =
@@ -25,20 +25,8 @@ export type DoyenPeer = {
 const script = fileURLToPath(new URL('./doyen-node-process.ts', import.meta.url));
 
 export async function startDoyenPeer(env: NodeJS.ProcessEnv = {}): Promise<DoyenPeer> {
-  // Absolute loader URL, so the child does not depend on the caller's working directory.
-  const tsx = import.meta.resolve('tsx');
-  const child = spawn(process.execPath, ['--conditions=@doyen/source', '--import', tsx, script], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    env: { ...process.env, ...env },
-  });
-  const stop = () => stopChild(child);
-  try {
-    const ready = await withTimeout(readyOf(child), 15_000, 'starting doyen-node-process');
-    return peer(child, ready, stop);
-  } catch (error) {
-    await stop();
-    throw error;
-  }
+  const { child, ready, stop } = await startIpcChild<ChildReady>(script, 'doyen-node-process', env);
+  return peer(child, ready, stop);
 }
 
 function peer(child: ChildProcess, ready: ChildReady, stop: () => Promise<void>): DoyenPeer {
@@ -79,25 +67,4 @@ function peer(child: ChildProcess, ready: ChildReady, stop: () => Promise<void>)
     },
     stop,
   };
-}
-
-function readyOf(child: ChildProcess): Promise<ChildReady> {
-  return new Promise((resolve, reject) => {
-    child.once('message', (msg: ChildReady) => resolve(msg));
-    child.once('error', reject);
-    child.once('exit', (code, signal) =>
-      reject(new Error(`doyen-node-process exited early (${code ?? signal})`)),
-    );
-  });
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  try {
-    await withTimeout(exited, 5_000, 'stopping doyen-node-process');
-  } catch {
-    child.kill('SIGKILL');
-  }
 }

@@ -1,19 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { setup } from 'xstate';
-import { Receptionist, ServiceKey } from '../../packages/cluster/src/index.js';
+import { Receptionist } from '../../packages/cluster/src/index.js';
 import type { ActorRef } from '../../packages/core/src/index.js';
 import { type ClusterNode, freePorts, startClusterNode, startUpCluster } from '../support/cluster-nodes.js';
+import { Inbox, inbox } from '../support/inbox-service.js';
 import { eventually } from '../support/wait.js';
-
-type Hello = { type: 'hello'; replyTo: ActorRef<{ type: 'hi'; from: string }> };
-const Inbox = new ServiceKey<Hello>('inbox');
-/** Answers with the ref id of where it runs (its node incarnation's uid included). */
-const inbox = setup({
-  types: { context: {} as { at: string }, events: {} as Hello, input: {} as { at: string } },
-}).createMachine({
-  context: ({ input }) => ({ at: input.at }),
-  on: { hello: { actions: ({ event, context }) => event.replyTo.send({ type: 'hi', from: context.at }) } },
-});
 
 const nodes: ClusterNode[] = [];
 afterEach(async () => {

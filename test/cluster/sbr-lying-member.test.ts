@@ -15,7 +15,7 @@ import {
 } from '../../packages/cluster/src/index.js';
 import { type Message, nodeKey } from '../../packages/core/src/index.js';
 import { contextWith, envOf, grown, key as memberKeyOf } from '../support/member-fixtures.js';
-import { GREEK, SimCluster } from '../support/sim-cluster.js';
+import { formedSimCluster, GREEK, type SimCluster } from '../support/sim-cluster.js';
 
 /**
  * One member reports others unreachable while everyone else hears them fine (issue 25, item 4).
@@ -181,15 +181,8 @@ const STABLE_AFTER = 1500;
 /** Decisions wait for stable-after; one report hop and the decider's turn come on top. */
 const MARGIN = 500;
 
-async function five(seed: number, config: Partial<ClusterConfig> = {}) {
-  const c = new SimCluster({ seed, captureLogs: true }, config);
-  for (const n of FIVE) {
-    c.start(n);
-    await c.sim.runFor(200);
-  }
-  await c.sim.runUntil(() => c.converged(FIVE), { description: 'initial convergence' });
-  return c;
-}
+const five = (seed: number, config: Partial<ClusterConfig> = {}) =>
+  formedSimCluster(FIVE, { seed, captureLogs: true }, config);
 
 const keyOf = (c: SimCluster, n: string) => nodeKey(c.get(n).cluster.state().self!);
 const status = (c: SimCluster, n: string) => c.get(n).cluster.state().status;

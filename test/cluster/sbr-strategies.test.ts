@@ -7,6 +7,7 @@ import {
   keepOldest,
   resolve,
   resolveWithLease,
+  type SbrInput,
   type SbrMember,
   type SbrView,
   type StrategyConfig,
@@ -106,36 +107,26 @@ describe('split-brain resolver strategies: the seed examples', () => {
 describe('indirectly connected members', () => {
   const all = members(5);
   const k = (i: number) => all[i - 1]!.key;
+  /** keep-majority as member 1 decides, reaching `ownReachable` itself. */
+  const asFirst = (observations: SbrInput['observations'], ownReachable = [2, 3, 4, 5]) =>
+    resolve(
+      { strategy: 'keep-majority' },
+      { members: all, observations, selfKey: k(1), ownReachable: new Set(ownReachable.map(k)) },
+    );
 
   it('one broken link between two members that both see the rest: both are downed, nobody else', () => {
     const observations = { [k(4)]: [k(5)], [k(5)]: [k(4)] };
     expect(indirectlyConnected(observations, k(1), new Set([k(2), k(3), k(4), k(5)]))).toEqual(
       new Set([k(4), k(5)]),
     );
-    const r = resolve(
-      { strategy: 'keep-majority' },
-      {
-        members: all,
-        observations,
-        selfKey: k(1),
-        ownReachable: new Set([k(2), k(3), k(4), k(5)]),
-      },
-    );
+    const r = asFirst(observations);
     expect(r.decision).toBe('down-indirectly-connected');
     expect([...r.down].sort()).toEqual([k(4), k(5)].sort());
   });
 
   it('a member unreachable for one observer but reachable for us: the observer is indirectly connected (its word against ours)', () => {
     const observations = { [k(5)]: [k(3)] };
-    const r = resolve(
-      { strategy: 'keep-majority' },
-      {
-        members: all,
-        observations,
-        selfKey: k(1),
-        ownReachable: new Set([k(2), k(3), k(4), k(5)]),
-      },
-    );
+    const r = asFirst(observations);
     expect([...r.indirectlyConnected].sort()).toEqual([k(3)]);
     expect(r.unreachable).toEqual([]);
   });
@@ -143,15 +134,7 @@ describe('indirectly connected members', () => {
   it('indirectly connected members first, then the strategy decides the clean rest', () => {
     // 2 is cleanly gone; 4 and 5 have a broken link between them
     const observations = { [k(2)]: [k(1), k(3)], [k(4)]: [k(5)], [k(5)]: [k(4)] };
-    const r = resolve(
-      { strategy: 'keep-majority' },
-      {
-        members: all,
-        observations,
-        selfKey: k(1),
-        ownReachable: new Set([k(3), k(4), k(5)]),
-      },
-    );
+    const r = asFirst(observations, [3, 4, 5]);
     expect(r.decision).toBe('down-unreachable');
     expect([...r.down].sort()).toEqual([k(2), k(4), k(5)].sort());
   });

@@ -161,10 +161,7 @@ describe('emergent leader: the seed scenarios', () => {
     await c.sim.runUntil(() => c.converged(all));
     const sideA = ['athens', 'delphi', 'ephesus'];
     const sideB = ['byzantium', 'cyrene'];
-    c.sim.partition(
-      sideA.map((n) => c.get(n).system),
-      sideB.map((n) => c.get(n).system),
-    );
+    c.split(sideA, sideB);
     await c.sim.runUntil(() => c.converged(sideA) && c.converged(sideB), { timeoutMs: 10_000 });
     expect(c.coordinatorOf('ephesus')).toBe('athens');
     expect(c.coordinatorOf('cyrene')).toBe('byzantium');

@@ -268,14 +268,15 @@ describe('positive controls: the same walks catch a checker that breaks the merg
     const r = e as ReturnType<typeof reply>;
     return { size: r.size, address: address(r.coordinator) };
   };
+  /** The real guard's first condition, kept by every mutant: a coordinator with no merge under way. */
+  const mayMerge = (context: CheckerContext) => !!context.view?.isCoordinator && !context.merging;
 
   it('believing any reply (no check that it answers our own probe) is caught', () => {
     const found = violations(
       mutant(
         ({ context, event }) =>
-          !!context.view?.isCoordinator &&
-          !context.merging &&
-          shouldMergeInto({ size: context.view.size, address: address(SELF) }, theirs(context, event)),
+          mayMerge(context) &&
+          shouldMergeInto({ size: context.view!.size, address: address(SELF) }, theirs(context, event)),
       ),
     );
     expect(found.some((v) => v.startsWith('merged on a reply that does not answer its latest probe'))).toBe(
@@ -300,9 +301,7 @@ describe('positive controls: the same walks catch a checker that breaks the merg
     const found = violations(
       mutant(
         ({ context, event }) =>
-          !!context.view?.isCoordinator &&
-          !context.merging &&
-          isOwnFinding(context.probed, SEEDS, event as ReturnType<typeof reply>),
+          mayMerge(context) && isOwnFinding(context.probed, SEEDS, event as ReturnType<typeof reply>),
       ),
     );
     expect(found.some((v) => v.startsWith('merged as the side that stays (5 into'))).toBe(true);

@@ -1,19 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { shouldMergeInto } from '../../packages/cluster/src/index.js';
 import { forEachSeed } from '../../packages/testkit/src/index.js';
-import { GREEK, SimCluster } from '../support/sim-cluster.js';
+import { formedSimCluster, GREEK } from '../support/sim-cluster.js';
 
 const FIVE = GREEK.slice(0, 5) as unknown as string[];
 
-async function autoCluster(seed: number, names: string[]) {
-  const c = new SimCluster({ seed, captureLogs: true }, { downing: 'auto' });
-  for (const n of names) {
-    c.start(n);
-    await c.sim.runFor(200);
-  }
-  await c.sim.runUntil(() => c.converged(names), { description: 'initial convergence' });
-  return c;
-}
+const autoCluster = (seed: number, names: string[]) =>
+  formedSimCluster(names, { seed, captureLogs: true }, { downing: 'auto' });
 
 describe('split-brain checker: the seed recovery under auto downing', () => {
   it('who merges into whom is the same answer on both sides', () => {
@@ -37,10 +30,7 @@ describe('split-brain checker: the seed recovery under auto downing', () => {
       const c = await autoCluster(seed, FIVE);
       const sideA = ['athens', 'delphi', 'ephesus'];
       const sideB = ['byzantium', 'cyrene'];
-      c.sim.partition(
-        sideA.map((n) => c.get(n).system),
-        sideB.map((n) => c.get(n).system),
-      );
+      c.split(sideA, sideB);
       await c.sim.runUntil(() => c.converged(sideA) && c.converged(sideB), { timeoutMs: 10_000 });
       expect(c.coordinatorOf('cyrene')).toBe('byzantium');
       c.sim.heal();
@@ -59,10 +49,7 @@ describe('split-brain checker: the seed recovery under auto downing', () => {
   it('equal halves agree deterministically: the side with the lower coordinator address stays', async () => {
     const names = GREEK.slice(0, 4) as unknown as string[];
     const c = await autoCluster(74, names);
-    c.sim.partition(
-      [c.get('athens').system, c.get('cyrene').system],
-      [c.get('byzantium').system, c.get('delphi').system],
-    );
+    c.split(['athens', 'cyrene'], ['byzantium', 'delphi']);
     await c.sim.runUntil(() => c.converged(['athens', 'cyrene']) && c.converged(['byzantium', 'delphi']), {
       timeoutMs: 10_000,
     });
@@ -73,10 +60,7 @@ describe('split-brain checker: the seed recovery under auto downing', () => {
 
   it('without a heal, nothing merges: probes to the other side go unanswered', async () => {
     const c = await autoCluster(75, FIVE);
-    c.sim.partition(
-      [c.get('athens').system],
-      FIVE.slice(1).map((n) => c.get(n).system),
-    );
+    c.split(['athens'], FIVE.slice(1));
     await c.sim.runFor(15_000);
     expect(c.rejoins).toEqual([]);
   });
@@ -85,18 +69,10 @@ describe('split-brain checker: the seed recovery under auto downing', () => {
 describe('quorum protection (minimum cluster size)', () => {
   it('refuses work with NotEnoughMembers on the side below the minimum, during and after a split', async () => {
     const { NotEnoughMembersError } = await import('../../packages/cluster/src/index.js');
-    const c = new SimCluster({ seed: 81 }, { downing: 'auto', minimumClusterSize: 3 });
-    for (const n of FIVE) {
-      c.start(n);
-      await c.sim.runFor(200);
-    }
-    await c.sim.runUntil(() => c.converged(FIVE));
+    const c = await formedSimCluster(FIVE, { seed: 81 }, { downing: 'auto', minimumClusterSize: 3 });
     expect(c.get('cyrene').cluster.hasQuorum()).toBe(true);
     expect(() => c.get('cyrene').cluster.requireQuorum()).not.toThrow();
-    c.sim.partition(
-      ['athens', 'delphi', 'ephesus'].map((n) => c.get(n).system),
-      ['byzantium', 'cyrene'].map((n) => c.get(n).system),
-    );
+    c.split(['athens', 'delphi', 'ephesus'], ['byzantium', 'cyrene']);
     await c.sim.runUntil(() => !c.get('cyrene').cluster.hasQuorum(), { timeoutMs: 5000 });
     expect(() => c.get('cyrene').cluster.requireQuorum()).toThrow(NotEnoughMembersError);
     expect(() => c.get('cyrene').cluster.requireQuorum()).toThrow(

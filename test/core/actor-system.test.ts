@@ -11,6 +11,7 @@ import {
   type Terminated,
 } from '../../packages/core/src/index.js';
 import { makeCoreSystem } from '../support/core-system.js';
+import { terminationsOf } from '../support/terminations.js';
 
 type Inc = { type: 'inc'; by: number };
 type Get = { type: 'get'; replyTo: ActorRef<{ type: 'value'; value: number }> };
@@ -204,23 +205,21 @@ describe('ActorSystem', () => {
         withinMs: 60_000,
       },
     });
-    const terminated: Terminated[] = [];
-    system.watch(
-      ref,
-      system.functionRef('watcher', (m) => terminated.push(m as Terminated)),
-    );
+    const terminated = terminationsOf(system, ref);
+    /** A failure, then the restart exactly `backoffMs` later: not a millisecond before. */
+    const failAndRestartAfter = (backoffMs: number) => {
+      const before = starts;
+      ref.send({ type: 'boom' });
+      scheduler.runAll();
+      clock.increment(backoffMs - 1);
+      expect(starts).toBe(before);
+      clock.increment(1);
+      expect(starts).toBe(before + 1);
+    };
     expect(starts).toBe(1);
-    ref.send({ type: 'boom' });
-    scheduler.runAll();
-    clock.increment(99);
-    expect(starts).toBe(1);
-    clock.increment(1);
+    failAndRestartAfter(100);
     expect(starts).toBe(2);
-    ref.send({ type: 'boom' });
-    scheduler.runAll();
-    clock.increment(199);
-    expect(starts).toBe(2);
-    clock.increment(1);
+    failAndRestartAfter(200);
     expect(starts).toBe(3);
     ref.send({ type: 'boom' });
     scheduler.runAll();

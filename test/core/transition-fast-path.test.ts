@@ -1,13 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createActor, type InspectionEvent, fromTransition as xstateFromTransition } from 'xstate';
-import {
-  type ActorSystem,
-  fromTransition,
-  type Message,
-  reducerOf,
-  type Terminated,
-} from '../../packages/core/src/index.js';
+import { type ActorSystem, fromTransition, type Message, reducerOf } from '../../packages/core/src/index.js';
 import { makeCoreSystem } from '../support/core-system.js';
+import { terminationsOf } from '../support/terminations.js';
 
 const makeSystem = makeCoreSystem;
 
@@ -187,11 +182,7 @@ describe('transition logic on the fast path', () => {
         },
       },
     );
-    const terminated: Terminated[] = [];
-    system.watch(
-      ref,
-      system.functionRef('watcher', (m) => terminated.push(m as Terminated)),
-    );
+    const terminated = terminationsOf(system, ref);
     ref.send({ type: 'inc' });
     ref.send({ type: 'boom' });
     ref.send({ type: 'inc' });

@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,7 +10,7 @@ import { HTTP_TOKEN_ENV, SECRET_ENV } from '../../packages/doyen/src/secret-sour
 import { freePorts } from '../../packages/testkit/src/index.js';
 import { type CliNode, runCli } from '../support/cli-process.js';
 import { eventually } from '../support/wait.js';
-import { type K8sObject, loadYaml, validateObject } from './kubernetes-kit.js';
+import { type EnvVar, type K8sObject, loadYaml, podEnv, validateObject } from './kubernetes-kit.js';
 
 /**
  * The Kubernetes deploy kit (deploy/kubernetes, the Dockerfile): every object valid against the
@@ -33,7 +32,7 @@ const only = (kind: string) => objects.filter((x) => x.o.kind === kind).map((x) 
 const deployment = only('Deployment')[0]!;
 const statefulSet = only('StatefulSet')[0]!;
 const container = deployment.spec.template.spec.containers[0];
-const env: { name: string; value?: string; valueFrom?: any }[] = container.env;
+const env: EnvVar[] = container.env;
 const envValue = (name: string) => env.find((e) => e.name === name)?.value;
 
 /** Where the node keeps its vote without --vote-file: under the OS temp dir (start-node.ts). */
@@ -201,19 +200,6 @@ describe('a real node run with the manifest environment', () => {
     for (const n of nodes.splice(0)) n.process.kill('SIGKILL');
   });
 
-  /** The container's environment as the kubelet would give it: fieldRefs, secrets, $(VAR) expanded. */
-  async function podEnv(overrides: Record<string, string>): Promise<Record<string, string>> {
-    const resolved: Record<string, string> = {};
-    const fields: Record<string, string> = { 'metadata.namespace': 'default', 'status.podIP': '127.0.0.1' };
-    for (const e of env) {
-      if (e.value !== undefined)
-        resolved[e.name] = e.value.replace(/\$\((\w+)\)/g, (_, v) => resolved[v] ?? '');
-      else if (e.valueFrom?.fieldRef) resolved[e.name] = fields[e.valueFrom.fieldRef.fieldPath]!;
-      else if (e.valueFrom?.secretKeyRef) resolved[e.name] = randomBytes(16).toString('hex');
-    }
-    return { ...resolved, ...overrides };
-  }
-
   const get = async (port: number, path: string) => {
     const r = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(2000) }).catch(
       () => undefined,
@@ -221,20 +207,31 @@ describe('a real node run with the manifest environment', () => {
     return r?.status;
   };
 
+  /** Runs the container's command with the environment `e`; resolves once its `probe` path answers 200. */
+  async function runUntilProbeOk(
+    e: Record<string, string>,
+    httpPort: number,
+    probe: 'livenessProbe' | 'readinessProbe',
+  ): Promise<CliNode> {
+    const node = runCli([...container.args], httpPort, e);
+    nodes.push(node);
+    const what = probe === 'livenessProbe' ? 'liveness' : 'readiness';
+    await eventually(async () => (await get(httpPort, container[probe].httpGet.path)) === 200, {
+      timeoutMs: 15_000,
+      what: `the ${what} probe path answering 200`,
+    });
+    return node;
+  }
+
   it('bootstrapping (DNS finds nobody): alive, not ready, the bootstrap route answers', async () => {
     const [port, httpPort, silentDns] = await freePorts(3);
-    const e = await podEnv({
+    const e = podEnv(env, {
       DOYEN_PORT: String(port),
       DOYEN_HTTP_PORT: String(httpPort),
       DOYEN_DNS_SERVER: `127.0.0.1:${silentDns}`,
     });
     expect(e.DOYEN_SERVICE).toBe('doyen.default.svc.cluster.local');
-    const node = runCli([...container.args], httpPort, e);
-    nodes.push(node);
-    await eventually(async () => (await get(httpPort!, container.livenessProbe.httpGet.path)) === 200, {
-      timeoutMs: 15_000,
-      what: 'the liveness probe path answering 200',
-    });
+    await runUntilProbeOk(e, httpPort!, 'livenessProbe');
     expect(await get(httpPort!, container.readinessProbe.httpGet.path)).toBe(503);
     expect(await get(httpPort!, '/bootstrap/seed-nodes')).toBe(200);
     expect(await get(httpPort!, '/health/no-such-path')).toBe(503); // positive control: not everything is 200
@@ -242,19 +239,14 @@ describe('a real node run with the manifest environment', () => {
 
   it('up (its own seed): ready; the preStop hook makes it leave and exit 0', async () => {
     const [port, httpPort] = await freePorts(2);
-    const e = await podEnv({
+    const e = podEnv(env, {
       DOYEN_PORT: String(port),
       DOYEN_HTTP_PORT: String(httpPort),
       DOYEN_SEEDS: `127.0.0.1:${port}`,
     });
     delete e.DOYEN_DISCOVERY;
     delete e.DOYEN_SERVICE;
-    const node = runCli([...container.args], httpPort, e);
-    nodes.push(node);
-    await eventually(async () => (await get(httpPort!, container.readinessProbe.httpGet.path)) === 200, {
-      timeoutMs: 15_000,
-      what: 'the readiness probe path answering 200',
-    });
+    const node = await runUntilProbeOk(e, httpPort!, 'readinessProbe');
     expect(await get(httpPort!, container.livenessProbe.httpGet.path)).toBe(200);
     // the hook's own command, against this node's port (the manifest's is DOYEN_HTTP_PORT's)
     const [cmd, flag, script] = container.lifecycle.preStop.exec.command as string[];

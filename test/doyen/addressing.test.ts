@@ -1,7 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
-import { setup } from 'xstate';
 import {
   type ActorRef,
   type DeadLetter,
@@ -10,26 +8,15 @@ import {
   InvalidAddressError,
   type NodeConfig,
   NoMemberAtAddressError,
-  ServiceKey,
   silentLogger,
 } from '../../packages/doyen/src/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { nodesClosedAfterEach, startMemberNode } from '../support/doyen-nodes.js';
+import { type Hi, Inbox, inbox } from '../support/inbox-service.js';
+import { manualMembers } from '../support/manual-members.js';
 import { eventually } from '../support/wait.js';
 
 const nodes = nodesClosedAfterEach();
-
-const SECRET = randomBytes(16).toString('hex');
-type Hi = { type: 'hi'; from: string };
-type Hello = { type: 'hello'; replyTo: ActorRef<Hi> };
-const Inbox = new ServiceKey<Hello>('inbox');
-/** Answers with the ref id of where it runs (its node incarnation's uid included). */
-const inbox = setup({
-  types: { context: {} as { at: string }, events: {} as Hello, input: {} as { at: string } },
-}).createMachine({
-  context: ({ input }) => ({ at: input.at }),
-  on: { hello: { actions: ({ event, context }) => event.replyTo.send({ type: 'hi', from: context.at }) } },
-});
 
 /** The app: an inbox, registered with the receptionist, in every incarnation. */
 function app(node: DoyenNode) {
@@ -45,10 +32,7 @@ async function start(port: number, seed: number, extra: Partial<NodeConfig> = {}
     port,
     seed,
     {
-      cluster: 'addressing',
-      secret: SECRET,
-      partitions: { count: 0 },
-      clusterOptions: { downing: 'manual' },
+      ...manualMembers('addressing'),
       setup: app,
       ...extra,
     },

@@ -15,17 +15,17 @@ import {
 import { Module } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CompileCacheReport } from '../../packages/doyen/src/compile-cache.js';
 import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 import { type CliNode, killAll, runCli, secretEnv } from '../support/cli-process.js';
 import { freePorts } from '../support/cluster-nodes.js';
+import { REPO_ROOT as ROOT } from '../support/repo-root.js';
 import { eventually } from '../support/wait.js';
 
 const run = promisify(execFile);
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'doyen-compile-cache-test-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -62,11 +62,12 @@ const COMPILE_CACHE = join(ROOT, 'packages/doyen/dist/compile-cache.js');
 /**
  * runWithCodeCache in a process of its own, as the bin does: V8 also caches compilations within
  * one process, which would answer for the code cache. Saves at once; the process lives on 200 ms.
+ * Returns the line the bundle printed and the report.
  */
-async function runInChild(
+async function bundleInChild(
   bundle: string,
   cache: string,
-): Promise<{ report: CompileCacheReport; ran: FixtureRun }> {
+): Promise<{ printed: any; report: CompileCacheReport }> {
   const script = `import { runWithCodeCache } from ${JSON.stringify(pathToFileURL(COMPILE_CACHE).href)};
 const report = runWithCodeCache(process.argv[1], { saveAfterMs: 0 });
 console.log(JSON.stringify(report));
@@ -74,11 +75,20 @@ setTimeout(() => {}, 200);`;
   const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script, bundle], {
     env: { ...process.env, DOYEN_COMPILE_CACHE: cache },
   });
-  const [ran, report] = stdout
+  const [printed, report] = stdout
     .trim()
     .split('\n')
     .map((l) => JSON.parse(l));
-  return { report, ran };
+  return { printed, report };
+}
+
+/** The fixture bundle in a child (see bundleInChild): what it ran, and the report. */
+async function runInChild(
+  bundle: string,
+  cache: string,
+): Promise<{ report: CompileCacheReport; ran: FixtureRun }> {
+  const { printed, report } = await bundleInChild(bundle, cache);
+  return { report, ran: printed };
 }
 
 /** The newline that ends a cache file's header line (what wrote it, and for which source). */
@@ -87,6 +97,15 @@ const HEADER_END = 0x0a;
 /** A cache directory of this test's own. */
 function cacheDir(name: string): string {
   return join(work, `cache-${name}`);
+}
+
+/** A cache directory of its own and two fixtures of the same length (tags a, b): V8 alone tells them apart only by length. */
+function sameLengthFixtures(name: string): { dir: string; a: string; b: string } {
+  const dir = cacheDir(name);
+  const a = fixture('a');
+  const b = fixture('b');
+  expect(readFileSync(a).length).toBe(readFileSync(b).length);
+  return { dir, a, b };
 }
 
 describe('the bin runs the bundle through V8 code cache (compile-cache.ts)', () => {
@@ -113,10 +132,7 @@ describe('the bin runs the bundle through V8 code cache (compile-cache.ts)', () 
   });
 
   it('another bundle of the same length never reads this one’s cache (V8 checks only the length)', async () => {
-    const dir = cacheDir('same-length');
-    const a = fixture('a');
-    const b = fixture('b');
-    expect(readFileSync(a).length).toBe(readFileSync(b).length);
+    const { dir, a, b } = sameLengthFixtures('same-length');
     await runInChild(a, dir);
     const other = await runInChild(b, dir);
     expect(other.report.status).toBe('miss');
@@ -192,16 +208,7 @@ async function stackInChild(
   bundle: string,
   cache: string,
 ): Promise<{ stack: string; report: CompileCacheReport }> {
-  const script = `import { runWithCodeCache } from ${JSON.stringify(pathToFileURL(COMPILE_CACHE).href)};
-console.log(JSON.stringify(runWithCodeCache(process.argv[1], { saveAfterMs: 0 })));
-setTimeout(() => {}, 200);`;
-  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script, bundle], {
-    env: { ...process.env, DOYEN_COMPILE_CACHE: cache },
-  });
-  const [printed, report] = stdout
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l));
+  const { printed, report } = await bundleInChild(bundle, cache);
   return { stack: printed.stack, report };
 }
 
@@ -268,10 +275,7 @@ s.runInThisContext().call({}, {}, require, { exports: {} }, process.argv[1], '.'
 
 describe('the cache runs only code compiled from this very source, from a directory nobody else controls', () => {
   it('a planted entry made from another source of the same length is not used; a legitimate entry is', async () => {
-    const dir = cacheDir('planted');
-    const mine = fixture('a');
-    const theirs = fixture('b');
-    expect(readFileSync(mine).length).toBe(readFileSync(theirs).length);
+    const { dir, a: mine, b: theirs } = sameLengthFixtures('planted');
     // theirs compiled first; its entry is planted under the name of mine
     await runInChild(theirs, dir);
     const planted = readFileSync(onlyEntry(dir));

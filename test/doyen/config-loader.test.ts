@@ -10,6 +10,7 @@ import { InvalidConfigError } from '../../packages/core/src/index.js';
 import { parseConfigFile } from '../../packages/doyen/src/config-file.js';
 import { ConfigProblemsError, loadNodeConfig } from '../../packages/doyen/src/index.js';
 import { jsonErrorOffset } from '../../packages/doyen/src/json-error-position.js';
+import { thrownBy } from '../support/thrown.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'doyen-config-loader-'));
 let files = 0;
@@ -21,15 +22,9 @@ function file(content: unknown, ext = 'json'): string {
 
 /** The error `run` throws (the positive control that it does throw is inside). */
 function thrown(run: () => unknown): ConfigProblemsError {
-  let error: unknown;
-  try {
-    run();
-  } catch (e) {
-    error = e;
-  }
-  expect(error).toBeInstanceOf(ConfigProblemsError);
+  const error = thrownBy(run, ConfigProblemsError);
   expect(error).toBeInstanceOf(InvalidConfigError);
-  return error as ConfigProblemsError;
+  return error;
 }
 
 const SECRET = `s3cr3t-${randomBytes(12).toString('hex')}`;

@@ -7,6 +7,7 @@ import { type DoyenNode, type NodeConfig, startNode } from '../../packages/doyen
 import { freePorts } from '../support/cluster-nodes.js';
 import { nodesClosedAfterEach } from '../support/doyen-nodes.js';
 import { etcdForSuite, uniqueCluster } from '../support/etcd.js';
+import { NODE_CONFIG_BASE } from '../support/node-config-base.js';
 import { eventually } from '../support/wait.js';
 
 const nodes = nodesClosedAfterEach();
@@ -81,13 +82,7 @@ describe("startNode({ coordinator: 'quorum' })", () => {
   });
 
   it('refuses a config it cannot keep safe', async () => {
-    const base = {
-      cluster: 'c',
-      host: '127.0.0.1',
-      port: 0,
-      seeds: [{ host: '127.0.0.1', port: 1 }],
-      secret: 's',
-    };
+    const base = NODE_CONFIG_BASE;
     await expect(startNode({ ...base, coordinator: 'etcd' })).rejects.toThrow(InvalidConfigError);
     await expect(
       startNode({ ...base, coordinator: 'quorum', clusterOptions: { downing: 'auto' } }),

@@ -2,21 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { bullyElection } from '../../packages/election/src/bully.js';
 import { forEachSeed } from '../../packages/testkit/src/index.js';
 import {
-  convergesThroughLossAndDuplication,
-  highestLeadsAfterStart,
-  nextHighestLeadsAfterCrashes,
-  replacesLeaderDroppedFromPeers,
-} from '../support/election-scenarios.js';
-import {
-  type SimElectionCluster,
-  type SimElectionOptions,
-  simElectionPerTest,
-} from '../support/sim-election.js';
+  itLeadsHighest,
+  itSurvivesFaultsAndRefusesMalformed,
+  rankElectionSims,
+  RANK_ELECTION_SEEDS as SEEDS,
+} from '../support/rank-election-suite.js';
+import type { SimElectionCluster } from '../support/sim-election.js';
 
-const SEEDS = [1, 2, 3];
-const sims = simElectionPerTest();
-const start = (seed: number, extra: Partial<SimElectionOptions> = {}) =>
-  sims.start({ seed, size: 5, algorithm: 'bully', ...extra });
+const { sims, start } = rankElectionSims('bully');
 
 /** Crashes the agreed leader; returns the new one and the election messages it took. */
 async function crashLeader(c: SimElectionCluster): Promise<{ leader: string; messages: number }> {
@@ -28,10 +21,7 @@ async function crashLeader(c: SimElectionCluster): Promise<{ leader: string; mes
 }
 
 describe('bully election (modified, next-in-line failover)', () => {
-  it('the highest rank leads after start, and only it', () => highestLeadsAfterStart(SEEDS, start));
-
-  it('after the leader crashes the next highest leads', () =>
-    nextHighestLeadsAfterCrashes(SEEDS, start, crashLeader));
+  itLeadsHighest(start, crashLeader, 'rank', 'after the leader crashes the next highest leads');
 
   it('next-in-line failover re-elects with fewer election messages than the full round', async () => {
     await forEachSeed(SEEDS, async (seed) => {
@@ -102,17 +92,9 @@ describe('bully election (modified, next-in-line failover)', () => {
     });
   });
 
-  it('converges on the highest live rank despite lost and duplicated messages', () =>
-    convergesThroughLossAndDuplication(SEEDS, start));
-
-  it('a leader dropped from the peers is replaced; its messages are ignored from then on', () =>
-    replacesLeaderDroppedFromPeers(SEEDS, start));
-
-  it('refuses malformed messages of every type at the boundary', () => {
-    const c = start(1);
-    const types = c.nodes[0]!.system.messageTypes;
-    const from = c.peers[1]!.address;
-    const bad = [
+  itSurvivesFaultsAndRefusesMalformed(start, {
+    converges: 'converges on the highest live rank despite lost and duplicated messages',
+    refused: (from) => [
       { type: 'election.bully.election', from: 42 },
       { type: 'election.bully.alive', from, rank: -1, leader: null },
       { type: 'election.bully.alive', from, rank: 1 },
@@ -122,14 +104,11 @@ describe('bully election (modified, next-in-line failover)', () => {
       { type: 'election.bully.elected', from, failover: Array(1_000).fill(from) },
       { type: 'election.bully.heartbeat', from, failover: [3] },
       { type: 'election.bully.heartbeat-ack' },
-    ];
-    for (const m of bad) expect(types.check(m as never), JSON.stringify(m).slice(0, 80)).toBeTypeOf('string');
-    expect(
-      types.check({ type: 'election.bully.alive', from, rank: 1, leader: null } as never),
-    ).toBeUndefined();
-    expect(
-      types.check({ type: 'election.bully.heartbeat', from, failover: [from] } as never),
-    ).toBeUndefined();
-    expect(bullyElection.singleLeader).toBe(false);
+    ],
+    accepted: (from) => [
+      { type: 'election.bully.alive', from, rank: 1, leader: null },
+      { type: 'election.bully.heartbeat', from, failover: [from] },
+    ],
+    singleLeader: bullyElection.singleLeader,
   });
 });

@@ -2,21 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { candidateElection } from '../../packages/election/src/candidate.js';
 import { forEachSeed } from '../../packages/testkit/src/index.js';
 import {
-  convergesThroughLossAndDuplication,
-  highestLeadsAfterStart,
-  nextHighestLeadsAfterCrashes,
-  replacesLeaderDroppedFromPeers,
-} from '../support/election-scenarios.js';
-import {
-  type SimElectionCluster,
-  type SimElectionOptions,
-  simElectionPerTest,
-} from '../support/sim-election.js';
+  itLeadsHighest,
+  itSurvivesFaultsAndRefusesMalformed,
+  rankElectionSims,
+  RANK_ELECTION_SEEDS as SEEDS,
+} from '../support/rank-election-suite.js';
+import type { SimElectionCluster } from '../support/sim-election.js';
 
-const SEEDS = [1, 2, 3];
-const sims = simElectionPerTest();
-const start = (seed: number, extra: Partial<SimElectionOptions> = {}) =>
-  sims.start({ seed, size: 5, algorithm: 'candidate', ...extra });
+const { start } = rankElectionSims('candidate');
 
 /** Messages of `types` sent so far by the given nodes. */
 function sentOf(c: SimElectionCluster, indices: readonly number[], types: readonly string[]): number {
@@ -46,10 +39,12 @@ async function crashLeader(c: SimElectionCluster) {
 }
 
 describe('candidate/ordinary election', () => {
-  it('the highest candidate leads after start, and only it', () => highestLeadsAfterStart(SEEDS, start));
-
-  it('after the leader crashes the highest live candidate leads', () =>
-    nextHighestLeadsAfterCrashes(SEEDS, start, crashLeader));
+  itLeadsHighest(
+    start,
+    crashLeader,
+    'candidate',
+    'after the leader crashes the highest live candidate leads',
+  );
 
   it('with no candidate alive it falls back to the highest live ordinary peer', async () => {
     await forEachSeed(SEEDS, async (seed) => {
@@ -105,25 +100,16 @@ describe('candidate/ordinary election', () => {
     });
   });
 
-  it('converges on the highest live candidate despite lost and duplicated messages', () =>
-    convergesThroughLossAndDuplication(SEEDS, start));
-
-  it('a leader dropped from the peers is replaced; its messages are ignored from then on', () =>
-    replacesLeaderDroppedFromPeers(SEEDS, start));
-
-  it('refuses malformed messages of every type at the boundary', () => {
-    const c = start(1);
-    const types = c.nodes[0]!.system.messageTypes;
-    const from = c.peers[1]!.address;
-    const bad = [
+  itSurvivesFaultsAndRefusesMalformed(start, {
+    converges: 'converges on the highest live candidate despite lost and duplicated messages',
+    refused: (from) => [
       { type: 'election.candidate.probe', from: 42 },
       { type: 'election.candidate.alive' },
       { type: 'election.candidate.elected', from, leader: null },
       { type: 'election.candidate.elected', from: 'x'.repeat(400), leader: from },
       { type: 'election.candidate.heartbeat', from: 'no-port' },
-    ];
-    for (const m of bad) expect(types.check(m as never), JSON.stringify(m).slice(0, 80)).toBeTypeOf('string');
-    expect(types.check({ type: 'election.candidate.elected', from, leader: from } as never)).toBeUndefined();
-    expect(candidateElection.singleLeader).toBe(false);
+    ],
+    accepted: (from) => [{ type: 'election.candidate.elected', from, leader: from }],
+    singleLeader: candidateElection.singleLeader,
   });
 });

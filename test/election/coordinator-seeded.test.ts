@@ -27,26 +27,30 @@ function etcdPlacement(c: SimCluster) {
     });
 }
 
+/**
+ * RUNS seeded keep-majority fault runs from `firstSeed` with coordinators from `placement`: never two
+ * instances at once (checked inside), and most runs end with a cluster in which the singleton runs again.
+ */
+async function safeAndLiveUnder(
+  placement: NonNullable<Parameters<typeof singletonSeededRuns>[2]>['placement'],
+  firstSeed: number,
+) {
+  const { livenessChecked } = await singletonSeededRuns({ downing: 'keep-majority' }, firstSeed, {
+    runs: RUNS,
+    placement,
+    runningAgainWithinMs: 20_000,
+  });
+  expect(livenessChecked).toBeGreaterThan(RUNS / 2);
+}
+
 describe("singleton under coordinator 'quorum' (keep-majority): seeded fault runs", () => {
   it(`never two instances alive at the same instant, and one again after the heal (${RUNS} seeded runs: crashes, pauses, partitions, leaves)`, async () => {
-    const { livenessChecked } = await singletonSeededRuns({ downing: 'keep-majority' }, 90_000, {
-      runs: RUNS,
-      placement: quorumPlacement,
-      runningAgainWithinMs: 20_000,
-    });
-    // most runs end with a cluster, and there the singleton runs again
-    expect(livenessChecked).toBeGreaterThan(RUNS / 2);
+    await safeAndLiveUnder(quorumPlacement, 90_000);
   }, 400_000);
 });
 
 describe("singleton under coordinator 'etcd' (keep-majority): seeded fault runs", () => {
   it(`never two instances alive at the same instant, and one again after the heal (${RUNS} seeded runs)`, async () => {
-    const { livenessChecked } = await singletonSeededRuns({ downing: 'keep-majority' }, 95_000, {
-      runs: RUNS,
-      placement: etcdPlacement,
-      runningAgainWithinMs: 20_000,
-    });
-    // most runs end with a cluster, and there the singleton runs again
-    expect(livenessChecked).toBeGreaterThan(RUNS / 2);
+    await safeAndLiveUnder(etcdPlacement, 95_000);
   }, 400_000);
 });

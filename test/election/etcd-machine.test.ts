@@ -15,7 +15,7 @@ import {
 } from '../../packages/election/src/etcd-decisions.js';
 import { createEtcdMachine, ETCD_CALLS } from '../../packages/election/src/etcd-machine.js';
 import type { CampaignAnswer, KeepAliveAnswer } from '../../packages/election/src/etcd-messages.js';
-import { delayedEvent, stateName } from '../support/machine-paths.js';
+import { delayedEvent, reachedStates, stateName } from '../support/machine-paths.js';
 
 /**
  * The etcd election machine alone: the store's word in (watch changes, answers to its calls,
@@ -245,12 +245,17 @@ function violations(logic: AnyStateMachine): string[] {
   return found;
 }
 
+/** With `implementations` swapped into the machine, some path reports a violation naming `what`. */
+function expectCaught(implementations: object, what: string): void {
+  const mutant = machine().provide(implementations as never) as AnyStateMachine;
+  expect(violations(mutant).some((v) => v.includes(what))).toBe(true);
+}
+
 describe('etcd election machine, alone', () => {
   const paths = pathsOf(machine());
 
   it('reaches every state (path coverage from xstate/graph)', () => {
-    const reached = new Set(paths.map((p) => stateName(p.state.value)));
-    expect([...reached].sort()).toEqual(
+    expect(reachedStates(paths)).toEqual(
       [
         'idle',
         'campaigning',
@@ -270,37 +275,40 @@ describe('etcd election machine, alone', () => {
   });
 
   it('positive control: a decision that acts on a late or stale answer is caught', () => {
-    const mutant = machine().provide({
-      guards: { won: ({ context }: { context: EtcdContext }) => context.holder === SELF },
-    } as never) as AnyStateMachine;
-    const found = violations(mutant);
-    expect(found.some((v) => v.includes("began acting without the store's word in time"))).toBe(true);
+    expectCaught(
+      {
+        guards: { won: ({ context }: { context: EtcdContext }) => context.holder === SELF },
+      },
+      "began acting without the store's word in time",
+    );
   });
 
   it('positive control: a renewal counted from the answer instead of the send time is caught', () => {
-    const mutant = machine().provide({
-      actions: {
-        takeRenewal: assign(({ context, event }: { context: EtcdContext; event: unknown }) => {
-          const a = (event as { output: KeepAliveAnswer }).output;
-          return { validUntil: Math.max(context.validUntil, a.answeredAt + ACT_FOR_MS) };
-        }),
+    expectCaught(
+      {
+        actions: {
+          takeRenewal: assign(({ context, event }: { context: EtcdContext; event: unknown }) => {
+            const a = (event as { output: KeepAliveAnswer }).output;
+            return { validUntil: Math.max(context.validUntil, a.answeredAt + ACT_FOR_MS) };
+          }),
+        },
       },
-    } as never) as AnyStateMachine;
-    const found = violations(mutant);
-    expect(found.some((v) => v.includes('the lease it can count on ends'))).toBe(true);
+      'the lease it can count on ends',
+    );
   });
 
   it('positive control: a leader that ignores the key being deleted is caught', () => {
-    const mutant = machine().provide({
-      guards: {
-        newerNotMine: ({ context, event }: { context: EtcdContext; event: EtcdEvent }) =>
-          event.type === 'etcd.watch' &&
-          event.revision > context.revision &&
-          event.holder !== undefined &&
-          event.holder !== SELF,
+    expectCaught(
+      {
+        guards: {
+          newerNotMine: ({ context, event }: { context: EtcdContext; event: EtcdEvent }) =>
+            event.type === 'etcd.watch' &&
+            event.revision > context.revision &&
+            event.holder !== undefined &&
+            event.holder !== SELF,
+        },
       },
-    } as never) as AnyStateMachine;
-    const found = violations(mutant);
-    expect(found.some((v) => v.includes('still acting after etcd.watch'))).toBe(true);
+      'still acting after etcd.watch',
+    );
   });
 });

@@ -10,12 +10,12 @@ import { Election, peersOf } from '../../packages/election/src/index.js';
 import { WsTransport } from '../../packages/wire/src/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { blackholeProxy, etcdForSuite, rawEtcd, uniqueCluster } from '../support/etcd.js';
+import { etcdClientOptions, ETCD_TTL_MS as TTL_MS } from '../support/etcd-timing.js';
+import { holderRecorder } from '../support/holder-recorder.js';
 import { eventually } from '../support/wait.js';
 
 const endpoints = etcdForSuite('etcd election');
 
-// etcd grants whole seconds and at least 2 s with its default election timeout.
-const TTL_MS = 2000;
 const TIMEOUT_MS = 600;
 
 const stores: EtcdLeaderStore[] = [];
@@ -31,22 +31,9 @@ afterEach(async () => {
 });
 
 function store(overrides: Partial<EtcdLeaderStoreOptions> & { cluster: string }): EtcdLeaderStore {
-  const s = new EtcdLeaderStore({
-    endpoints: endpoints ?? [],
-    name: 'leader',
-    ttlMs: TTL_MS,
-    timeoutMs: TIMEOUT_MS,
-    ...overrides,
-  });
+  const s = new EtcdLeaderStore({ ...etcdClientOptions(endpoints, 'leader', TIMEOUT_MS), ...overrides });
   stores.push(s);
   return s;
-}
-
-/** Every (holder, revision) a store's watch reports. */
-function recorder(s: EtcdLeaderStore) {
-  const seen: { holder: string | undefined; revision: number }[] = [];
-  s.watch((holder, revision) => seen.push({ holder, revision }));
-  return { seen, last: () => seen.at(-1) };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -111,7 +98,7 @@ describe.skipIf(!endpoints)('etcd election against a real etcd', () => {
     const cluster = uniqueCluster('election');
     const owners = ['127.0.0.1:7001', '127.0.0.1:7002', '127.0.0.1:7003'];
     const s = owners.map(() => store({ cluster }));
-    const watches = s.map(recorder);
+    const watches = s.map(holderRecorder);
     const results = await Promise.all(s.map((x, i) => x.campaign(owners[i]!)));
     const winners = results.map((r, i) => (r.holder === owners[i] ? i : -1)).filter((i) => i >= 0);
     expect(winners).toHaveLength(1);
@@ -161,7 +148,7 @@ describe.skipIf(!endpoints)('etcd election against a real etcd', () => {
     const cluster = uniqueCluster('election');
     const [a, b] = [store({ cluster }), store({ cluster })];
     expect((await a.campaign('127.0.0.1:7001')).holder).toBe('127.0.0.1:7001');
-    const wb = recorder(b);
+    const wb = holderRecorder(b);
     const closedAt = Date.now();
     await a.close();
     expect((await b.campaign('127.0.0.1:7002')).holder).toBe('127.0.0.1:7001');

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ElectionConfigError, type LeaderStore } from '../../packages/election/src/index.js';
 import { forEachSeed, SeededRandom } from '../../packages/testkit/src/index.js';
 import { SimLeaderStoreServer } from '../../packages/testkit/src/simulated-stores.js';
+import { forEachAgreedRun } from '../support/agreed-runs.js';
 import { SimElectionCluster } from '../support/sim-election.js';
 
 const TTL_MS = 600;
@@ -52,11 +53,13 @@ function start(seed: number, size = 5, ttlMs = TTL_MS) {
   };
 }
 
+/** Per seed: the default run, agreed on a leader within 5 s, then `body` (see forEachAgreedRun). */
+const agreedRuns = (seeds: number[], body: (run: ReturnType<typeof start>) => Promise<void>) =>
+  forEachAgreedRun(seeds, (seed) => start(seed), body, 5_000);
+
 describe('etcd election (simulated store)', () => {
   it('elects one acting leader that every node follows, with the key revision as term', async () => {
-    await forEachSeed([1, 2, 3], async (seed) => {
-      const { c, server, acting } = start(seed);
-      await c.untilAgreed(undefined, 5_000);
+    await agreedRuns([1, 2, 3], async ({ c, server, acting }) => {
       const leader = c.agreedLeader()!;
       expect(acting()).toEqual([leader]);
       expect(server.holder()).toBe(leader);
@@ -67,7 +70,6 @@ describe('etcd election (simulated store)', () => {
       await c.sim.runFor(10 * TTL_MS);
       expect(c.agreedLeader()).toBe(leader);
       expect(server.stats.expiries).toBe(0);
-      c.shutdown();
     });
   });
 
@@ -101,23 +103,18 @@ describe('etcd election (simulated store)', () => {
   });
 
   it('a crashed leader is replaced within about one TTL', async () => {
-    await forEachSeed([21, 22, 23], async (seed) => {
-      const { c, acting, indexOf } = start(seed);
-      await c.untilAgreed(undefined, 5_000);
+    await agreedRuns([21, 22, 23], async ({ c, acting, indexOf }) => {
       const old = c.agreedLeader()!;
       c.crash(indexOf(old));
       const took = await c.untilAgreed(undefined, 5_000);
       expect(c.agreedLeader()).not.toBe(old);
       expect(acting()).toEqual([c.agreedLeader()]);
       expect(took).toBeLessThanOrEqual(TTL_MS + 50);
-      c.shutdown();
     });
   });
 
   it('a leader cut off from the store stops acting before its key can expire', async () => {
-    await forEachSeed([31, 32, 33, 34], async (seed) => {
-      const { c, server, acting, indexOf } = start(seed);
-      await c.untilAgreed(undefined, 5_000);
+    await agreedRuns([31, 32, 33, 34], async ({ c, server, acting, indexOf }) => {
       const old = c.agreedLeader()!;
       const oldNode = c.nodes[indexOf(old)]!;
       const cutAt = c.sim.now;
@@ -144,14 +141,11 @@ describe('etcd election (simulated store)', () => {
       server.setReachable(old, true);
       await c.untilAgreed(undefined, 2 * TTL_MS);
       expect(c.agreedLeader()).toBe(next);
-      c.shutdown();
     });
   });
 
   it('a 60/40 network partition with the store reachable on both sides keeps exactly one leader', async () => {
-    await forEachSeed([41, 42, 43], async (seed) => {
-      const { c, acting, indexOf } = start(seed);
-      await c.untilAgreed(undefined, 5_000);
+    await agreedRuns([41, 42, 43], async ({ c, acting, indexOf }) => {
       const leader = c.agreedLeader()!;
       const li = indexOf(leader);
       // The leader on the minority side: the store, not the majority, decides.
@@ -171,7 +165,6 @@ describe('etcd election (simulated store)', () => {
       c.heal();
       await c.sim.runFor(5 * TTL_MS);
       expect(acting()).toHaveLength(1);
-      c.shutdown();
     });
   });
 

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { invitationElection } from '../../packages/election/src/invitation.js';
 import { forEachSeed } from '../../packages/testkit/src/index.js';
+import { forEachAgreedRun } from '../support/agreed-runs.js';
 import { splitSixtyForty } from '../support/election-scenarios.js';
 import { SimElectionCluster } from '../support/sim-election.js';
 
@@ -23,6 +24,10 @@ function start(seed: number, size = 5, network?: { dropRate: number }): SimElect
 }
 
 describe("election 'invitation'", () => {
+  /** Per seed of SEEDS: a run agreed on a leader, then `body` (see forEachAgreedRun). */
+  const eachAgreed = (body: (run: { c: SimElectionCluster }) => Promise<void>) =>
+    forEachAgreedRun(SEEDS, (seed) => ({ c: start(seed) }), body);
+
   it('does not promise a single leader', () => {
     expect(invitationElection.singleLeader).toBe(false);
   });
@@ -42,9 +47,7 @@ describe("election 'invitation'", () => {
   });
 
   it('after the leader crashes, one leader leads one group of all live nodes', async () => {
-    await forEachSeed(SEEDS, async (seed) => {
-      const c = start(seed);
-      await c.untilAgreed();
+    await eachAgreed(async ({ c }) => {
       const old = c.agreedLeader()!;
       c.crash(c.nodes.findIndex((n) => n.peer.address === old));
       await c.untilAgreed();
@@ -54,14 +57,11 @@ describe("election 'invitation'", () => {
       expect(c.agreedLeader()).toBe(leader);
       expect(c.leaders()).toEqual([leader]);
       expect(c.live()).toHaveLength(4);
-      c.shutdown();
     });
   });
 
   it('keeps one group per side of a 60/40 partition; after the heal the larger side leads', async () => {
-    await forEachSeed(SEEDS, async (seed) => {
-      const c = start(seed);
-      await c.untilAgreed();
+    await eachAgreed(async ({ c }) => {
       const { majority, minority } = await splitSixtyForty(c);
       // let leaders drop the members they no longer hear, so sizes are the sides' sizes
       await c.sim.runFor(2_000);
@@ -74,26 +74,24 @@ describe("election 'invitation'", () => {
       expect(c.agreedLeader()).toBe(big);
       await c.sim.runFor(2_000);
       expect(c.leaders()).toEqual([big]);
-      c.shutdown();
     });
   });
 
   it('converges despite 5% message loss', async () => {
-    await forEachSeed([5, 6], async (seed) => {
-      const c = start(seed, 5, { dropRate: 0.05 });
-      await c.untilAgreed();
-      const old = c.agreedLeader()!;
-      c.crash(c.nodes.findIndex((n) => n.peer.address === old));
-      await c.untilAgreed();
-      expect(c.leaders()).toHaveLength(1);
-      c.shutdown();
-    });
+    await forEachAgreedRun(
+      [5, 6],
+      (seed) => ({ c: start(seed, 5, { dropRate: 0.05 }) }),
+      async ({ c }) => {
+        const old = c.agreedLeader()!;
+        c.crash(c.nodes.findIndex((n) => n.peer.address === old));
+        await c.untilAgreed();
+        expect(c.leaders()).toHaveLength(1);
+      },
+    );
   });
 
   it('a restarted node, alone in its new incarnation, is merged back', async () => {
-    await forEachSeed(SEEDS, async (seed) => {
-      const c = start(seed);
-      await c.untilAgreed();
+    await eachAgreed(async ({ c }) => {
       const leader = c.agreedLeader()!;
       const other = c.nodes.find((n) => n.peer.address !== leader)!.index;
       c.crash(other);
@@ -104,7 +102,6 @@ describe("election 'invitation'", () => {
       // the larger group absorbs the new singleton: same leader as before
       expect(c.agreedLeader()).toBe(leader);
       expect(c.leaders()).toEqual([leader]);
-      c.shutdown();
     });
   });
 

@@ -37,6 +37,16 @@ const at = (now: number, lastIndex = 0) => ({ now, lastIndex });
 const voteRequest = (from: string, generation: number, lastIndex = 0) =>
   ({ type: 'election.quorum.vote-request', from, generation, lastIndex }) as const;
 
+/** The leader, at 200, reads B's ok to the generation-5 heartbeat it says was sent at `sentAt`. */
+const leaderHearsAckFromB = (leading: QuorumContext, sentAt: number) =>
+  onMessage(
+    policy,
+    'leader',
+    leading,
+    { type: 'election.quorum.heartbeat-ack', from: B, generation: 5, sentAt, ok: true },
+    at(200),
+  );
+
 describe('quorum decisions', () => {
   it('a vote is persisted before the reply that grants it leaves, and only one per generation', () => {
     const first = onMessage(policy, 'follower', base, voteRequest(B, 5), at(0));
@@ -98,13 +108,7 @@ describe('quorum decisions', () => {
     const lonely = evaluateLease(policy, leading, at(100));
     expect(lonely.context.acting).toBe(false);
     // B acknowledged a heartbeat sent at 150: A + B are a majority of 3 until 150 + 800
-    const acked = onMessage(
-      policy,
-      'leader',
-      leading,
-      { type: 'election.quorum.heartbeat-ack', from: B, generation: 5, sentAt: 150, ok: true },
-      at(200),
-    );
+    const acked = leaderHearsAckFromB(leading, 150);
     expect(acked.raise).toEqual([{ type: 'quorum.lease-check' }]);
     const acting = evaluateLease(policy, acked.context, at(200));
     expect(acting.context).toMatchObject({ acting: true, leaseEnd: 950 });
@@ -114,13 +118,7 @@ describe('quorum decisions', () => {
 
   it('an ack "sent" in the future cannot stretch the lease', () => {
     const leading = { ...base, generation: 5, leader: A };
-    const liar = onMessage(
-      policy,
-      'leader',
-      leading,
-      { type: 'election.quorum.heartbeat-ack', from: B, generation: 5, sentAt: 10_000, ok: true },
-      at(200),
-    );
+    const liar = leaderHearsAckFromB(leading, 10_000);
     expect(liar.context).toBe(leading);
     expect(liar.raise).toEqual([]);
   });

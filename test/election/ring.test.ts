@@ -9,6 +9,7 @@ import {
 import { createRingMachine } from '../../packages/election/src/ring-machine.js';
 import type { RingVariant } from '../../packages/election/src/ring-messages.js';
 import { forEachSeed } from '../../packages/testkit/src/index.js';
+import { forEachAgreedRun } from '../support/agreed-runs.js';
 import { splitSixtyForty } from '../support/election-scenarios.js';
 import { SimElectionCluster } from '../support/sim-election.js';
 
@@ -27,49 +28,42 @@ function start(seed: number, algorithm: RingVariant, size = 5): SimElectionClust
 }
 
 describe.each(VARIANTS)("election '%s' (CHANG79)", (algorithm) => {
+  /** Per seed of SEEDS: a run agreed on a leader, then `body` (see forEachAgreedRun). */
+  const eachAgreed = (body: (run: { c: SimElectionCluster }) => Promise<void>) =>
+    forEachAgreedRun(SEEDS, (seed) => ({ c: start(seed, algorithm) }), body);
+
   it('elects the highest rank at start, and it stays', async () => {
-    await forEachSeed(SEEDS, async (seed) => {
-      const c = start(seed, algorithm);
-      await c.untilAgreed();
+    await eachAgreed(async ({ c }) => {
       expect(c.agreedLeader()).toBe(c.peers[4]!.address);
       await c.sim.runFor(3_000);
       expect(c.agreedLeader()).toBe(c.peers[4]!.address);
       expect(c.leaders()).toEqual([c.peers[4]!.address]);
-      c.shutdown();
     });
   });
 
   it('after the leader crashes, the highest live rank leads', async () => {
-    await forEachSeed(SEEDS, async (seed) => {
-      const c = start(seed, algorithm);
-      await c.untilAgreed();
+    await eachAgreed(async ({ c }) => {
       c.crash(4);
       await c.untilAgreed();
       expect(c.agreedLeader()).toBe(c.peers[3]!.address);
       await c.sim.runFor(2_000);
       expect(c.leaders()).toEqual([c.peers[3]!.address]);
-      c.shutdown();
     });
   });
 
   it('skips unreachable successors: two adjacent nodes (the leader and its successor) crash', async () => {
-    await forEachSeed(SEEDS, async (seed) => {
-      const c = start(seed, algorithm);
-      await c.untilAgreed();
+    await eachAgreed(async ({ c }) => {
       // 4 leads; its successor in the ring is 0: the election from 3 must skip both
       c.crash(4);
       c.crash(0);
       await c.untilAgreed();
       expect(c.agreedLeader()).toBe(c.peers[3]!.address);
       expect(c.leaders()).toEqual([c.peers[3]!.address]);
-      c.shutdown();
     });
   });
 
   it('elects one leader per side of a 60/40 partition, and one after the heal', async () => {
-    await forEachSeed(SEEDS, async (seed) => {
-      const c = start(seed, algorithm);
-      await c.untilAgreed();
+    await eachAgreed(async ({ c }) => {
       const { majority, minority } = await splitSixtyForty(c);
       await c.sim.runFor(2_000);
       expect(c.agreedLeader(majority)).toBe(c.peers[2]!.address);
@@ -80,7 +74,6 @@ describe.each(VARIANTS)("election '%s' (CHANG79)", (algorithm) => {
       expect(c.agreedLeader()).toBe(c.peers[4]!.address);
       await c.sim.runFor(2_000);
       expect(c.leaders()).toEqual([c.peers[4]!.address]);
-      c.shutdown();
     });
   });
 

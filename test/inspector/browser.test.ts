@@ -6,7 +6,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { DoyenNode } from '../../packages/doyen/src/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { eventually } from '../support/wait.js';
-import { startInspectedNode } from './support.js';
+import { SYSTEM_MACHINES, startInspectedNode } from './support.js';
 
 const CHROMIUM = process.env.DOYEN_CHROMIUM ?? '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
@@ -83,12 +83,7 @@ describe.skipIf(!haveChromium)('local inspector page in headless Chromium', () =
 
     await page.goto(`http://127.0.0.1:${hB}/inspector`, { waitUntil: 'load' });
     await page.waitForSelector('#conn[data-state="live"]', { timeout: 10_000 });
-    for (const path of [
-      '/system/membership',
-      '/system/heartbeat',
-      '/system/downing',
-      '/system/split-brain-checker',
-    ])
+    for (const path of SYSTEM_MACHINES)
       await page.waitForSelector(`section[data-path="${path}"] .state[data-active="true"]:not(.root)`, {
         timeout: 10_000,
       });

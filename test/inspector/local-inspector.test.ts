@@ -14,14 +14,14 @@ import {
 } from '../../packages/doyen/src/inspector/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { eventually } from '../support/wait.js';
-import { getJson, type Recorder, record, startInspectedNode, upgradeStatus } from './support.js';
-
-const SYSTEM_MACHINES = [
-  '/system/membership',
-  '/system/heartbeat',
-  '/system/downing',
-  '/system/split-brain-checker',
-];
+import {
+  getJson,
+  type Recorder,
+  record,
+  SYSTEM_MACHINES,
+  startInspectedNode,
+  upgradeStatus,
+} from './support.js';
 
 const nodes: DoyenNode[] = [];
 const recorders: Recorder[] = [];

@@ -1,38 +1,24 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type DoyenNode, validateNodeConfig } from '../../packages/doyen/src/index.js';
+import { describe, expect, it } from 'vitest';
+import { validateNodeConfig } from '../../packages/doyen/src/index.js';
 import {
-  type InspectorServer,
   inspectorPageUrl,
   inspectorUrlOf,
   startInspectorServer,
 } from '../../packages/doyen/src/inspector/index.js';
 import { captureLogger } from '../../packages/testkit/src/index.js';
-import { type CliNode, killAll, nodeArgs, runCli, secretEnv } from '../support/cli-process.js';
+import { nodeArgs, runCli, secretEnv } from '../support/cli-process.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { startLocalNode } from '../support/doyen-nodes.js';
+import { inspectorRunsClosedAfterEach } from '../support/inspector-runs.js';
+import { NODE_CONFIG_BASE } from '../support/node-config-base.js';
 import { eventually } from '../support/wait.js';
-import { type Recorder, record, startInspectedNode } from './support.js';
+import { type Recorder, record, SYSTEM_MACHINES, startInspectedNode } from './support.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const MACHINES = [
-  '/system/membership',
-  '/system/heartbeat',
-  '/system/downing',
-  '/system/split-brain-checker',
-];
 
-const nodes: DoyenNode[] = [];
-const servers: InspectorServer[] = [];
-const recorders: Recorder[] = [];
-const children: CliNode[] = [];
-afterEach(async () => {
-  killAll(children.splice(0));
-  await Promise.all(recorders.splice(0).map((r) => r.close()));
-  await Promise.all(nodes.splice(0).map((n) => n.close()));
-  for (const s of servers.splice(0)) s.stop();
-});
+const { nodes, servers, recorders, children } = inspectorRunsClosedAfterEach();
 
 const registrations = (r: Recorder) => r.messages.filter((m) => m?.type === '@xstate.actor');
 
@@ -52,7 +38,7 @@ describe('--inspect: the Stately inspector through the doyen inspector relay', (
     const page = await record(`${url}/viewer`);
     recorders.push(page);
     // A reconnects (backoff from 1 s) and replays the registrations and latest snapshots
-    for (const path of MACHINES) {
+    for (const path of SYSTEM_MACHINES) {
       await page.waitFor(
         (m) => m.type === '@xstate.actor' && m.name === `127.0.0.1:${pA}${path}`,
         `registration of ${path}`,
@@ -94,7 +80,7 @@ describe('--inspect: the Stately inspector through the doyen inspector relay', (
     // one session per machine and node: eight distinct ones for the two nodes' system machines
     const sessions = new Set(registrations(page).map((m) => m.sessionId));
     for (const port of [pA, pB])
-      for (const path of MACHINES)
+      for (const path of SYSTEM_MACHINES)
         expect(
           [...sessions].filter((s) => s.startsWith(`127.0.0.1:${port}#`) && s.endsWith(path)),
         ).toHaveLength(1);
@@ -204,13 +190,7 @@ describe('--inspect: the Stately inspector through the doyen inspector relay', (
     expect(inspectorUrlOf({})).toBe('ws://127.0.0.1:8080');
     expect(inspectorUrlOf({ url: 'wss://inspect.example:9000' })).toBe('wss://inspect.example:9000');
     expect(inspectorPageUrl('ws://localhost:8080')).toBe('http://localhost:8080/');
-    const base = {
-      cluster: 'c',
-      host: '127.0.0.1',
-      port: 1,
-      seeds: [{ host: '127.0.0.1', port: 1 }],
-      secret: 's',
-    };
+    const base = NODE_CONFIG_BASE;
     expect(() => validateNodeConfig({ ...base, inspect: { url: 'http://localhost:8080' } })).toThrow(
       /ws:\/\//,
     );

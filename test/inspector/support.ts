@@ -1,10 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
+import {
+  DOWNING_PATH,
+  HEARTBEAT_PATH,
+  MEMBERSHIP_PATH,
+  SPLIT_BRAIN_CHECKER_PATH,
+} from '../../packages/cluster/src/index.js';
 import { silentLogger } from '../../packages/core/src/index.js';
 import { type DoyenNode, type NodeConfig, startNode } from '../../packages/doyen/src/index.js';
 import { eventually } from '../support/wait.js';
 
 export const CLUSTER = 'inspector-test';
+
+/** The cluster's system machines every inspected node shows (an election's only with one configured). */
+export const SYSTEM_MACHINES = [MEMBERSHIP_PATH, HEARTBEAT_PATH, DOWNING_PATH, SPLIT_BRAIN_CHECKER_PATH];
 const SECRET = randomBytes(16).toString('hex');
 
 /** A node on 127.0.0.1 with HTTP on; `seed` is the port of the first seed (its own to form). */

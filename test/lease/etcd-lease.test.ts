@@ -8,27 +8,31 @@ import {
   LeaseUnavailableError,
 } from '../../packages/lease/src/index.js';
 import { blackholeProxy, etcdForSuite, rawEtcd, uniqueCluster } from '../support/etcd.js';
+import {
+  etcdClientOptions,
+  ETCD_LEASE_TIMEOUT_MS as TIMEOUT_MS,
+  ETCD_TTL_MS as TTL_MS,
+} from '../support/etcd-timing.js';
 import { eventually } from '../support/wait.js';
 
 const endpoints = etcdForSuite('EtcdLease');
-
-// etcd grants whole seconds and at least 2 s with its default election timeout.
-const TTL_MS = 2000;
-const TIMEOUT_MS = 1000;
 
 const open: EtcdLease[] = [];
 const servers: Server[] = [];
 
 function lease(overrides: Partial<EtcdLeaseOptions> & { cluster: string }): EtcdLease {
-  const l = new EtcdLease({
-    endpoints: endpoints ?? [],
-    name: 'sbr',
-    ttlMs: TTL_MS,
-    timeoutMs: TIMEOUT_MS,
-    ...overrides,
-  });
+  const l = new EtcdLease({ ...etcdClientOptions(endpoints, 'sbr', TIMEOUT_MS), ...overrides });
   open.push(l);
   return l;
+}
+
+/** A lease of `cluster` that node-a has acquired, and the owners its onLost reports. */
+async function heldByNodeA(cluster: string): Promise<{ held: EtcdLease; lost: string[] }> {
+  const held = lease({ cluster });
+  const lost: string[] = [];
+  held.onLost((o) => lost.push(o));
+  expect(await held.acquire('node-a')).toBe(true);
+  return { held, lost };
 }
 
 afterEach(async () => {
@@ -142,11 +146,8 @@ describe.skipIf(!endpoints)('EtcdLease against a real etcd', () => {
 
   it('keeps the lease alive past its TTL while the holder runs', async () => {
     const cluster = uniqueCluster();
-    const a = lease({ cluster });
+    const { held: a, lost } = await heldByNodeA(cluster);
     const b = lease({ cluster });
-    const lost: string[] = [];
-    a.onLost((o) => lost.push(o));
-    expect(await a.acquire('node-a')).toBe(true);
     await sleep(TTL_MS + 1000);
     expect(a.checkLease('node-a')).toBe(true);
     expect(await b.acquire('node-b')).toBe(false);
@@ -174,11 +175,8 @@ describe.skipIf(!endpoints)('EtcdLease against a real etcd', () => {
 
   it('onLost fires when the key is deleted behind the holder’s back', async () => {
     const cluster = uniqueCluster();
-    const a = lease({ cluster });
+    const { held: a, lost } = await heldByNodeA(cluster);
     const b = lease({ cluster });
-    const lost: string[] = [];
-    a.onLost((o) => lost.push(o));
-    expect(await a.acquire('node-a')).toBe(true);
     const raw = rawEtcd(endpoints!);
     try {
       await raw.delete().key(a.key);
@@ -222,11 +220,7 @@ describe.skipIf(!endpoints)('EtcdLease against a real etcd', () => {
   });
 
   it('onLost fires when another writer overwrites the key', async () => {
-    const cluster = uniqueCluster();
-    const a = lease({ cluster });
-    const lost: string[] = [];
-    a.onLost((o) => lost.push(o));
-    expect(await a.acquire('node-a')).toBe(true);
+    const { held: a, lost } = await heldByNodeA(uniqueCluster());
     const raw = rawEtcd(endpoints!);
     try {
       await raw.put(a.key).value('intruder');
@@ -240,10 +234,7 @@ describe.skipIf(!endpoints)('EtcdLease against a real etcd', () => {
 
   it('the same owner from a new process takes over; the old instance is told', async () => {
     const cluster = uniqueCluster();
-    const old = lease({ cluster });
-    const lost: string[] = [];
-    old.onLost((o) => lost.push(o));
-    expect(await old.acquire('node-a')).toBe(true);
+    const { held: old, lost } = await heldByNodeA(cluster);
     const restarted = lease({ cluster });
     expect(await restarted.acquire('node-a')).toBe(true);
     await eventually(() => lost.length > 0, { timeoutMs: 3000, what: 'onLost' });

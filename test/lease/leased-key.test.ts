@@ -8,13 +8,11 @@ import {
 } from '../../packages/lease/src/index.js';
 import { VirtualClock } from '../../packages/testkit/src/index.js';
 import { etcdForSuite, rawEtcd, uniqueCluster } from '../support/etcd.js';
+import { ETCD_LEASE_TIMEOUT_MS as TIMEOUT_MS, ETCD_TTL_MS as TTL_MS } from '../support/etcd-timing.js';
+import { holderRecorder } from '../support/holder-recorder.js';
 import { eventually } from '../support/wait.js';
 
 const endpoints = etcdForSuite('LeasedKey on etcd');
-
-// etcd grants whole seconds and at least 2 s with its default election timeout.
-const TTL_MS = 2000;
-const TIMEOUT_MS = 1000;
 
 /** Handles on one fresh key, all contending for it (one per process in production). */
 interface Backend {
@@ -54,13 +52,6 @@ const etcd: Backend = {
   },
 };
 
-/** Every (holder, revision) a handle's watch reports. */
-function recorder(k: LeasedKey) {
-  const seen: { holder: string | undefined; revision: number }[] = [];
-  k.watch((holder, revision) => seen.push({ holder, revision }));
-  return { seen, last: () => seen.at(-1) };
-}
-
 /** The one contract both backends keep: the adapters (EtcdLease, the leader stores) rely on nothing else. */
 function contract(backend: Backend) {
   it('claim creates the key; another owner is refused and learns the holder and its revision', async () => {
@@ -88,7 +79,7 @@ function contract(backend: Backend) {
     expect(await a!.renew('node-a')).toBe(true);
     expect(a!.validUntil('node-a')).toBeGreaterThan(first);
 
-    const watch = recorder(b!);
+    const watch = holderRecorder(b!);
     await eventually(() => watch.last()?.holder === 'node-a', { what: 'the watch reports the holder' });
     await b!.release('node-b'); // not the holder: delete-if-mine leaves it
     expect((await b!.claim('node-b')).holder).toBe('node-a');

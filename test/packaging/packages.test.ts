@@ -12,17 +12,16 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { type ExampleAppNode, expectExampleAppWorks } from '../support/example-app.js';
 import { newcomerBlocks, shellCommands, shellWords, splitAssignments } from '../support/newcomer-readme.js';
+import { REPO_ROOT as ROOT } from '../support/repo-root.js';
 import { declarationImports, declarationProblems, shipsOwnTypes } from './declaration-dependencies.js';
 
 const run = promisify(execFile);
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PACKAGES = readdirSync(join(ROOT, 'packages')).sort();
 const ROOT_MANIFEST = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
 /** The OpenTelemetry API and SDK the repository's tracing tests use. */

@@ -112,10 +112,7 @@ describe('fixed-partition allocator (a singleton) on the simulated network', () 
           const side = names.filter(() => rnd.chance(0.5));
           const other = names.filter((n) => !side.includes(n));
           if (side.length && other.length) {
-            c.sim.partition(
-              side.map((n) => c.get(n).system),
-              other.map((n) => c.get(n).system),
-            );
+            c.split(side, other);
           }
         }
         await c.sim.runFor(1000 + rnd.int(4000));

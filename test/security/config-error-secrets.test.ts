@@ -7,20 +7,12 @@ import { parse as parseYaml } from 'yaml';
 import { InvalidConfigError } from '../../packages/core/src/index.js';
 import { parseConfigFile } from '../../packages/doyen/src/config-file.js';
 import { startNode, validateNodeConfig } from '../../packages/doyen/src/index.js';
+import { thrownBy } from '../support/thrown.js';
 
 const SECRET = `s3cr3t-${randomBytes(12).toString('hex')}`;
 
 /** The message of the InvalidConfigError `run` throws (the positive control: it does throw). */
-function refusal(run: () => unknown): string {
-  let thrown: unknown;
-  try {
-    run();
-  } catch (error) {
-    thrown = error;
-  }
-  expect(thrown).toBeInstanceOf(InvalidConfigError);
-  return (thrown as Error).message;
-}
+const refusal = (run: () => unknown): string => thrownBy(run, InvalidConfigError).message;
 
 const json = (value: unknown) => JSON.stringify(value, null, 2);
 

@@ -1,7 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ActorRef, Message } from '../../packages/core/src/index.js';
 import { ClusterSingletons, managerPath, proxyPath } from '../../packages/singleton/src/index.js';
 import { type ClusterNode, freePorts, startClusterNode } from '../support/cluster-nodes.js';
+import { clusterNodesClosedAfterEach } from '../support/cluster-nodes-closed.js';
 import { type Notes, notebook } from '../support/sim-singletons.js';
 import { eventually } from '../support/wait.js';
 
@@ -11,11 +12,7 @@ import { eventually } from '../support/wait.js';
  * arrives once, in order, at the one instance, which stays on A.
  */
 describe('forged singleton messages from an authenticated member', () => {
-  let nodes: ClusterNode[] = [];
-  afterEach(async () => {
-    await Promise.all(nodes.map((n) => n.transport.close(0)));
-    nodes = [];
-  });
+  const nodes = clusterNodesClosedAfterEach();
 
   it('cannot take the instance or divert a proxy; every message through the proxy arrives once, in order', async () => {
     const [pa, pb, pc] = await freePorts(3);
@@ -26,7 +23,7 @@ describe('forged singleton messages from an authenticated member', () => {
     await b.cluster.whenUp();
     const c = await startClusterNode(pc!, seeds);
     await c.cluster.whenUp();
-    nodes = [a, b, c];
+    nodes.push(a, b, c);
     const proxies = new Map<ClusterNode, ActorRef>();
     for (const [n, name] of [
       [a, 'a'],

@@ -212,20 +212,11 @@ describe('a member identity needs its private key, not the shared secret', () =>
   it('a connection that claimed a member before its key was admitted is cut when the key arrives', async () => {
     single = await startTestNode();
     const own = NodeIdentity.generate();
-    const early = await claimTowards(
-      single,
-      { host: '127.0.0.1', port: 7, uid: 'ghost' },
-      own,
-      'test',
-      'sesame',
-    );
-    const honest = await claimTowards(
-      single,
-      { host: '127.0.0.1', port: 8, uid: 'kept' },
-      own,
-      'test',
-      'sesame',
-    );
+    // two connections proving the same key, each claiming another member (the test node's cluster and secret)
+    const claimAs = (port: number, uid: string) =>
+      claimTowards(single!, { host: '127.0.0.1', port, uid }, own, 'test', 'sesame');
+    const early = await claimAs(7, 'ghost');
+    const honest = await claimAs(8, 'kept');
     expect(early.reply?.[0]).toBe(HandshakeKind.Welcome);
     expect(honest.reply?.[0]).toBe(HandshakeKind.Welcome);
     single.system.peerKeys.record([

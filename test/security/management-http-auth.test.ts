@@ -231,20 +231,21 @@ describe('management HTTP: DNS rebinding', () => {
 });
 
 describe('management HTTP: where it listens', () => {
-  it('binds 127.0.0.1 by default, not the cluster host: another local address is refused', async () => {
+  /** Starts a node with `extra` and checks its management port answers on `listens` only, not on `refuses`. */
+  async function expectListening(extra: Partial<NodeConfig>, listens: string, refuses: string) {
     const [p, h] = await freePorts(2);
+    const node = await start(p!, h!, p!, extra);
+    expect(node.http!.address.address).toBe(listens);
+    expect((await fetch(`http://${listens}:${h}/health/alive`)).status).toBe(200);
+    await expect(fetch(`http://${refuses}:${h}/health/alive`)).rejects.toThrow();
+  }
+
+  it('binds 127.0.0.1 by default, not the cluster host: another local address is refused', async () => {
     // the cluster port on every interface; the management port must still be loopback-only
-    const node = await start(p!, h!, p!, { bindHost: '0.0.0.0' });
-    expect(node.http!.address.address).toBe('127.0.0.1');
-    expect((await fetch(`http://127.0.0.1:${h}/health/alive`)).status).toBe(200);
-    await expect(fetch(`http://127.0.0.2:${h}/health/alive`)).rejects.toThrow();
+    await expectListening({ bindHost: '0.0.0.0' }, '127.0.0.1', '127.0.0.2');
   });
 
   it('binds where httpHost says', async () => {
-    const [p, h] = await freePorts(2);
-    const node = await start(p!, h!, p!, { httpHost: '127.0.0.2' });
-    expect(node.http!.address.address).toBe('127.0.0.2');
-    expect((await fetch(`http://127.0.0.2:${h}/health/alive`)).status).toBe(200);
-    await expect(fetch(`http://127.0.0.1:${h}/health/alive`)).rejects.toThrow();
+    await expectListening({ httpHost: '127.0.0.2' }, '127.0.0.2', '127.0.0.1');
   });
 });

@@ -1,19 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type InspectorServer, startInspectorServer } from '../../packages/doyen/src/inspector/index.js';
 import { type Recorder, record, upgradeStatus } from '../inspector/support.js';
-import { type CliNode, killAll, runCli } from '../support/cli-process.js';
+import { runCli } from '../support/cli-process.js';
 import { freePorts } from '../support/cluster-nodes.js';
+import { inspectorRunsClosedAfterEach } from '../support/inspector-runs.js';
 import { eventually } from '../support/wait.js';
 
-const servers: InspectorServer[] = [];
-const recorders: Recorder[] = [];
-const children: CliNode[] = [];
-afterEach(async () => {
-  killAll(children.splice(0));
-  await Promise.all(recorders.splice(0).map((r) => r.close()));
-  for (const s of servers.splice(0)) s.stop();
-});
+const { servers, recorders, children } = inspectorRunsClosedAfterEach();
 
 async function relay(): Promise<{ server: InspectorServer; port: number }> {
   const [port] = await freePorts(1);

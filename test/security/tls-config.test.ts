@@ -1,12 +1,12 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connect as tlsConnect } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidConfigError, silentLogger } from '../../packages/core/src/index.js';
 import { type DoyenNode, startNode } from '../../packages/doyen/src/index.js';
 import { freePorts } from '../../packages/testkit/src/index.js';
 import { resolveWireConfig, type WireTlsConfig, WsTransport } from '../../packages/wire/src/index.js';
 import { type IssuedCertificate, TestPki } from '../support/certificates.js';
+import { servedSerial } from '../support/tls-probe.js';
 import { eventually } from '../support/wait.js';
 
 let pki: TestPki;
@@ -119,20 +119,6 @@ describe('startNode with wire.tls', () => {
       timeoutMs: 15_000,
     });
     expect(nodes.every((n) => n.transport.tls !== undefined)).toBe(true);
-    const served = await new Promise<string>((resolve, reject) => {
-      const s = tlsConnect({
-        host: '127.0.0.1',
-        port: ports[1]!,
-        ca: readFileSync(pki.caFile),
-        cert: readFileSync(good.certFile),
-        key: readFileSync(good.keyFile),
-      });
-      s.once('secureConnect', () => {
-        resolve(s.getPeerCertificate().serialNumber);
-        s.destroy();
-      });
-      s.once('error', reject);
-    });
-    expect(served).toBe(second.serial);
+    expect(await servedSerial(ports[1]!, pki.caFile, good)).toBe(second.serial);
   });
 });

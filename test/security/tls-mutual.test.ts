@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { createSecureContext, connect as tlsConnect } from 'node:tls';
-import { Packr, Unpackr } from 'msgpackr';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createSecureContext } from 'node:tls';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { Envelope } from '../../packages/core/src/index.js';
 import {
@@ -12,75 +11,42 @@ import {
   resolveWireConfig,
   WS_PATH,
 } from '../../packages/wire/src/index.js';
-import { type IssuedCertificate, TestPki } from '../support/certificates.js';
-import { helloFrame } from '../support/raw-peer.js';
-import { eventsOf, type LoggedNode, ping, startLoggedNode, TEST_SECRET } from '../support/tls-nodes.js';
+import type { IssuedCertificate } from '../support/certificates.js';
+import { helloFrame, plain, unplain } from '../support/raw-peer.js';
+import { eventsOf, type LoggedNode, ping, TEST_SECRET } from '../support/tls-nodes.js';
+import { servedSerial } from '../support/tls-probe.js';
+import { loggedNodesClosedAfterEach, twoNodeCertificates } from '../support/tls-suite.js';
 import { eventually } from '../support/wait.js';
 
-const plain = new Packr({ useRecords: false });
-const unplain = new Unpackr({ useRecords: false });
-
-let pki: TestPki;
-let certA: IssuedCertificate;
-let certB: IssuedCertificate;
-beforeAll(() => {
-  pki = TestPki.create();
-  certA = pki.issue('node-a');
-  certB = pki.issue('node-b');
-});
-afterAll(() => pki.remove());
-
-const nodes: LoggedNode[] = [];
-async function node(options: Parameters<typeof startLoggedNode>[0] = {}): Promise<LoggedNode> {
-  const n = await startLoggedNode(options);
-  nodes.push(n);
-  return n;
-}
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((n) => n.transport.close()));
-});
+const certs = twoNodeCertificates();
+const node = loggedNodesClosedAfterEach();
 
 const tlsRejected = (n: LoggedNode) =>
   n.transport.system.metrics.value('doyen_wire_rejected_total', { reason: 'tls' });
 const addressOf = (n: LoggedNode) => ({ host: '127.0.0.1', port: n.transport.port });
 
 /** The certificate a node serves to a client presenting `client` (a raw TLS connection, no ws). */
-function servedSerial(n: LoggedNode, client: IssuedCertificate): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = tlsConnect({
-      host: '127.0.0.1',
-      port: n.transport.port,
-      ca: readFileSync(pki.caFile),
-      cert: readFileSync(client.certFile),
-      key: readFileSync(client.keyFile),
-      checkServerIdentity: () => undefined,
-    });
-    socket.once('secureConnect', () => {
-      resolve(socket.getPeerCertificate().serialNumber);
-      socket.destroy();
-    });
-    socket.once('error', reject);
-  });
-}
+const served = (n: LoggedNode, client: IssuedCertificate) =>
+  servedSerial(n.transport.port, certs.pki.caFile, client, { checkServerIdentity: () => undefined });
 
 describe('mutual TLS between nodes', () => {
   it('two nodes with certificates from the cluster CA exchange messages over wss', async () => {
-    const a = await node({ wire: { tls: pki.tlsFor(certA) } });
-    const b = await node({ wire: { tls: pki.tlsFor(certB) } });
+    const a = await node({ wire: { tls: certs.pki.tlsFor(certs.a) } });
+    const b = await node({ wire: { tls: certs.pki.tlsFor(certs.b) } });
     for (let n = 0; n < 100; n++) ping(a, b, n);
     ping(b, a);
     await eventually(() => b.inbox.length === 100 && a.inbox.length === 1, { what: 'messages both ways' });
     expect(b.inbox.map((m) => (m as unknown as { n: number }).n)).toEqual([...Array(100).keys()]);
     // it was TLS: each node serves its own certificate, and says so at start
-    expect(await servedSerial(b, certA)).toBe(certB.serial);
+    expect(await served(b, certs.a)).toBe(certs.b.serial);
     expect(eventsOf(a, 'wire.tls.enabled')).toHaveLength(1);
     expect(tlsRejected(a) + tlsRejected(b)).toBe(0);
   });
 
   it('a plaintext node cannot reach a TLS node: the TLS side logs why', async () => {
-    const secure = await node({ wire: { tls: pki.tlsFor(certA) } });
+    const secure = await node({ wire: { tls: certs.pki.tlsFor(certs.a) } });
     const plain = await node();
-    const control = await node({ wire: { tls: pki.tlsFor(certB) } });
+    const control = await node({ wire: { tls: certs.pki.tlsFor(certs.b) } });
     ping(plain, secure);
     await eventually(() => tlsRejected(secure) > 0, { what: 'the plaintext dial to be refused' });
     const [line] = eventsOf(secure, 'wire.tls.rejected');
@@ -93,10 +59,10 @@ describe('mutual TLS between nodes', () => {
   });
 
   it('nodes of another CA are refused in both directions, with a log line on both sides', async () => {
-    const ours = await node({ wire: { tls: pki.tlsFor(certA) } });
-    const alien = pki.issue('alien', { ca: 'foreign' });
+    const ours = await node({ wire: { tls: certs.pki.tlsFor(certs.a) } });
+    const alien = certs.pki.issue('alien', { ca: 'foreign' });
     const theirs = await node({
-      wire: { tls: { caFile: pki.foreignCaFile, certFile: alien.certFile, keyFile: alien.keyFile } },
+      wire: { tls: { caFile: certs.pki.foreignCaFile, certFile: alien.certFile, keyFile: alien.keyFile } },
     });
     // they dial us: they cannot verify our certificate, and they tell us so with an alert
     ping(theirs, ours);
@@ -122,8 +88,8 @@ describe('mutual TLS between nodes', () => {
   });
 
   it('a dialer trusting our CA but presenting a certificate from another CA is refused by name', async () => {
-    const ours = await node({ wire: { tls: pki.tlsFor(certA) } });
-    const alien = pki.issue('impostor', { ca: 'foreign' });
+    const ours = await node({ wire: { tls: certs.pki.tlsFor(certs.a) } });
+    const alien = certs.pki.issue('impostor', { ca: 'foreign' });
     const error = await wssDial(ours, alien);
     expect(error).toMatch(/ECONNRESET|socket hang up/);
     await eventually(() => eventsOf(ours, 'wire.tls.rejected').length > 0, { what: 'the refusal log line' });
@@ -132,11 +98,11 @@ describe('mutual TLS between nodes', () => {
       reason: expect.stringMatching(/not signed by the cluster CA.*CN=impostor/),
     });
     // positive control: the same dial with a cluster certificate completes the WebSocket upgrade
-    expect(await wssDial(ours, certB)).toBe('open');
+    expect(await wssDial(ours, certs.b)).toBe('open');
   });
 
   it('a dialer presenting no certificate is refused', async () => {
-    const ours = await node({ wire: { tls: pki.tlsFor(certA) } });
+    const ours = await node({ wire: { tls: certs.pki.tlsFor(certs.a) } });
     expect(await wssDial(ours, undefined)).toMatch(/ECONNRESET|socket hang up/);
     await eventually(() => eventsOf(ours, 'wire.tls.rejected').length > 0, { what: 'the refusal log line' });
     expect(eventsOf(ours, 'wire.tls.rejected')[0]).toMatchObject({ code: 'NO_CLIENT_CERTIFICATE' });
@@ -144,18 +110,18 @@ describe('mutual TLS between nodes', () => {
   });
 
   it('an expired certificate is refused with a clear log line on both sides', async () => {
-    const ours = await node({ wire: { tls: pki.tlsFor(certA) } });
-    const expired = pki.issue('stale', {
+    const ours = await node({ wire: { tls: certs.pki.tlsFor(certs.a) } });
+    const expired = certs.pki.issue('stale', {
       notBefore: new Date('2020-01-01'),
       notAfter: new Date('2020-02-01'),
     });
     // a node cannot start with it…
-    expect(() => resolveWireConfig({ tls: pki.tlsFor(expired) })).toThrow(/stale-\d+\.crt: expired on/);
+    expect(() => resolveWireConfig({ tls: certs.pki.tlsFor(expired) })).toThrow(/stale-\d+\.crt: expired on/);
     // …but one whose certificate expired while it ran still dials with it
     const dialer = await node();
     const config = resolveWireConfig({ secret: 'x' });
     const secureContext = createSecureContext({
-      ca: readFileSync(pki.caFile),
+      ca: readFileSync(certs.pki.caFile),
       cert: readFileSync(expired.certFile),
       key: readFileSync(expired.keyFile),
     });
@@ -191,8 +157,8 @@ describe('mutual TLS between nodes', () => {
   });
 
   it('with the right certificates, the wrong cluster secret is still refused (HMAC second factor)', async () => {
-    const ours = await node({ wire: { tls: pki.tlsFor(certA) } });
-    const wrong = await node({ wire: { tls: pki.tlsFor(certB), secret: 'not-the-secret' } });
+    const ours = await node({ wire: { tls: certs.pki.tlsFor(certs.a) } });
+    const wrong = await node({ wire: { tls: certs.pki.tlsFor(certs.b), secret: 'not-the-secret' } });
     ping(wrong, ours);
     await eventually(
       () => ours.transport.system.metrics.value('doyen_wire_rejected_total', { reason: 'bad-proof' }) > 0,
@@ -202,39 +168,39 @@ describe('mutual TLS between nodes', () => {
     expect(tlsRejected(ours)).toBe(0);
     expect(ours.inbox).toHaveLength(0);
     // positive control: the right secret with the same certificates gets through
-    const right = await node({ wire: { tls: pki.tlsFor(certB) } });
+    const right = await node({ wire: { tls: certs.pki.tlsFor(certs.b) } });
     ping(right, ours);
     await eventually(() => ours.inbox.length === 1, { what: 'the message with the right secret' });
   });
 
   it('verifyHostname refuses a peer whose certificate does not name the address it was dialled at', async () => {
     // certificates name 127.0.0.1 and localhost; this node is reached at 127.0.0.2
-    const elsewhere = await node({ host: '127.0.0.2', wire: { tls: pki.tlsFor(certB) } });
-    const strict = await node({ wire: { tls: pki.tlsFor(certA, { verifyHostname: true }) } });
+    const elsewhere = await node({ host: '127.0.0.2', wire: { tls: certs.pki.tlsFor(certs.b) } });
+    const strict = await node({ wire: { tls: certs.pki.tlsFor(certs.a, { verifyHostname: true }) } });
     ping(strict, elsewhere);
     await eventually(() => eventsOf(strict, 'wire.handshake.failed').length > 0, { what: 'the failure' });
     expect(eventsOf(strict, 'wire.handshake.failed')[0]).toMatchObject({
       tls: 'ERR_TLS_CERT_ALTNAME_INVALID',
     });
     // default (off): the CA is the anchor, the address is not checked
-    const lenient = await node({ wire: { tls: pki.tlsFor(certA) } });
+    const lenient = await node({ wire: { tls: certs.pki.tlsFor(certs.a) } });
     ping(lenient, elsewhere);
     await eventually(() => elsewhere.inbox.length === 1, { what: 'the message without hostname check' });
     // and with it on, a peer at a named address passes
-    const named = await node({ wire: { tls: pki.tlsFor(certB) } });
+    const named = await node({ wire: { tls: certs.pki.tlsFor(certs.b) } });
     ping(strict, named);
     await eventually(() => named.inbox.length === 1, { what: 'the message to 127.0.0.1' });
   });
 });
 
 describe('wire.tls.bindIdentity: a certificate speaks only for the hosts it names', () => {
-  /** A wss client with certA (SAN IP:127.0.0.1, DNS:localhost) whose hello claims `host`. */
+  /** A wss client with certs.a (SAN IP:127.0.0.1, DNS:localhost) whose hello claims `host`. */
   function claimOverTls(n: LoggedNode, host: string): Promise<string> {
     return new Promise((resolve) => {
       const ws = new WebSocket(`wss://127.0.0.1:${n.transport.port}${WS_PATH}`, {
-        ca: readFileSync(pki.caFile),
-        cert: readFileSync(certA.certFile),
-        key: readFileSync(certA.keyFile),
+        ca: readFileSync(certs.pki.caFile),
+        cert: readFileSync(certs.a.certFile),
+        key: readFileSync(certs.a.keyFile),
         perMessageDeflate: false,
       });
       ws.once('message', (data: Buffer) => {
@@ -260,7 +226,7 @@ describe('wire.tls.bindIdentity: a certificate speaks only for the hosts it name
   it('refuses a hello whose host the certificate does not name; welcomes one it names', async () => {
     // verifyPeerAddress off, so the certificate is what binds (a node name, or behind NAT)
     const strict = await node({
-      wire: { tls: { ...pki.tlsFor(certB), bindIdentity: true }, verifyPeerAddress: false },
+      wire: { tls: { ...certs.pki.tlsFor(certs.b), bindIdentity: true }, verifyPeerAddress: false },
     });
     expect(await claimOverTls(strict, '10.9.9.9')).toBe(`closed ${CloseCode.wrongSource}`);
     expect(await claimOverTls(strict, 'node-7.example')).toBe(`closed ${CloseCode.wrongSource}`);
@@ -271,10 +237,10 @@ describe('wire.tls.bindIdentity: a certificate speaks only for the hosts it name
     expect(await claimOverTls(strict, 'localhost')).toBe('welcome');
     expect(await claimOverTls(strict, '127.0.0.1')).toBe('welcome');
     // …and without the option the same certificate may claim any host
-    const lenient = await node({ wire: { tls: pki.tlsFor(certB), verifyPeerAddress: false } });
+    const lenient = await node({ wire: { tls: certs.pki.tlsFor(certs.b), verifyPeerAddress: false } });
     expect(await claimOverTls(lenient, '10.9.9.9')).toBe('welcome');
     // two bound nodes still talk: each certificate names 127.0.0.1, where each is dialled
-    const other = await node({ wire: { tls: { ...pki.tlsFor(certA), bindIdentity: true } } });
+    const other = await node({ wire: { tls: { ...certs.pki.tlsFor(certs.a), bindIdentity: true } } });
     ping(strict, other);
     ping(other, strict);
     await eventually(() => other.inbox.length === 1 && strict.inbox.length === 1, {
@@ -287,7 +253,7 @@ describe('wire.tls.bindIdentity: a certificate speaks only for the hosts it name
 function wssDial(n: LoggedNode, cert: IssuedCertificate | undefined): Promise<string> {
   return new Promise((resolve) => {
     const ws = new WebSocket(`wss://127.0.0.1:${n.transport.port}${WS_PATH}`, {
-      ca: readFileSync(pki.caFile),
+      ca: readFileSync(certs.pki.caFile),
       ...(cert ? { cert: readFileSync(cert.certFile), key: readFileSync(cert.keyFile) } : {}),
       rejectUnauthorized: true,
     });

@@ -6,6 +6,7 @@ import type { NodeAddress } from '../../packages/core/src/index.js';
 import { freePorts } from '../../packages/testkit/src/index.js';
 import { type IssuedCertificate, TestPki } from '../support/certificates.js';
 import { eventsOf, type LoggedNode, startLoggedMember } from '../support/tls-nodes.js';
+import { servedSerial } from '../support/tls-probe.js';
 import { eventually } from '../support/wait.js';
 
 let pki: TestPki;
@@ -30,22 +31,7 @@ const inboundAccepted = (n: LoggedNode) =>
 const systemReceived = (n: LoggedNode) => metric(n, 'doyen_wire_messages_received_total', { lane: 'system' });
 
 /** The serial of the certificate a node serves to a new connection. */
-function servedSerial(port: number, client: IssuedCertificate): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = tlsConnect({
-      host: '127.0.0.1',
-      port,
-      ca: readFileSync(pki.caFile),
-      cert: readFileSync(client.certFile),
-      key: readFileSync(client.keyFile),
-    });
-    socket.once('secureConnect', () => {
-      resolve(socket.getPeerCertificate().serialNumber);
-      socket.destroy();
-    });
-    socket.once('error', reject);
-  });
-}
+const served = (port: number, client: IssuedCertificate) => servedSerial(port, pki.caFile, client);
 
 describe('certificate rotation', () => {
   it('new files from the same CA are picked up while a 3-node cluster runs: no member lost, old connections kept, new ones use the new certificate', async () => {
@@ -81,7 +67,7 @@ describe('certificate rotation', () => {
       metric(n, 'doyen_wire_handshake_failures_total', { lane: 'system' }),
     );
     const client = pki.issue('probe');
-    expect(await servedSerial(a.transport.port, client)).toBe(live[0]!.serial);
+    expect(await served(a.transport.port, client)).toBe(live[0]!.serial);
 
     // a half-written rotation (new certificate, old key) is refused and the old certificate kept
     const next = pki.issue('n0-renewed');
@@ -90,7 +76,7 @@ describe('certificate rotation', () => {
     expect(String(eventsOf(a, 'wire.tls.reload-refused')[0]!.reason)).toMatch(
       /does not belong to the certificate/,
     );
-    expect(await servedSerial(a.transport.port, client)).toBe(live[0]!.serial);
+    expect(await served(a.transport.port, client)).toBe(live[0]!.serial);
 
     // the complete new pair is loaded
     live[0]!.install(next);
@@ -103,7 +89,7 @@ describe('certificate rotation', () => {
       previousSerial: live[0]!.serial,
     });
     expect(next.serial).not.toBe(live[0]!.serial);
-    expect(await servedSerial(a.transport.port, client)).toBe(next.serial);
+    expect(await served(a.transport.port, client)).toBe(next.serial);
     // the swapped context still demands a client certificate
     const bare = tlsConnect({ host: '127.0.0.1', port: a.transport.port, ca: readFileSync(pki.caFile) });
     bare.on('error', () => {});

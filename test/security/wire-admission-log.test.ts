@@ -1,33 +1,16 @@
 // What a node says at start about who may join must be true: with mutual TLS and no secret only
 // holders of a certificate from the cluster CA may; with neither, any process that reaches it.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type IssuedCertificate, TestPki } from '../support/certificates.js';
-import { eventsOf, type LoggedNode, startLoggedNode } from '../support/tls-nodes.js';
+import { describe, expect, it } from 'vitest';
+import { eventsOf } from '../support/tls-nodes.js';
+import { loggedNodesClosedAfterEach, twoNodeCertificates } from '../support/tls-suite.js';
 
-let pki: TestPki;
-let certA: IssuedCertificate;
-let certB: IssuedCertificate;
-beforeAll(() => {
-  pki = TestPki.create();
-  certA = pki.issue('node-a');
-  certB = pki.issue('node-b');
-});
-afterAll(() => pki.remove());
-
-const nodes: LoggedNode[] = [];
-async function node(options: Parameters<typeof startLoggedNode>[0]): Promise<LoggedNode> {
-  const n = await startLoggedNode(options);
-  nodes.push(n);
-  return n;
-}
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((n) => n.transport.close()));
-});
+const certs = twoNodeCertificates();
+const node = loggedNodesClosedAfterEach();
 
 describe('the admission a node logs at start (wire.no-secret)', () => {
   it('a TLS-only node logs that only certificate holders may join, never "any process may join"', async () => {
-    const a = await node({ wire: { secret: '', tls: pki.tlsFor(certA) } });
-    const b = await node({ wire: { secret: '', tls: pki.tlsFor(certB) } });
+    const a = await node({ wire: { secret: '', tls: certs.pki.tlsFor(certs.a) } });
+    const b = await node({ wire: { secret: '', tls: certs.pki.tlsFor(certs.b) } });
     for (const n of [a, b]) {
       expect(eventsOf(n, 'wire.no-secret')).toEqual([]);
       expect(JSON.stringify(n.logs)).not.toContain('any process');
@@ -47,7 +30,7 @@ describe('the admission a node logs at start (wire.no-secret)', () => {
   });
 
   it('a node with a secret (with or without TLS) logs neither', async () => {
-    for (const wire of [{}, { tls: pki.tlsFor(certA) }]) {
+    for (const wire of [{}, { tls: certs.pki.tlsFor(certs.a) }]) {
       const n = await node({ wire });
       expect(eventsOf(n, 'wire.no-secret')).toEqual([]);
       expect(eventsOf(n, 'wire.tls-only')).toEqual([]);

@@ -1,7 +1,7 @@
 import { Packr } from 'msgpackr';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ClusterEvent } from '../../packages/cluster/src/index.js';
-import { type ClusterNode, freePorts, startClusterNode } from '../support/cluster-nodes.js';
+import { type ClusterNode, startTwoNodes } from '../support/cluster-nodes.js';
 import { type Flooder, startFlooder } from '../support/flood-worker.js';
 import { eventually } from '../support/wait.js';
 
@@ -14,13 +14,7 @@ afterEach(async () => {
 
 describe('issue 10 (7): a system-lane flood from one connection', () => {
   it('does not stall the event loop nor make another member look unreachable', async () => {
-    const [portA, portB, evilPort] = (await freePorts(3)) as [number, number, number];
-    const seeds = [{ host: '127.0.0.1', port: portA }];
-    const a = await startClusterNode(portA, seeds);
-    running.push(a);
-    const b = await startClusterNode(portB, seeds);
-    running.push(b);
-    await Promise.all([a.cluster.whenUp(), b.cluster.whenUp()]);
+    const { a, b, peerPort: evilPort } = await startTwoNodes(running);
     await eventually(
       () => a.cluster.state().membership?.members.filter((m) => m.status === 'up').length === 2,
       {
@@ -31,7 +25,7 @@ describe('issue 10 (7): a system-lane flood from one connection', () => {
     a.cluster.subscribe((e) => events.push(e));
     b.cluster.subscribe((e) => events.push(e));
 
-    const flooder = await startFlooder(portA, {
+    const flooder = await startFlooder(a.transport.port, {
       cluster: 'it',
       secret: 's',
       host: '127.0.0.1',

@@ -102,19 +102,23 @@ interface Told extends Message {
   readonly seq: number;
 }
 
+/** A live actor of `logic` on a simulated clock, recording every effect it runs, in order. */
+function recordingProxy(logic: ProxyLogic) {
+  const effects: ProxyEffect[] = [];
+  const actor = createActor(
+    logic.provide({ actions: { run: (_, effect: ProxyEffect) => effects.push(effect) } }),
+    { clock: new SimulatedClock() },
+  ).start();
+  return { actor, effects };
+}
+
 /**
  * Replays `events` on a live actor of `logic`, numbering each message told, and returns every
  * breach of the proxy's safety property (empty when it holds).
  */
 function violations(logic: ProxyLogic, events: readonly ProxyEvent[]): string[] {
   const found: string[] = [];
-  const effects: ProxyEffect[] = [];
-  const actor = createActor(
-    logic.provide({ actions: { run: (_, effect: ProxyEffect) => effects.push(effect) } }),
-    {
-      clock: new SimulatedClock(),
-    },
-  ).start();
+  const { actor, effects } = recordingProxy(logic);
   const told: Told[] = [];
   const fate = new Map<Told, string>(); // forwarded or dead-lettered
   const lastForwarded = new Map<string, number>();
@@ -232,13 +236,7 @@ describe('singleton proxy machine, alone', () => {
   });
 
   it('a hand-over: drained behind what went to the old inbox, the rest buffered and forwarded to the new one in order', () => {
-    const effects: ProxyEffect[] = [];
-    const actor = createActor(
-      createProxyMachine(system, settings).provide({
-        actions: { run: (_, e: ProxyEffect) => effects.push(e) },
-      }),
-      { clock: new SimulatedClock() },
-    ).start();
+    const { actor, effects } = recordingProxy(createProxyMachine(system, settings));
     const m = (n: number) => ({ type: 'app.msg', sender: 's1', n }) as unknown as ProxyEvent;
     for (const e of [viewA, identity(A), m(1), started(A), m(2), m(3), viewB, identity(A), identity(B), m(4)])
       actor.send(e as ProxyEvent);
@@ -264,13 +262,7 @@ describe('singleton proxy machine, alone', () => {
   });
 
   it('a full buffer sends the oldest to dead letters, logged with an event', () => {
-    const effects: ProxyEffect[] = [];
-    const actor = createActor(
-      createProxyMachine(system, settings).provide({
-        actions: { run: (_, e: ProxyEffect) => effects.push(e) },
-      }),
-      { clock: new SimulatedClock() },
-    ).start();
+    const { actor, effects } = recordingProxy(createProxyMachine(system, settings));
     for (const e of [tell('s1'), tell('s1'), tell('s2')]) actor.send(e as unknown as ProxyEvent);
     expect(effects.map((e) => e.kind)).toEqual(['log', 'dead-letter']);
     expect(effects[0]).toMatchObject({

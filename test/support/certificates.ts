@@ -69,36 +69,14 @@ export class TestPki {
     openssl([
       'req',
       '-new',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      `${base}.key`,
-      '-out',
-      `${base}.csr`,
-      '-subj',
-      `/CN=${name}`,
-      '-config',
-      join(caDir, 'openssl.cnf'),
+      ...newP256Key(`${base}.key`),
+      ...['-out', `${base}.csr`, '-subj', `/CN=${name}`, '-config', join(caDir, 'openssl.cnf')],
     ]);
     openssl([
-      'ca',
-      '-batch',
-      '-notext',
-      '-config',
-      join(caDir, 'openssl.cnf'),
-      '-extensions',
-      'node_cert',
-      '-in',
-      `${base}.csr`,
-      '-out',
-      `${base}.crt`,
-      '-startdate',
-      asn1Time(options.notBefore ?? new Date(now - HOUR)),
-      '-enddate',
-      asn1Time(options.notAfter ?? new Date(now + 24 * HOUR)),
+      ...['ca', '-batch', '-notext', '-config', join(caDir, 'openssl.cnf'), '-extensions', 'node_cert'],
+      ...['-in', `${base}.csr`, '-out', `${base}.crt`],
+      ...['-startdate', asn1Time(options.notBefore ?? new Date(now - HOUR))],
+      ...['-enddate', asn1Time(options.notAfter ?? new Date(now + 24 * HOUR))],
     ]);
     const certFile = `${base}.crt`;
     return {
@@ -160,23 +138,9 @@ function makeCa(root: string, name: string, commonName: string): string {
   openssl([
     'req',
     '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:P-256',
-    '-nodes',
-    '-keyout',
-    join(dir, 'ca.key'),
-    '-out',
-    join(dir, 'ca.crt'),
-    '-subj',
-    `/CN=${commonName}`,
-    '-days',
-    '30',
-    '-config',
-    join(dir, 'openssl.cnf'),
-    '-extensions',
-    'ca_cert',
+    ...newP256Key(join(dir, 'ca.key')),
+    ...['-out', join(dir, 'ca.crt'), '-subj', `/CN=${commonName}`, '-days', '30'],
+    ...['-config', join(dir, 'openssl.cnf'), '-extensions', 'ca_cert'],
   ]);
   return dir;
 }
@@ -214,6 +178,11 @@ extendedKeyUsage = serverAuth, clientAuth
 subjectAltName = IP:127.0.0.1, DNS:localhost
 authorityKeyIdentifier = keyid
 `;
+}
+
+/** `openssl req` arguments for a new unencrypted P-256 key written to `keyFile`. */
+function newP256Key(keyFile: string): string[] {
+  return ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', keyFile];
 }
 
 function openssl(args: string[]): void {

@@ -65,6 +65,23 @@ export async function startUpCluster(
   return nodes;
 }
 
+/**
+ * Two nodes on 127.0.0.1 (A the seed, so A is the coordinator), pushed to `into` as they start and
+ * resolved once both are up; `peerPort` is a third free port, for a raw peer of the test's own.
+ */
+export async function startTwoNodes(
+  into: ClusterNode[],
+): Promise<{ a: ClusterNode; b: ClusterNode; peerPort: number }> {
+  const [portA, portB, peerPort] = (await freePorts(3)) as [number, number, number];
+  const seeds = [{ host: '127.0.0.1', port: portA }];
+  const a = await startClusterNode(portA, seeds);
+  into.push(a);
+  const b = await startClusterNode(portB, seeds);
+  into.push(b);
+  await Promise.all([a.cluster.whenUp(), b.cluster.whenUp()]);
+  return { a, b, peerPort };
+}
+
 /** The view a node has: coordinator address and the sorted live member addresses. */
 export function viewOf(node: ClusterNode): string {
   const s = node.cluster.state();

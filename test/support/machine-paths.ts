@@ -13,3 +13,8 @@ export function stateName(value: unknown): string {
 export function delayedEvent<E>(delay: string, stateId: string): E {
   return { type: `xstate.after.${delay}.${stateId}` } as unknown as E;
 }
+
+/** The states the paths end in, each named once (`stateName`), sorted: what a coverage test compares. */
+export function reachedStates(paths: readonly { readonly state: { readonly value: unknown } }[]): string[] {
+  return [...new Set(paths.map((p) => stateName(p.state.value)))].sort();
+}

@@ -1,6 +1,6 @@
-import { afterEach } from 'vitest';
 import type { ActorSystem, DeadLetter, Message } from '../../packages/core/src/index.js';
 import { type WireConfig, WsTransport } from '../../packages/wire/src/index.js';
+import { startedClosedAfterEach } from './started-closed-after-each.js';
 
 export interface TestNode {
   readonly transport: WsTransport;
@@ -39,13 +39,5 @@ export async function startTestNode(
 export function testNodesClosedAfterEach(): (
   options?: Parameters<typeof startTestNode>[0],
 ) => Promise<TestNode> {
-  const nodes: TestNode[] = [];
-  afterEach(async () => {
-    await Promise.all(nodes.splice(0).map((n) => n.transport.close()));
-  });
-  return async (options = {}) => {
-    const n = await startTestNode(options);
-    nodes.push(n);
-    return n;
-  };
+  return startedClosedAfterEach(startTestNode);
 }

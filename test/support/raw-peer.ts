@@ -12,8 +12,9 @@ import {
   transcriptOf,
 } from '../../packages/wire/src/index.js';
 
-const plain = new Packr({ useRecords: false });
-const unplain = new Unpackr({ useRecords: false });
+/** The wire's msgpack framing without records, for frames written and read by hand. */
+export const plain = new Packr({ useRecords: false });
+export const unplain = new Unpackr({ useRecords: false });
 
 export interface RawPeer {
   readonly socket: WebSocket;

@@ -59,10 +59,7 @@ export async function singletonSeededRuns(
         const side = names.filter(() => rnd.chance(0.5));
         const other = names.filter((n) => !side.includes(n));
         if (side.length && other.length) {
-          c.sim.partition(
-            side.map((n) => c.get(n).system),
-            other.map((n) => c.get(n).system),
-          );
+          c.split(side, other);
         }
       } else if (names.includes('athens')) void c.get(names[0]!).cluster.leave();
       await c.sim.runFor(1000 + rnd.int(3000));

@@ -1,13 +1,32 @@
 import { describe, expect, it } from 'vitest';
 import { CloseCode } from '../../packages/wire/src/index.js';
 import { type TestNode, testNodesClosedAfterEach } from '../support/nodes.js';
-import { batchPackr, connectRaw, handshake } from '../support/raw-peer.js';
+import { batchPackr, connectRaw, handshake, type RawPeerWithChallenge } from '../support/raw-peer.js';
 import { eventually } from '../support/wait.js';
 
 const node = testNodesClosedAfterEach();
 
 const rejected = (n: TestNode, reason: string) =>
   n.system.metrics.value('doyen_wire_rejected_total', { reason });
+
+/** A fresh node and a raw connection to it, not yet through the handshake. */
+async function nodeAndRaw(
+  options?: Parameters<typeof node>[0],
+): Promise<{ n: TestNode; raw: RawPeerWithChallenge }> {
+  const n = await node(options);
+  return { n, raw: await connectRaw(n.transport.port) };
+}
+
+/** `raw` is closed with `code`, and the node counted the refusal once under `reason`. */
+async function expectClosed(
+  n: TestNode,
+  raw: RawPeerWithChallenge,
+  code: number,
+  reason: string,
+): Promise<void> {
+  expect(await raw.closed).toMatchObject({ code });
+  expect(rejected(n, reason)).toBe(1);
+}
 
 /** After abuse, a well-behaved peer must still get through. */
 async function stillServes(n: TestNode) {
@@ -19,17 +38,14 @@ async function stillServes(n: TestNode) {
 
 describe('wire boundary: every bad input gets a reason and a drop or a close', () => {
   it('wrong cluster name closes with 4001', async () => {
-    const n = await node();
-    const raw = await connectRaw(n.transport.port);
+    const { n, raw } = await nodeAndRaw();
     void handshake(raw, { cluster: 'other', secret: 'sesame' });
-    expect(await raw.closed).toMatchObject({ code: CloseCode.wrongCluster });
-    expect(rejected(n, 'wrong-cluster')).toBe(1);
+    await expectClosed(n, raw, CloseCode.wrongCluster, 'wrong-cluster');
     await stillServes(n);
   });
 
   it('wrong protocol version closes with 4002', async () => {
-    const n = await node();
-    const raw = await connectRaw(n.transport.port);
+    const { n, raw } = await nodeAndRaw();
     void handshake(raw, { cluster: 'test', secret: 'sesame', version: 99 });
     const closed = await raw.closed;
     expect(closed.code).toBe(CloseCode.wrongVersion);
@@ -39,29 +55,23 @@ describe('wire boundary: every bad input gets a reason and a drop or a close', (
   });
 
   it('a bad proof of the secret closes with 4003 and nothing reaches an actor', async () => {
-    const n = await node();
-    const raw = await connectRaw(n.transport.port);
+    const { n, raw } = await nodeAndRaw();
     void handshake(raw, { cluster: 'test', secret: 'guess' });
-    expect(await raw.closed).toMatchObject({ code: CloseCode.badProof });
-    expect(rejected(n, 'bad-proof')).toBe(1);
+    await expectClosed(n, raw, CloseCode.badProof, 'bad-proof');
     expect(n.inbox).toHaveLength(0);
     await stillServes(n);
   });
 
   it('a peer that never completes the handshake is closed with 4004', async () => {
-    const n = await node({ wire: { handshakeTimeoutMs: 100 } });
-    const raw = await connectRaw(n.transport.port);
-    expect(await raw.closed).toMatchObject({ code: CloseCode.handshakeTimeout });
-    expect(rejected(n, 'handshake-timeout')).toBe(1);
+    const { n, raw } = await nodeAndRaw({ wire: { handshakeTimeoutMs: 100 } });
+    await expectClosed(n, raw, CloseCode.handshakeTimeout, 'handshake-timeout');
   });
 
   it('messages before the handshake close with 4005', async () => {
-    const n = await node();
-    const raw = await connectRaw(n.transport.port);
+    const { n, raw } = await nodeAndRaw();
     await raw.challenge;
     raw.send([['/user/inbox', n.system.node.uid, null, { type: 'test.ping' }]]);
-    expect(await raw.closed).toMatchObject({ code: CloseCode.handshakeRequired });
-    expect(rejected(n, 'before-handshake')).toBe(1);
+    await expectClosed(n, raw, CloseCode.handshakeRequired, 'before-handshake');
     expect(n.inbox).toHaveLength(0);
   });
 
@@ -82,22 +92,18 @@ describe('wire boundary: every bad input gets a reason and a drop or a close', (
   });
 
   it('after the handshake: malformed MessagePack closes with 1007', async () => {
-    const n = await node();
-    const raw = await connectRaw(n.transport.port);
+    const { n, raw } = await nodeAndRaw();
     await handshake(raw, { cluster: 'test', secret: 'sesame' });
     raw.sendRaw(Buffer.from([0x92, 0xc1]));
-    expect(await raw.closed).toMatchObject({ code: CloseCode.invalidPayload });
-    expect(rejected(n, 'malformed-msgpack')).toBe(1);
+    await expectClosed(n, raw, CloseCode.invalidPayload, 'malformed-msgpack');
     await stillServes(n);
   });
 
   it('after the handshake: a frame that is not a batch closes with 1007', async () => {
-    const n = await node();
-    const raw = await connectRaw(n.transport.port);
+    const { n, raw } = await nodeAndRaw();
     await handshake(raw, { cluster: 'test', secret: 'sesame' });
     raw.sendRaw(batchPackr().pack({ not: 'a batch' }));
-    expect(await raw.closed).toMatchObject({ code: CloseCode.invalidPayload });
-    expect(rejected(n, 'bad-batch')).toBe(1);
+    await expectClosed(n, raw, CloseCode.invalidPayload, 'bad-batch');
   });
 
   it('a malformed traceparent costs the trace, not the message; a good one is kept', async () => {
@@ -156,8 +162,7 @@ describe('wire boundary: every bad input gets a reason and a drop or a close', (
   });
 
   it('a frame over the size limit closes with 1009', async () => {
-    const n = await node({ wire: { maxFrameBytes: 64 * 1024, batchBytes: 16 * 1024 } });
-    const raw = await connectRaw(n.transport.port);
+    const { n, raw } = await nodeAndRaw({ wire: { maxFrameBytes: 64 * 1024, batchBytes: 16 * 1024 } });
     await handshake(raw, { cluster: 'test', secret: 'sesame' });
     raw.sendRaw(Buffer.alloc(100 * 1024));
     expect(await raw.closed).toMatchObject({ code: CloseCode.tooBig });

@@ -12,39 +12,29 @@ export type KeyAction =
 
 export const KEY_HELP = '[1-9] select [k]ill [r]estart [p]ause [x] remove [a]dd [s]plit [h]eal [q]uit';
 
+/** The keys that are one action each, as a table (several keys may name the same action). */
+const KEY_ACTIONS: Readonly<Record<string, KeyAction>> = {
+  k: { type: 'kill' },
+  r: { type: 'restart' },
+  p: { type: 'pause' },
+  x: { type: 'remove' },
+  a: { type: 'add' },
+  s: { type: 'split' },
+  h: { type: 'heal' },
+  q: { type: 'quit' },
+  '\u0003': { type: 'quit' }, // Ctrl-C
+  '\u0004': { type: 'quit' }, // Ctrl-D
+  '\u000c': { type: 'redraw' }, // Ctrl-L
+  '\u001b[A': { type: 'move', by: -1 },
+  '\u001bOA': { type: 'move', by: -1 },
+  '\u001b[B': { type: 'move', by: 1 },
+  '\u001bOB': { type: 'move', by: 1 },
+};
+
 /** Maps one key (as raw-mode stdin delivers it) to an action. */
 export function keyAction(key: string): KeyAction | undefined {
   if (/^[1-9]$/.test(key)) return { type: 'select', index: Number(key) - 1 };
-  switch (key) {
-    case 'k':
-      return { type: 'kill' };
-    case 'r':
-      return { type: 'restart' };
-    case 'p':
-      return { type: 'pause' };
-    case 'x':
-      return { type: 'remove' };
-    case 'a':
-      return { type: 'add' };
-    case 's':
-      return { type: 'split' };
-    case 'h':
-      return { type: 'heal' };
-    case 'q':
-    case '\u0003': // Ctrl-C
-    case '\u0004': // Ctrl-D
-      return { type: 'quit' };
-    case '\u000c': // Ctrl-L
-      return { type: 'redraw' };
-    case '\u001b[A':
-    case '\u001bOA':
-      return { type: 'move', by: -1 };
-    case '\u001b[B':
-    case '\u001bOB':
-      return { type: 'move', by: 1 };
-    default:
-      return undefined;
-  }
+  return Object.hasOwn(KEY_ACTIONS, key) ? KEY_ACTIONS[key] : undefined;
 }
 
 /** Splits a chunk into keys: escape sequences stay whole, other characters one by one. */

@@ -9,19 +9,9 @@ import type {
   BullyTakeover,
 } from './bully-messages.js';
 import type { ElectionPeer, PeersChanged } from './election.js';
-import {
-  type ElectionEffect,
-  type ElectionStep,
-  log,
-  othersThan,
-  rankOf,
-  report,
-  same,
-  send,
-  senderOf,
-  sendTo,
-} from './election-decisions.js';
-import { byRankDescending, peerAt } from './peers.js';
+import { type ElectionStep, type Following, same } from './election-decisions.js';
+import { type ElectionEffect, log, report, send, sendTo } from './election-effects.js';
+import { byRankDescending, othersThan, peerAt, rankOf, senderOf } from './peers.js';
 
 /**
  * The bully election's decisions as pure functions of (context, event): the predicates its
@@ -29,10 +19,7 @@ import { byRankDescending, peerAt } from './peers.js';
  * to states and delays; its action `run` sends, logs and reports.
  */
 
-export interface BullyContext {
-  readonly peers: readonly ElectionPeer[];
-  /** Whom this node follows (itself while leading); null while looking. */
-  readonly leader: string | null;
+export interface BullyContext extends Following {
   /** The followed leader's next-in-line list, as last heard. */
   readonly failover: readonly string[];
   /** Failover: the leader being replaced and the alternatives still to try, highest first. */

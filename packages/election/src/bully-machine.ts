@@ -31,14 +31,8 @@ import {
   takeFailover,
 } from './bully-decisions.js';
 import type { ElectionDeps } from './election.js';
-import {
-  fromLeader,
-  leaderRemoved,
-  reportFollowing,
-  reportLooking,
-  takePeers,
-} from './election-decisions.js';
-import { runElectionEffect, stepOf } from './election-machine.js';
+import { reportFollowing, reportLooking, takePeers } from './election-decisions.js';
+import { followingGuards, runElectionEffect, stepOf } from './election-machine.js';
 
 export type { BullyContext } from './bully-decisions.js';
 
@@ -73,16 +67,15 @@ export function createBullyMachine(deps: ElectionDeps) {
       heartbeat: timing.heartbeatIntervalMs,
     },
     guards: {
+      ...followingGuards,
       fromLower: ({ context, event }) => fromLower(policy, context, event),
       fromHigher: ({ context, event }) => fromHigher(policy, context, event),
-      fromLeader: ({ context, event }) => fromLeader(context, event),
       heartbeatFromBetterLeader: ({ context, event }) => heartbeatFromBetterLeader(policy, context, event),
       failoverAccepted: ({ context, event }) => failoverAccepted(context, event),
       hasResponder: ({ context }) => hasResponder(context),
       noHigherPeer: ({ context }) => noHigherPeer(policy, context),
       noAlternative: ({ context }) => noAlternative(context),
       selfIsNext: ({ context }) => selfIsNext(policy, context),
-      leaderRemoved: ({ context, event }) => leaderRemoved(context, event),
     },
     actions: {
       run: runElectionEffect(deps, { algorithm: 'bully' }),

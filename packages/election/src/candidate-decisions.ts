@@ -6,18 +6,9 @@ import type {
   CandidateProbe,
 } from './candidate-messages.js';
 import type { ElectionPeer, PeersChanged } from './election.js';
-import {
-  type ElectionEffect,
-  type ElectionStep,
-  log,
-  othersThan,
-  rankOf,
-  report,
-  same,
-  send,
-  senderOf,
-} from './election-decisions.js';
-import { byRankDescending, highestRanked, peerAt } from './peers.js';
+import { type ElectionStep, type Following, same } from './election-decisions.js';
+import { type ElectionEffect, log, report, send } from './election-effects.js';
+import { byRankDescending, highestRanked, othersThan, peerAt, rankOf, senderOf } from './peers.js';
 
 /**
  * The candidate/ordinary election's decisions as pure functions of (context, event): the
@@ -25,10 +16,7 @@ import { byRankDescending, highestRanked, peerAt } from './peers.js';
  * effects as data. candidate-machine.ts wires them to states; its action `run` does the I/O.
  */
 
-export interface CandidateContext {
-  readonly peers: readonly ElectionPeer[];
-  /** Whom this node follows (itself while leading); null while looking. */
-  readonly leader: string | null;
+export interface CandidateContext extends Following {
   /** Peers that answered this round's probes. */
   readonly answered: readonly string[];
   /** Someone else is probing: wait a reply timeout longer before starting our own round. */

@@ -29,14 +29,8 @@ import {
   tieBreakMs,
 } from './candidate-decisions.js';
 import type { ElectionDeps } from './election.js';
-import {
-  fromLeader,
-  leaderRemoved,
-  reportFollowing,
-  reportLooking,
-  takePeers,
-} from './election-decisions.js';
-import { runElectionEffect, stepOf } from './election-machine.js';
+import { reportFollowing, reportLooking, takePeers } from './election-decisions.js';
+import { followingGuards, runElectionEffect, stepOf } from './election-machine.js';
 
 export type { CandidateContext } from './candidate-decisions.js';
 
@@ -73,8 +67,8 @@ export function createCandidateMachine(deps: ElectionDeps) {
       heartbeat: timing.heartbeatIntervalMs,
     },
     guards: {
+      ...followingGuards,
       fromPeer: ({ context, event }) => fromPeer(context, event),
-      fromLeader: ({ context, event }) => fromLeader(context, event),
       fromBetterLeader: ({ context, event }) => fromBetterLeader(context, event),
       announcesSelf: ({ context, event }) => announcesSelf(policy, context, event),
       announcesPeer: ({ context, event }) => announcesPeer(context, event),
@@ -82,7 +76,6 @@ export function createCandidateMachine(deps: ElectionDeps) {
       allAnswered: ({ context }) => allAnswered(policy, context),
       pickIsSelf: ({ context }) => pickIsSelf(policy, context),
       hasPick: ({ context }) => hasPick(policy, context),
-      leaderRemoved: ({ context, event }) => leaderRemoved(context, event),
     },
     actions: {
       run: runElectionEffect(deps, { algorithm: 'candidate' }),

@@ -1,33 +1,14 @@
-import type { DecisionStep, Message } from '@doyen/core';
-import type { ElectionPeer, ElectionRole, LeaderView, PeersChanged } from './election.js';
-import { peerAt } from './peers.js';
+import type { DecisionStep } from '@doyen/core';
+import type { ElectionPeer, PeersChanged } from './election.js';
+import { type ElectionEffect, report } from './election-effects.js';
+import { senderOf } from './peers.js';
 
 /**
  * What the message-passing elections (bully, candidate, ring, invitation) decide alike, as pure
- * data: the effects their machine's one action `run` carries out, the timers a decision starts
- * or cancels, and the rules every one of them reads (a sender must be a current peer, ranks
- * compare, the leader may leave the peers). election-machine.ts executes them.
+ * data: a decision's step (next context, effects from election-effects.ts, the timers it starts
+ * or cancels) and the rules every one of them reads (a sender must be a current peer, the leader
+ * may leave the peers). election-machine.ts executes them.
  */
-
-/** An info line; the machine adds the algorithm (and node) to `fields`. */
-export interface LogEffect {
-  readonly kind: 'log';
-  readonly event: string;
-  readonly fields: Readonly<Record<string, unknown>>;
-  readonly msg: string;
-}
-
-/** This node's view after a change (deduplicated by the election's edge). */
-export interface ReportEffect {
-  readonly kind: 'report';
-  readonly view: LeaderView;
-}
-
-export type ElectionEffect =
-  /** To one peer's election machine, through the election's transport (counted there). */
-  | { readonly kind: 'send'; readonly peer: ElectionPeer; readonly message: Message }
-  | LogEffect
-  | ReportEffect;
 
 /**
  * A timer a decision starts or cancels, applied in order after its effects: xstate defers both
@@ -64,49 +45,8 @@ export function also<C, E>(
   };
 }
 
-export function send(peer: ElectionPeer, message: object): ElectionEffect {
-  return { kind: 'send', peer, message: message as Message };
-}
-
-/** `message` to the peer at `address`, if it is one (nothing otherwise). */
-export function sendTo(
-  peers: readonly ElectionPeer[],
-  address: string | null,
-  message: object,
-): ElectionEffect[] {
-  const peer = peerAt(peers, address ?? undefined);
-  return peer ? [send(peer, message)] : [];
-}
-
-export function log(event: string, fields: Record<string, unknown>, msg: string): ElectionEffect {
-  return { kind: 'log', event, fields, msg };
-}
-
-/**
- * The view of an election without terms or leases: a leader acts while it leads (these
- * algorithms promise no single leader under partitions).
- */
-export function report(role: ElectionRole, leader: string | null): ElectionEffect {
-  return { kind: 'report', view: { role, leader: leader ?? undefined, term: 0, acting: role === 'leading' } };
-}
-
-/** Rank of the peer at `address`; -1 for nobody or a stranger. */
-export function rankOf(peers: readonly ElectionPeer[], address: string | null): number {
-  return address === null ? -1 : (peerAt(peers, address)?.rank ?? -1);
-}
-
-/** Sender of a network message, if it is one of the current peers (others are ignored). */
-export function senderOf(
-  peers: readonly ElectionPeer[],
-  event: { readonly type: string; readonly from?: unknown },
-): ElectionPeer | undefined {
-  return event.type === 'election.peers' || typeof event.from !== 'string'
-    ? undefined
-    : peerAt(peers, event.from);
-}
-
-/** What the rank-based machines (bully, candidate) keep alike. */
-interface Following {
+/** What the machines that follow one leader (bully, candidate, ring) keep alike in their context. */
+export interface Following {
   readonly peers: readonly ElectionPeer[];
   /** Whom this node follows (itself while leading); null while looking. */
   readonly leader: string | null;
@@ -124,11 +64,6 @@ export function leaderRemoved(c: Following, event: { readonly type: string }): b
     c.leader !== null &&
     !(event as PeersChanged).peers.some((p) => p.address === c.leader)
   );
-}
-
-/** Every peer but `self`. */
-export function othersThan(self: ElectionPeer, peers: readonly ElectionPeer[]): ElectionPeer[] {
-  return peers.filter((p) => p.address !== self.address);
 }
 
 export function reportLooking<C, E = never>(c: C): ElectionStep<C, E> {

@@ -1,6 +1,7 @@
 import { type DecisionEnqueue, enqueueDecision } from '@doyen/core';
 import type { ElectionDeps } from './election.js';
-import type { ElectionEffect, ElectionStep } from './election-decisions.js';
+import { type ElectionStep, type Following, fromLeader, leaderRemoved } from './election-decisions.js';
+import type { ElectionEffect } from './election-effects.js';
 
 /**
  * The I/O half every message-passing election machine shares: its one action `run`, and how a
@@ -52,3 +53,19 @@ export function stepOf<C, Ev, E>(decide: (context: C, event: Ev) => ElectionStep
   return ({ context, event, enqueue }: { context: C; event: Ev; enqueue: unknown }): void =>
     enqueueElectionStep(enqueue as ElectionEnqueue<C, E>, context, decide(context, event));
 }
+
+/**
+ * The guards of every machine that follows one leader (bully, candidate), wired alike: a message
+ * from the followed leader, and peers that no longer include it.
+ */
+export const followingGuards = {
+  fromLeader: ({
+    context,
+    event,
+  }: {
+    context: Following;
+    event: { readonly type: string; readonly from?: unknown };
+  }) => fromLeader(context, event),
+  leaderRemoved: ({ context, event }: { context: Following; event: { readonly type: string } }) =>
+    leaderRemoved(context, event),
+};

@@ -68,23 +68,11 @@ export class LeasedKeyLeaderStore implements LeaderStore {
   }
 
   keepAlive(owner: string): Promise<boolean> {
-    return this.call(
-      'keepAlive',
-      owner,
-      false,
-      () => this.leasedKey.renew(owner),
-      (renewed) => renewed,
-    );
+    return this.call('keepAlive', owner, false, () => this.leasedKey.renew(owner));
   }
 
   resign(owner: string): Promise<void> {
-    return this.call(
-      'resign',
-      owner,
-      undefined,
-      () => this.leasedKey.release(owner),
-      () => undefined,
-    );
+    return this.call<void, void>('resign', owner, undefined, () => this.leasedKey.release(owner));
   }
 
   /** Whether this store holds the key for `owner` and may still act on it. */
@@ -103,13 +91,16 @@ export class LeasedKeyLeaderStore implements LeaderStore {
     await this.leasedKey.close();
   }
 
-  /** One settle step (no extra promise hops: simulations count them) from the key's answer to ours. */
-  private call<A, T>(
+  /**
+   * One settle step (no extra promise hops: simulations count them) from the key's answer to ours:
+   * `answer` of it, the key's answer itself when the two are the same.
+   */
+  private call<A extends T, T>(
     operation: string,
     owner: string,
     unknown: T,
     run: () => Promise<A>,
-    answer: (value: A) => T,
+    answer: (value: A) => T = (value) => value,
   ): Promise<T> {
     if (typeof owner !== 'string' || owner.length === 0 || owner.length > MAX_OWNER) {
       return Promise.reject(

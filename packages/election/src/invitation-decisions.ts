@@ -1,14 +1,6 @@
 import type { ElectionPeer, PeersChanged } from './election.js';
-import {
-  also,
-  type ElectionEffect,
-  type ElectionStep,
-  log,
-  report,
-  same,
-  sendTo as sendToPeer,
-  type TimerOp,
-} from './election-decisions.js';
+import { also, type ElectionStep, same, type TimerOp } from './election-decisions.js';
+import { type ElectionEffect, log, report, sendTo as sendToPeer } from './election-effects.js';
 import type {
   InvitationHeartbeat,
   InvitationHeartbeatAck,

@@ -39,3 +39,23 @@ export function successorsOf(peers: readonly ElectionPeer[], address: string): E
   if (at < 0) return ring;
   return [...ring.slice(at + 1), ...ring.slice(0, at)];
 }
+
+/** Rank of the peer at `address`; -1 for nobody or a stranger. */
+export function rankOf(peers: readonly ElectionPeer[], address: string | null): number {
+  return address === null ? -1 : (peerAt(peers, address)?.rank ?? -1);
+}
+
+/** Sender of a network message, if it is one of the current peers (others are ignored). */
+export function senderOf(
+  peers: readonly ElectionPeer[],
+  event: { readonly type: string; readonly from?: unknown },
+): ElectionPeer | undefined {
+  return event.type === 'election.peers' || typeof event.from !== 'string'
+    ? undefined
+    : peerAt(peers, event.from);
+}
+
+/** Every peer but `self`. */
+export function othersThan(self: ElectionPeer, peers: readonly ElectionPeer[]): ElectionPeer[] {
+  return peers.filter((p) => p.address !== self.address);
+}

@@ -1,5 +1,5 @@
 import type { ElectionPeer, LeaderView } from './election.js';
-import type { LogEffect, ReportEffect } from './election-decisions.js';
+import type { LogEffect, ReportEffect } from './election-effects.js';
 import { majorityOf, peerAt } from './peers.js';
 import type { QuorumMessage } from './quorum-messages.js';
 

@@ -1,18 +1,7 @@
 import type { ElectionPeer, PeersChanged } from './election.js';
-import {
-  also,
-  type ElectionEffect,
-  type ElectionStep,
-  log,
-  rankOf,
-  report,
-  same,
-  send,
-  senderOf,
-  sendTo,
-  type TimerOp,
-} from './election-decisions.js';
-import { highestRanked, peerAt, successorsOf } from './peers.js';
+import { also, type ElectionStep, type Following, same, type TimerOp } from './election-decisions.js';
+import { type ElectionEffect, log, report, send, sendTo } from './election-effects.js';
+import { highestRanked, peerAt, rankOf, senderOf, successorsOf } from './peers.js';
 import {
   type RingAck,
   type RingCirculation,
@@ -50,10 +39,7 @@ interface PendingHop {
   readonly rest: readonly string[];
 }
 
-export interface RingContext {
-  readonly peers: readonly ElectionPeer[];
-  /** Whom this node follows (itself while leading); null while looking. */
-  readonly leader: string | null;
+export interface RingContext extends Following {
   /** The election this node started, while it runs. */
   readonly own: number | null;
   /** The highest-ranked election taken part in since the last result: lower ones are dropped. */

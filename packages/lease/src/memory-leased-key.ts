@@ -280,30 +280,17 @@ export class MemoryLeasedKey implements LeasedKey, MemoryLeasedKey {
   }
 
   claim(owner: string): Promise<Claim> {
-    const invalid = this.invalidOwner(owner);
-    if (invalid) return invalid;
-    const sentAt = this.now();
-    return this.link
-      .call('claim', () => this.store.claim(this, this.key, owner))
-      .then((claim) => {
-        this.held = claim.won ? { owner, validUntil: sentAt + this.ttlMs } : undefined;
-        return claim;
-      });
+    return this.callFromSend(owner, 'claim', (claim, sentAt) => {
+      this.held = claim.won ? { owner, validUntil: sentAt + this.ttlMs } : undefined;
+    });
   }
 
   renew(owner: string): Promise<boolean> {
-    const invalid = this.invalidOwner(owner);
-    if (invalid) return invalid;
-    const sentAt = this.now();
-    return this.link
-      .call('renew', () => this.store.renew(this, this.key, owner))
-      .then((renewed) => {
-        if (this.held?.owner === owner) {
-          if (renewed) this.held.validUntil = Math.max(this.held.validUntil, sentAt + this.ttlMs);
-          else this.held = undefined;
-        }
-        return renewed;
-      });
+    return this.callFromSend(owner, 'renew', (renewed, sentAt) => {
+      if (this.held?.owner !== owner) return;
+      if (renewed) this.held.validUntil = Math.max(this.held.validUntil, sentAt + this.ttlMs);
+      else this.held = undefined;
+    });
   }
 
   release(owner: string): Promise<void> {
@@ -386,6 +373,27 @@ export class MemoryLeasedKey implements LeasedKey, MemoryLeasedKey {
     if (this.closed) return;
     if (this.held?.owner === owner) this.held = undefined;
     this.listeners.notify(owner, reason);
+  }
+
+  /**
+   * Calls the store's `operation` for a valid `owner` over the link, then `settle`s what this handle holds with the
+   * answer and the time the call was SENT: a holding counts from the send, never from the answer, so
+   * a slow answer cannot stretch it.
+   */
+  private callFromSend<O extends 'claim' | 'renew'>(
+    owner: string,
+    operation: O,
+    settle: (answer: ReturnType<MemoryKeyStore[O]>, sentAt: number) => void,
+  ): Promise<ReturnType<MemoryKeyStore[O]>> {
+    const invalid = this.invalidOwner(owner);
+    if (invalid) return invalid;
+    const sentAt = this.now();
+    return this.link
+      .call(operation, () => this.store[operation](this, this.key, owner) as ReturnType<MemoryKeyStore[O]>)
+      .then((answer) => {
+        settle(answer, sentAt);
+        return answer;
+      });
   }
 
   private invalidOwner(owner: string): Promise<never> | undefined {

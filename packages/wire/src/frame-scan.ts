@@ -120,13 +120,16 @@ export class FrameScanner {
       case 0xc2:
       case 0xc3:
         return;
-      case 0xc4:
+      case 0xc4: // bin 8, str 8
+      case 0xd9:
         this.skip(this.u8());
         return;
-      case 0xc5:
+      case 0xc5: // bin 16, str 16
+      case 0xda:
         this.skip(this.u16());
         return;
-      case 0xc6:
+      case 0xc6: // bin 32, str 32
+      case 0xdb:
         this.skip(this.u32());
         return;
       case 0xc7:
@@ -144,57 +147,32 @@ export class FrameScanner {
       case 0xcb:
         this.skip(8);
         return;
+      // uint 8, 16, 32, 64 (0xcc-0xcf) and int 8, 16, 32, 64 (0xd0-0xd3): the low two bits say the width
       case 0xcc:
-      case 0xd0:
-        this.skip(1);
-        return;
       case 0xcd:
-      case 0xd1:
-        this.skip(2);
-        return;
       case 0xce:
-      case 0xd2:
-        this.skip(4);
-        return;
       case 0xcf:
+      case 0xd0:
+      case 0xd1:
+      case 0xd2:
       case 0xd3:
-        this.skip(8);
+        this.skip(1 << (t & 0x03));
         return;
+      // fixext 1, 2, 4, 8, 16
       case 0xd4:
-        this.ext(1, true, depth);
-        return;
       case 0xd5:
-        this.ext(2, true, depth);
-        return;
       case 0xd6:
-        this.ext(4, true, depth);
-        return;
       case 0xd7:
-        this.ext(8, true, depth);
-        return;
       case 0xd8:
-        this.ext(16, true, depth);
+        this.ext(1 << (t - 0xd4), true, depth);
         return;
-      case 0xd9:
-        this.skip(this.u8());
-        return;
-      case 0xda:
-        this.skip(this.u16());
-        return;
-      case 0xdb:
-        this.skip(this.u32());
-        return;
-      case 0xdc:
-        this.values(this.u16(), depth + 1);
-        return;
+      case 0xdc: // array 16, 32
       case 0xdd:
-        this.values(this.u32(), depth + 1);
+        this.values(t === 0xdc ? this.u16() : this.u32(), depth + 1);
         return;
-      case 0xde:
-        this.map(this.u16(), depth + 1);
-        return;
+      case 0xde: // map 16, 32
       case 0xdf:
-        this.map(this.u32(), depth + 1);
+        this.map(t === 0xde ? this.u16() : this.u32(), depth + 1);
         return;
       default:
         // 0xc1: msgpack's never-used byte (msgpackr: bundled strings or a C1 object)

@@ -281,50 +281,34 @@ export function decodeHello(frame: unknown): Hello | undefined {
   if (!Number.isInteger(version) || !isShortString(cluster, 64) || !isShortString(host) || !isPort(port)) {
     return undefined;
   }
+  const signed = decodeSigned(key, proof, signature);
   if (
     !isShortString(uid, 64) ||
     (lane !== 'system' && lane !== 'user') ||
     !isShortString(target, 300) ||
     !isBytes(nonce, NONCE_BYTES) ||
-    !isBytes(key, PUBLIC_KEY_BYTES) ||
-    !isBytes(proof, PROOF_BYTES) ||
-    !isBytes(signature, SIGNATURE_BYTES)
+    !signed
   ) {
     return undefined;
   }
-  return {
-    version,
-    cluster,
-    host,
-    port,
-    uid,
-    lane,
-    target,
-    nonce: Buffer.from(nonce),
-    publicKey: publicKeyText(key),
-    proof: Buffer.from(proof),
-    signature: Buffer.from(signature),
-  };
+  return { version, cluster, host, port, uid, lane, target, nonce: Buffer.from(nonce), ...signed };
 }
 
 export function decodeWelcome(frame: unknown): Welcome | undefined {
   if (!Array.isArray(frame) || frame.length !== 7 || frame[0] !== HandshakeKind.Welcome) return undefined;
   const [, host, port, uid, key, proof, signature] = frame;
-  if (
-    !isShortString(host) ||
-    !isPort(port) ||
-    !isShortString(uid, 64) ||
-    !isBytes(key, PUBLIC_KEY_BYTES) ||
-    !isBytes(proof, PROOF_BYTES) ||
-    !isBytes(signature, SIGNATURE_BYTES)
-  )
+  const signed = decodeSigned(key, proof, signature);
+  if (!isShortString(host) || !isPort(port) || !isShortString(uid, 64) || !signed) return undefined;
+  return { host, port, uid, ...signed };
+}
+
+/** The public key, proof and signature a hello and a welcome both end with; undefined when one is malformed. */
+function decodeSigned(
+  key: unknown,
+  proof: unknown,
+  signature: unknown,
+): Pick<Welcome, 'publicKey' | 'proof' | 'signature'> | undefined {
+  if (!isBytes(key, PUBLIC_KEY_BYTES) || !isBytes(proof, PROOF_BYTES) || !isBytes(signature, SIGNATURE_BYTES))
     return undefined;
-  return {
-    host,
-    port,
-    uid,
-    publicKey: publicKeyText(key),
-    proof: Buffer.from(proof),
-    signature: Buffer.from(signature),
-  };
+  return { publicKey: publicKeyText(key), proof: Buffer.from(proof), signature: Buffer.from(signature) };
 }

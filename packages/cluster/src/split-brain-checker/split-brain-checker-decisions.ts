@@ -183,16 +183,13 @@ export function startMerge(env: CheckerEnv, context: CheckerContext, reply: Prob
     from: view.coordinatorKey!,
     target: { host: target.host, port: target.port },
   };
-  return {
-    context: { ...context, merging: true },
-    effects: [
-      {
-        kind: 'log',
-        level: 'warn',
-        event: 'split-brain.merge',
-        fields: { role: 'initiator', target: addressOf(target), ourSize: view.size, theirSize: reply.size },
-        msg: `split brain: merging our ${view.size} members into ${addressOf(target)}'s ${reply.size}`,
-      },
+  return merging(
+    context,
+    {
+      fields: { role: 'initiator', target: addressOf(target), ourSize: view.size, theirSize: reply.size },
+      msg: `split brain: merging our ${view.size} members into ${addressOf(target)}'s ${reply.size}`,
+    },
+    [
       {
         kind: 'order-merge',
         to: view.memberAddresses.filter((a) => a !== env.selfAddress).map(parseNodeAddress),
@@ -200,7 +197,7 @@ export function startMerge(env: CheckerEnv, context: CheckerContext, reply: Prob
       },
       { kind: 'rejoin', seeds: [merge.target], graceMs: MERGE_SEND_GRACE_MS },
     ],
-  };
+  );
 }
 
 /** Whether a merge order is obeyed: only from our coordinator, and only once. */
@@ -210,17 +207,28 @@ export function obeysMerge(context: CheckerContext, merge: Merge): boolean {
 
 /** Our coordinator's merge order (after `obeysMerge`): log it and restart at once into its target. */
 export function followMerge(context: CheckerContext, merge: Merge): CheckerStep {
+  return merging(
+    context,
+    {
+      fields: { role: 'member', target: addressOf(merge.target) },
+      msg: `split brain: our coordinator merges us into ${addressOf(merge.target)}; rejoining`,
+    },
+    [{ kind: 'rejoin', seeds: [merge.target] }],
+  );
+}
+
+/**
+ * A merge starting, as its initiator or on our coordinator's order: from here on `merging` stays
+ * set (no second merge, no order obeyed twice), the `split-brain.merge` line says why, then `then`
+ * carries it out.
+ */
+function merging(
+  context: CheckerContext,
+  log: { readonly fields: Readonly<Record<string, unknown>>; readonly msg: string },
+  then: readonly CheckerEffect[],
+): CheckerStep {
   return {
     context: { ...context, merging: true },
-    effects: [
-      {
-        kind: 'log',
-        level: 'warn',
-        event: 'split-brain.merge',
-        fields: { role: 'member', target: addressOf(merge.target) },
-        msg: `split brain: our coordinator merges us into ${addressOf(merge.target)}; rejoining`,
-      },
-      { kind: 'rejoin', seeds: [merge.target] },
-    ],
+    effects: [{ kind: 'log', level: 'warn', event: 'split-brain.merge', ...log }, ...then],
   };
 }
