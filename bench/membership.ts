@@ -1,8 +1,9 @@
-// `pnpm bench membership [--nodes 3] [--kills 10] [--stall-seconds 30] [--join-runs 3] [--downing MODE]`:
+// `pnpm bench membership [--nodes 3] [--kills 20] [--stall-seconds 30] [--join-runs 3] [--downing MODE]`:
 // cluster membership figures. Prints a table, then one JSON line. 1 and 2 use the cluster's default downing
 // mode unless --downing names one (e.g. auto); 3 and 4 always use the defaults.
 //   1. crash detection: kill -9 one of 3 node processes (alternately a member and the coordinator); time to
-//      the first `member.unreachable` in any survivor and to `member.downed` in all survivors (p50, p99)
+//      the first `member.unreachable` in any survivor and to `member.downed` in all survivors (p50, p99; the
+//      killed port refuses the survivors' next dial, so detection needs no phi: see connectionRefused)
 //   2. false suspicions: one node process blocks its event loop 100 ms every 500 ms for 30 s; count the
 //      `member.unreachable` / `member.downed` events the other nodes publish
 //   3. join convergence: N = 10, 25, 50 nodes in this process, started at once; time until all see N `up`
@@ -27,13 +28,14 @@ import {
 import { installSignalCleanup, nodeWarnings } from './lib/membership-processes.js';
 import { median, percentile, printResult } from './lib/stats.js';
 import { formatFigure, formatTable } from './lib/table.js';
+import { startWatchdog } from './lib/watchdog.js';
 
 const { numbers: args, downing: DOWNING } = parseFlags(process.argv.slice(2));
 /** Downing mode of the node processes (1, 2): the cluster's default unless --downing says otherwise. */
 const DOWNING_LABEL = DOWNING ?? `${defaultClusterConfig.downing} (cluster default)`;
 const NODES = args.nodes ?? 3;
 if (NODES < 2) throw new Error('--nodes must be at least 2');
-const KILLS = args.kills ?? 10;
+const KILLS = args.kills ?? 20;
 const STALL_SECONDS = args['stall-seconds'] ?? 30;
 const JOIN_RUNS = args['join-runs'] ?? 3;
 const JOIN_SIZES = [10, 25, 50];
@@ -41,16 +43,12 @@ const TRAFFIC_SIZES = new Set([10, 50]);
 const TRAFFIC_MS = 5_000;
 const HEARTBEATS_PER_SEC = 1000 / DEFAULT_HEARTBEAT_INTERVAL_MS;
 const STALL = { busyMs: 100, everyMs: 500 };
-const TARGET_CRASH_P99_MS = 2_000;
+/** Issue 28: a crashed member downed in every survivor, p99 (detection is part of it). */
+const TARGET_CRASH_P99_MS = 1_500;
 const TARGET_JOIN_50_MS = 5_000;
 const AKKA_DETECTION_MS = 5_000;
 
-// A stuck bench fails rather than hangs; every wait inside has its own, shorter bound.
-const watchdog = setTimeout(() => {
-  process.stderr.write('membership bench: watchdog expired after 8 minutes\n');
-  process.exit(1);
-}, 8 * 60_000);
-watchdog.unref();
+startWatchdog('membership', 8);
 installSignalCleanup();
 
 const startedAt = performance.now();
@@ -213,6 +211,8 @@ const crashRows: [string, string, number[], Target | undefined][] = [
 for (const [label, key, xs, target] of crashRows) {
   const value = p(xs, key.includes('P99') ? 99 : 50);
   result[key] = round(value, 0);
+  // the JSON line carries each target beside its figure
+  if (target) result[`${key.replace(/Ms$/, '')}TargetMs`] = target.bound;
   rows.push({
     label: `  ${label}`,
     unit: 'ms',

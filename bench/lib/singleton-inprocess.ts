@@ -8,7 +8,7 @@ import { movedPartitions, optimalMoves, type PartitionTable } from '../../packag
 import { createLogger } from './doyen.js';
 import { freePorts } from './free-ports.js';
 import { logLineSink } from './log-lines.js';
-import type { HandOverSample } from './singleton-processes.js';
+import type { HandOverSample } from './singleton-cli-nodes.js';
 import { waitFor, withTimeout } from './timeout.js';
 
 const CLUSTER = 'bench-singleton-inprocess';

@@ -33,7 +33,8 @@ function start(
   const config = resolveClusterConfig({
     seeds: [{ host: '10.0.0.1', port: 2552 }],
     downing,
-    sbr: { downIfAlone: true, acquireLeaseDelayForMinorityMs: 0, ...sbr },
+    // stable-after pinned at 1.5 s: the timings below are the machine's, whatever the default
+    sbr: { downIfAlone: true, acquireLeaseDelayForMinorityMs: 0, stableAfterMs: 1500, ...sbr },
   });
   const effects: { at: number; effect: DowningEffect }[] = [];
   const clock = new SimulatedClock();
@@ -219,13 +220,18 @@ describe('the downing machine alone: events in, effects as data out', () => {
   });
 
   it('a moment of full reachability between two failures does not end the instability; a lasting one does', () => {
-    const m = start('keep-majority', { stableAfterMs: 1000, downAllWhenUnstableMs: 500 });
     const all = range(1, 5).map((i) => member(i));
-    m.send(view(1, all));
-    m.send(reach([2, 3, 4, 5]));
-    m.send(view(1, all, reports(2, [4]), 2));
-    m.advance(600);
-    m.send(view(1, all, {}, 3));
+    /** Five up; 2 reports 4 for 600 ms, then everyone is reachable again. */
+    const failedThenHealed = () => {
+      const d = start('keep-majority', { stableAfterMs: 1000, downAllWhenUnstableMs: 500 });
+      d.send(view(1, all));
+      d.send(reach([2, 3, 4, 5]));
+      d.send(view(1, all, reports(2, [4]), 2));
+      d.advance(600);
+      d.send(view(1, all, {}, 3));
+      return d;
+    };
+    const m = failedThenHealed();
     m.advance(5);
     m.send(view(1, all, reports(2, [5]), 4));
     m.advance(600);
@@ -234,12 +240,7 @@ describe('the downing machine alone: events in, effects as data out', () => {
     // 1505 ms after the first change: down-all although the cluster was briefly fully reachable
     expect(m.effects.map((e) => e.effect.kind)).toContain('log-decision');
 
-    const n = start('keep-majority', { stableAfterMs: 1000, downAllWhenUnstableMs: 500 });
-    n.send(view(1, all));
-    n.send(reach([2, 3, 4, 5]));
-    n.send(view(1, all, reports(2, [4]), 2));
-    n.advance(600);
-    n.send(view(1, all, {}, 3));
+    const n = failedThenHealed();
     n.advance(600);
     expect(n.state()).toBe('"stable"');
   });

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type CliNode, getJson, killAll, runCliNode } from '../support/cli-process.js';
+import { bodyOrUndefined } from '../support/cli-body.js';
+import { type CliNode, killAll, runCliNode } from '../support/cli-process.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { eventually } from '../support/wait.js';
 
@@ -12,13 +13,7 @@ function node(port: number, httpPort: number, seeds: number[], name: string): Cl
   return n;
 }
 
-const get = async (n: CliNode, path: string) => {
-  try {
-    return (await getJson(n.httpPort!, path)).body;
-  } catch {
-    return undefined;
-  }
-};
+const get = bodyOrUndefined;
 
 describe('the partition allocator singleton in real processes', () => {
   it('runs on the oldest, comes back elsewhere after kill -9, and is handed over on SIGTERM', async () => {

@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { bodyOrUndefined } from '../support/cli-body.js';
 import { type CliNode, getJson, killAll, nodeArgs, runCli, runCliNode } from '../support/cli-process.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { eventually } from '../support/wait.js';
@@ -15,13 +16,7 @@ function node(port: number, httpPort: number, seeds: number[], extra: string[] =
   return n;
 }
 
-async function clusterOf(n: CliNode) {
-  try {
-    return (await getJson(n.httpPort!, '/cluster')).body;
-  } catch {
-    return undefined;
-  }
-}
+const clusterOf = (n: CliNode) => bodyOrUndefined(n, '/cluster');
 
 describe('doyen node (child processes)', () => {
   it('three CLI nodes form a cluster; kill -9 of the coordinator; SIGTERM leaves gracefully and exits 0', async () => {

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { setup } from 'xstate';
 import { type ActorRef, ActorSystemTerminatedError } from '../../packages/core/src/index.js';
@@ -13,11 +12,10 @@ import { captureLogger } from '../../packages/testkit/src/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
 import { counter } from '../support/counter-singleton.js';
 import { nodesClosedAfterEach, startMemberNode } from '../support/doyen-nodes.js';
+import { manualMembers, TEST_SECRET as SECRET } from '../support/manual-members.js';
 import { eventually } from '../support/wait.js';
 
 const nodes = nodesClosedAfterEach();
-
-const SECRET = randomBytes(16).toString('hex');
 
 type Ask = { type: 'greet'; replyTo: ActorRef<{ type: 'greeting'; text: string }> };
 const greeter = setup({ types: { events: {} as Ask } }).createMachine({
@@ -50,10 +48,7 @@ async function start(port: number, seed: number, extra: Partial<NodeConfig> = {}
     port,
     seed,
     {
-      cluster: 'lifecycle',
-      secret: SECRET,
-      partitions: { count: 0 },
-      clusterOptions: { downing: 'manual' },
+      ...manualMembers('lifecycle'),
       ...extra,
     },
     {},

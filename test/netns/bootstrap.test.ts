@@ -3,13 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterView } from '../../packages/doyen/src/management-http.js';
-import { secretEnv } from '../support/cli-process.js';
 import { dnsmasqMissing } from '../support/dnsmasq.js';
 import {
   canUseNetns,
   createTopology,
+  NETNS_HTTP_PORT as HTTP_PORT,
   type NetnsNode,
   netnsMissing,
+  NETNS_CLUSTER_PORT as PORT,
   type Topology,
   warmUpCli,
 } from '../support/netns.js';
@@ -27,8 +28,6 @@ if (!ok) console.warn(`bootstrap tests skipped: missing ${missing.join(', ')}`);
 const NAMES = ['n1', 'n2', 'n3', 'n4', 'n5', 'n6'] as const;
 type Name = (typeof NAMES)[number];
 const FIRST_FIVE: Name[] = ['n1', 'n2', 'n3', 'n4', 'n5'];
-const PORT = 2552;
-const HTTP_PORT = 8558;
 const SERVICE = 'doyen.test';
 const STABLE_MARGIN_MS = 1500;
 /** Long enough for the lowest contact point to have formed a cluster if the rule let it. */
@@ -65,23 +64,11 @@ describe.skipIf(!ok)('cluster bootstrap through DNS between network namespaces (
   }
 
   function start(name: Name): NetnsNode {
-    const ip = topo.host(name).ip;
-    const node = topo.spawnNode(
+    const node = topo.spawnMember(
       name,
+      'bootstrap',
+      [],
       [
-        'node',
-        '--cluster',
-        'bootstrap',
-        '--host',
-        ip,
-        '--port',
-        String(PORT),
-        '--http-port',
-        String(HTTP_PORT),
-        '--http-host',
-        ip,
-        '--name',
-        name,
         '--partitions',
         '0',
         '--discovery',
@@ -97,7 +84,6 @@ describe.skipIf(!ok)('cluster bootstrap through DNS between network namespaces (
         '--discovery-interval-ms',
         '300',
       ],
-      secretEnv(),
     );
     nodes.set(name, node);
     return node;

@@ -1,14 +1,15 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { afterEach, describe, expect, it, onTestFailed } from 'vitest';
 import type { ClusterView } from '../../packages/doyen/src/management-http.js';
-import { secretEnv, TEST_HTTP_TOKEN } from '../support/cli-process.js';
+import { TEST_HTTP_TOKEN } from '../support/cli-process.js';
 import {
   canUseNetns,
-  createTopology,
+  NETNS_HTTP_PORT as HTTP_PORT,
   type NetnsNode,
   netnsSkipMessage,
+  NETNS_CLUSTER_PORT as PORT,
   type Topology,
-  warmUpCli,
 } from '../support/netns.js';
+import { useTopology } from '../support/netns-hooks.js';
 import { eventually } from '../support/wait.js';
 
 /**
@@ -28,56 +29,11 @@ const MINORITY: Name[] = ['delphi', 'ephesus'];
  * from the other side by version); DOYEN_NETNS_STRICT=0 relaxes them to a printed outcome.
  */
 const KNOWN_BUGS = process.env.DOYEN_NETNS_STRICT !== '0';
-const PORT = 2552;
-const HTTP_PORT = 8558;
-
-/**
- * `doyen node` in a namespace: its own address, the seeds, management at the namespace's
- * address (it listens on 127.0.0.1 by default), the secret and token through the environment.
- */
-function spawnCliNode(
-  topo: Topology,
-  name: string,
-  cluster: string,
-  seeds: string,
-  extra: string[],
-): NetnsNode {
-  const ip = topo.host(name).ip;
-  return topo.spawnNode(
-    name,
-    [
-      'node',
-      '--cluster',
-      cluster,
-      '--host',
-      ip,
-      '--port',
-      String(PORT),
-      '--seeds',
-      seeds,
-      '--http-port',
-      String(HTTP_PORT),
-      '--http-host',
-      ip,
-      '--name',
-      name,
-      ...extra,
-    ],
-    secretEnv(),
-  );
-}
 
 describe.skipIf(!ok)('real partitions between network namespaces (five CLI nodes)', () => {
   let topo: Topology;
   let nodes = new Map<Name, NetnsNode>();
-
-  beforeAll(async () => {
-    topo = createTopology(NAMES);
-    await warmUpCli();
-  }, 150_000);
-  afterAll(async () => {
-    await topo?.teardown();
-  });
+  useTopology(NAMES, (t) => (topo = t));
   afterEach(async () => {
     await topo?.killNodes();
     await topo?.heal();
@@ -99,7 +55,7 @@ describe.skipIf(!ok)('real partitions between network namespaces (five CLI nodes
       .filter((e) => e.event === event);
 
   function start(name: Name, cluster: string, extra: string[]): NetnsNode {
-    const node = spawnCliNode(topo, name, cluster, `${addr('athens')},${addr('byzantium')}`, extra);
+    const node = topo.spawnMember(name, cluster, ['athens', 'byzantium'], extra);
     nodes.set(name, node);
     return node;
   }
@@ -346,16 +302,8 @@ interface AgedView {
 describe.skipIf(!ok)('real partitions: keep-oldest, ten CLI nodes cut 2 | 8 (the larger side loses)', () => {
   let topo: Topology;
   const nodes = new Map<Ten, NetnsNode>();
+  useTopology(TEN, (t) => (topo = t));
 
-  beforeAll(async () => {
-    topo = createTopology(TEN);
-    await warmUpCli();
-  }, 150_000);
-  afterAll(async () => {
-    await topo?.teardown();
-  });
-
-  const addr = (name: Ten) => `${topo.host(name).ip}:${PORT}`;
   const view = (name: Ten): Promise<AgedView | undefined> =>
     topo.getJson(name, `http://${topo.host(name).ip}:${HTTP_PORT}/cluster`);
   const ups = (v: AgedView | undefined) => (v?.members ?? []).filter((m) => m.status === 'up').length;
@@ -365,14 +313,12 @@ describe.skipIf(!ok)('real partitions: keep-oldest, ten CLI nodes cut 2 | 8 (the
    * instead of leaving the cluster short. The measure reads the logs, which span incarnations.
    */
   function start(name: Ten): void {
-    const node = spawnCliNode(topo, name, 'netns-keep-oldest-10', `${addr('n01')},${addr('n02')}`, [
-      '--downing',
-      'keep-oldest',
-      '--partitions',
-      '0',
-      '--on-downed',
-      'restart',
-    ]);
+    const node = topo.spawnMember(
+      name,
+      'netns-keep-oldest-10',
+      ['n01', 'n02'],
+      ['--downing', 'keep-oldest', '--partitions', '0', '--on-downed', 'restart'],
+    );
     nodes.set(name, node);
   }
 

@@ -17,6 +17,7 @@ const EXPECTED: Record<string, Authority> = {
   'doyen.terminated': 'anyone',
   'doyen.rejected': 'anyone',
   'membership.join': 'anyone',
+  'membership.join-seen': 'member',
   'membership.welcome': 'member',
   'membership.redirect': 'anyone',
   'membership.update': 'member',
@@ -37,12 +38,15 @@ const EXPECTED: Record<string, Authority> = {
   'singleton.identity': 'member',
   'singleton.hand-over-started': 'member',
   'singleton.drained': 'anyone',
+  'host-lease.request': 'member',
+  'host-lease.reply': 'member',
+  'host-lease.release': 'member',
   'partitions.table': 'member',
   'partitions.ack': 'anyone',
   'receptionist.listing': 'member',
 };
 
-const PROTOCOL = /^(doyen|membership|heartbeat|sbc|singleton|partitions|election|receptionist)\./;
+const PROTOCOL = /^(doyen|membership|heartbeat|sbc|singleton|host-lease|partitions|election|receptionist)\./;
 
 describe('every protocol message type declares an authority', () => {
   let node: ClusterNode;

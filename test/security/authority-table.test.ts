@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { installMembershipAuthority, memberKey } from '../../packages/cluster/src/index.js';
 import type { Message } from '../../packages/core/src/index.js';
 import {
@@ -11,6 +11,7 @@ import {
 import { ClusterSingletons } from '../../packages/singleton/src/index.js';
 import { WsTransport } from '../../packages/wire/src/index.js';
 import { type ClusterNode, freePorts, startClusterNode } from '../support/cluster-nodes.js';
+import { clusterNodesClosedAfterEach } from '../support/cluster-nodes-closed.js';
 import { eventually } from '../support/wait.js';
 
 const P = 16;
@@ -57,11 +58,7 @@ const tableOf = (version: number, owner: string): PartitionTable => ({
  * membership it was computed from, and only when it names members.
  */
 describe('partition tables are adopted only from the allocator host', () => {
-  let nodes: ClusterNode[] = [];
-  afterEach(async () => {
-    await Promise.all(nodes.map((n) => n.transport.close(0)));
-    nodes = [];
-  });
+  const nodes = clusterNodesClosedAfterEach();
 
   it('refuses a forged table from a non-member and from a member that is not the host; adopts the real ones', async () => {
     const [pa, pb, pc, pd, px] = await freePorts(5);
@@ -84,12 +81,18 @@ describe('partition tables are adopted only from the allocator host', () => {
     const x = await WsTransport.start({ cluster: 'it', host: '127.0.0.1', port: px!, wire: { secret: 's' } });
     nodes.push({ transport: x, cluster: undefined as never });
     const evil = '10.66.6.6:2552#evil';
-    const send = (fromSystem: ClusterNode['transport']['system'], to: ClusterNode, owner: string) =>
+    /** A table at version 10^12 giving every partition to `owner`, as if computed at `atVersion`. */
+    const send = (
+      fromSystem: ClusterNode['transport']['system'],
+      to: ClusterNode,
+      owner: string,
+      atVersion = membershipVersion,
+    ) =>
       fromSystem.remoteRef(sys(to).node, PARTITIONS_PATH).send({
         type: 'partitions.table',
         table: tableOf(1e12, owner),
         replyTo: fromSystem.remoteRef(fromSystem.node, '/user/singleton-partition-allocator'),
-        membershipVersion,
+        membershipVersion: atVersion,
       } as unknown as Message);
 
     // 1. from a non-member: dropped at the boundary as unauthorized
@@ -108,14 +111,7 @@ describe('partition tables are adopted only from the allocator host', () => {
       what: "the host's table naming a stranger refused",
     });
     // 4. from the host, but computed from a membership B has not reached: held, not adopted
-    sys(a)
-      .remoteRef(sys(b).node, PARTITIONS_PATH)
-      .send({
-        type: 'partitions.table',
-        table: tableOf(1e12, c.cluster.self.key),
-        replyTo: sys(a).remoteRef(sys(a).node, '/user/singleton-partition-allocator'),
-        membershipVersion: membershipVersion + 1000,
-      } as unknown as Message);
+    send(sys(a), b, c.cluster.self.key, membershipVersion + 1000);
     await new Promise((r) => setTimeout(r, 300));
     expect(b.service.table()).toEqual(before);
     expect(b.service.table()!.owners).not.toContain(evil);
@@ -132,14 +128,7 @@ describe('partition tables are adopted only from the allocator host', () => {
     // positive control: the same crafted table (v10^12, every partition to C), sent by the node
     // that hosts the allocator, is adopted — so what refused C's was the authority, not its shape
     const v = b.cluster.state().membership!.version;
-    sys(a)
-      .remoteRef(sys(b).node, PARTITIONS_PATH)
-      .send({
-        type: 'partitions.table',
-        table: tableOf(1e12, c.cluster.self.key),
-        replyTo: sys(a).remoteRef(sys(a).node, '/user/singleton-partition-allocator'),
-        membershipVersion: v,
-      } as unknown as Message);
+    send(sys(a), b, c.cluster.self.key, v);
     await eventually(() => b.service.table()!.version === 1e12, { what: "the host's table adopted" });
     expect(new Set(b.service.table()!.owners)).toEqual(new Set([c.cluster.self.key]));
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ClusterConfig } from '../../packages/cluster/src/index.js';
+import { type ClusterConfig, defaultClusterConfig } from '../../packages/cluster/src/index.js';
 import { SimCluster } from '../support/sim-cluster.js';
 import { FIVE, fiveWithNotebook } from '../support/singleton-runs.js';
 
@@ -28,6 +28,9 @@ interface Event {
  * the side that lost the member decided again on the shrunken membership, 2 > 1, and kept or
  * started the singleton beside the other side's.)
  */
+/** The seeds' interleavings were found at a 1.5 s stable-after; the scenarios keep it (the seeded runs cover the default). */
+const FOUND_AT = { ...defaultClusterConfig.sbr, stableAfterMs: 1500 };
+
 describe('singleton when a member crosses sides within the detection window', () => {
   async function scenario(
     seed: number,
@@ -57,10 +60,10 @@ describe('singleton when a member crosses sides within the detection window', ()
   const selfDown = (events: Event[], node: string) =>
     events.find((e) => e.event === 'member.downed' && e.node === addr(node) && e.self);
 
-  it('keep-majority: delphi leaves athens and byzantium for cyrene and ephesus; their side steps down before cyrene starts the notebook', async () => {
+  it('keep-majority: delphi leaves athens and byzantium for cyrene and ephesus; their side steps down, and athens stops the notebook (its host lease lost) before cyrene starts it', async () => {
     const { nb, events } = await scenario(
       40043,
-      { downing: 'keep-majority' },
+      { downing: 'keep-majority', sbr: FOUND_AT },
       [
         ['athens', 'byzantium', 'delphi'],
         ['cyrene', 'ephesus'],
@@ -87,22 +90,26 @@ describe('singleton when a member crosses sides within the detection window', ()
     expect(recanted).toMatchObject({ by: 'self', decision: 'down-reachable' });
     expect(recanted!.reason).toContain('downed lately counted over there');
     expect(recanted!.time - wrong!.time).toBeLessThan(1500);
-    const out = selfDown(events, 'athens');
-    const started = events.find(
-      (e) => e.event === 'singleton.started' && e.node === addr('cyrene') && e.time > right!.time,
-    );
-    expect(out, 'athens took itself out').toBeDefined();
+    expect(selfDown(events, 'athens'), 'athens took itself out').toBeDefined();
+    // the notebook moves with the majority's host lease, not with the downing: athens, left
+    // with 2 of 5, stops it when its lease runs out; cyrene, granted by 3 of 5, starts it after
+    const started = events.find((e) => e.event === 'singleton.started' && e.node === addr('cyrene'));
     expect(started, 'cyrene took over').toBeDefined();
-    expect(out!.time).toBeLessThan(started!.time);
+    const stopped = events.find(
+      (e) =>
+        e.event === 'singleton.stopped' && e.node === addr('athens') && e.reason === 'lost the host lease',
+    );
+    expect(stopped, 'athens fenced itself').toBeDefined();
+    expect(stopped!.time).toBeLessThan(started!.time);
     expect(nb.peak()).toBeLessThanOrEqual(1);
   }, 60_000);
 
-  it('static-quorum 3: delphi and ephesus leave byzantium for athens; byzantium never starts the notebook', async () => {
+  it('static-quorum 3: delphi and ephesus leave byzantium for athens; byzantium never runs the notebook beside athens', async () => {
     const { nb, events } = await scenario(
       40080,
       {
         downing: 'static-quorum',
-        sbr: { quorumSize: 3, downIfAlone: true, acquireLeaseDelayForMinorityMs: 0 },
+        sbr: { ...FOUND_AT, quorumSize: 3, downIfAlone: true, acquireLeaseDelayForMinorityMs: 0 },
       },
       [
         ['byzantium', 'delphi', 'ephesus'],
@@ -120,7 +127,21 @@ describe('singleton when a member crosses sides within the detection window', ()
     const recanted = decisions(events, 'byzantium')[1];
     expect(recanted).toMatchObject({ by: 'self', decision: 'down-reachable' });
     expect(selfDown(events, 'byzantium')!.time).toBeLessThan(wrong!.time + 1500);
-    expect(events.some((e) => e.event === 'singleton.started' && e.node === addr('byzantium'))).toBe(false);
+    // byzantium may host the notebook while it holds a majority's lease (3 of 5), and stops it
+    // when that runs out, before athens's side starts it again
+    const byzantiumStops = events.filter(
+      (e) => e.event === 'singleton.stopped' && e.node === addr('byzantium'),
+    );
+    for (const start of events.filter(
+      (e) => e.event === 'singleton.started' && e.node === addr('byzantium'),
+    )) {
+      const stop = byzantiumStops.find((e) => e.time >= start.time);
+      const nextElsewhere = events.find(
+        (e) => e.event === 'singleton.started' && e.node !== addr('byzantium') && e.time > start.time,
+      );
+      if (nextElsewhere)
+        expect(stop && stop.time <= nextElsewhere.time, 'byzantium stopped first').toBe(true);
+    }
     expect(nb.peak()).toBeLessThanOrEqual(1);
     expect(nb.running()).toBe(1);
   }, 60_000);

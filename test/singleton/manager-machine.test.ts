@@ -8,8 +8,10 @@ import {
   type ManagerEvent,
   managerPath,
   oldestPlacement,
+  type SingletonPlacement,
+  singletonHostOf,
 } from '../../packages/singleton/src/index.js';
-import { delayedEvent, stateName } from '../support/machine-paths.js';
+import { delayedEvent, reachedStates, stateName } from '../support/machine-paths.js';
 import { member, membershipEvents, refTo, stubSystem } from '../support/singleton-fixtures.js';
 
 /**
@@ -29,7 +31,7 @@ const system = stubSystem(SELF);
 
 const INBOX = refTo(SELF, '/user/singleton-s');
 
-function machine() {
+function machine(placement: SingletonPlacement = oldestPlacement) {
   return createManagerMachine(
     system,
     {
@@ -39,7 +41,7 @@ function machine() {
       maxHandOverRetries: 3,
       downRemovalMarginMs: 1000,
       drainTimeoutMs: 1000,
-      placement: oldestPlacement,
+      placement,
     },
     { startInstance() {}, stopInstance: () => ({ state: 'last' }), instanceBacklog: () => 0, inbox: INBOX },
   );
@@ -73,7 +75,7 @@ const EVENTS = [
   { type: 'singleton.drain-progress', proxy: key(C) },
   { type: 'singleton.backlog', size: 3 },
   { type: 'singleton.backlog', size: 0 },
-  delayed('retry', 'becomingOldest'),
+  delayed('retry', 'becomingOldest.asking'),
   delayed('margin', 'takingOver'),
   delayed('drainTimeout', 'handingOver.draining'),
   delayed('drainTimeout', 'handingOver.finishing'),
@@ -118,12 +120,11 @@ describe('singleton manager machine, alone', () => {
   });
 
   it('every state is reachable (path coverage from xstate/graph)', () => {
-    const reached = new Set(paths.map((p) => stateName(p.state.value)));
-    expect([...reached].sort()).toEqual(
+    expect(reachedStates(paths)).toEqual(
       [
         'start',
         'younger',
-        'becomingOldest',
+        'becomingOldest.asking',
         'takingOver',
         'oldest',
         'handingOver.draining',
@@ -171,15 +172,15 @@ describe('singleton manager machine, alone', () => {
       together,
       aLeaving,
       { type: 'singleton.handed-over', name: 's', snapshot: null, from: key(C) },
-      delayed('retry', 'becomingOldest'),
+      delayed('retry', 'becomingOldest.asking'),
       { type: 'singleton.handed-over', name: 's', snapshot: { state: 'from A' }, from: key(A) },
     ] as unknown as ManagerEvent[]);
     expect(states).toEqual([
       'start',
       'younger',
-      'becomingOldest',
-      'becomingOldest',
-      'becomingOldest',
+      'becomingOldest.asking',
+      'becomingOldest.asking',
+      'becomingOldest.asking',
       'oldest',
     ]);
     expect(effects.map((e) => e.effect.kind)).toEqual([
@@ -198,7 +199,7 @@ describe('singleton manager machine, alone', () => {
   it('a downed former oldest: wait the margin before starting; a removed one too', () => {
     for (const gone of [aDowned, aRemoved]) {
       const { effects, states } = replay([together, aLeaving, gone, delayed('margin', 'takingOver')]);
-      expect(states.slice(-3)).toEqual(['becomingOldest', 'takingOver', 'oldest']);
+      expect(states.slice(-3)).toEqual(['becomingOldest.asking', 'takingOver', 'oldest']);
       expect(effects.filter((e) => e.effect.kind === 'start-instance').map((e) => e.state)).toEqual([
         'oldest',
       ]);
@@ -287,5 +288,126 @@ describe('singleton manager machine, alone', () => {
     stuckClock.increment(10);
     expect(stateName(stuck.getSnapshot().value)).toBe('younger');
     expect(stopped).toBe(2);
+  });
+});
+
+/**
+ * A leased placement (the emergent default): the host runs the instance only while the event
+ * says it holds the lease (`mandate`), and asks a live member still holding it to hand over
+ * (`blockedBy`). On every path: an instance starts only with the mandate, and none survives an
+ * event that withdraws it.
+ */
+describe('singleton manager machine, leased', () => {
+  const leased: SingletonPlacement = {
+    kind: 'leased-test',
+    exclusive: true,
+    leased: true,
+    hostOf: (m) => singletonHostOf(m),
+    subscribe: () => () => {},
+  };
+  const withLease = <E extends { type: string }>(e: E, mandate: boolean, blockedBy?: string) =>
+    ({ ...e, mandate, ...(blockedBy ? { blockedBy } : {}) }) as unknown as ManagerEvent;
+  const cUnreachable = membership([member(A, 1), member(SELF, 2), member(C, 3)], [], [key(A)]);
+  const LEASED_EVENTS = [
+    withLease(together, false),
+    withLease(aLeaving, false),
+    withLease(aLeaving, true),
+    withLease(aRemoved, false),
+    withLease(aRemoved, true),
+    withLease(aRemoved, false, key(C)),
+    withLease(cUnreachable, false),
+    withLease(cUnreachable, true),
+    withLease(selfLeaving, true),
+    withLease(selfDowned, false),
+    { type: 'singleton.hand-over-to-me', name: 's', replyTo: refTo(C, managerPath('s')) },
+    { type: 'singleton.handed-over', name: 's', snapshot: { state: 'from A' }, from: key(A) },
+    { type: 'singleton.handed-over', name: 's', snapshot: null, from: key(C) },
+    { type: 'singleton.drain-progress', proxy: key(SELF) },
+    { type: 'singleton.drain-progress', proxy: key(C) },
+    { type: 'singleton.backlog', size: 0 },
+    delayed('retry', 'becomingOldest.asking'),
+    delayed('drainTimeout', 'handingOver.draining'),
+  ] as unknown as ManagerEvent[];
+  const paths = getShortestPaths(machine(leased).provide({ actions: { run: () => {} } }), {
+    events: LEASED_EVENTS,
+    serializeState: (s) =>
+      JSON.stringify({
+        v: s.value,
+        o: s.context.oldestKey,
+        f: s.context.formerOldest,
+        i: s.context.inbox !== undefined,
+        h: s.context.handOverTo?.id,
+        p: s.context.pendingDrains,
+        m: s.context.membership?.version,
+        l: s.context.mandate,
+        b: s.context.blockedBy,
+        a: s.context.askedBlocker,
+      }),
+  });
+
+  it('reaches the lease gate, the running host, a hand-over and a lease lost', () => {
+    const states = reachedStates(paths);
+    for (const s of ['starting', 'oldest', 'becomingOldest.asking', 'handingOver.draining'])
+      expect(states).toContain(s);
+    expect(paths.length).toBeGreaterThan(30);
+  });
+
+  it('on every path: started only with the mandate, stopped at once when it is withdrawn', () => {
+    let checked = 0;
+    for (const path of paths) {
+      const events = path.steps.map((s) => s.event).filter((e) => !e.type.startsWith('xstate.init'));
+      const effects: ManagerEffect[] = [];
+      const actor = createActor(
+        machine(leased).provide({ actions: { run: (_, effect: ManagerEffect) => effects.push(effect) } }),
+        { clock: new SimulatedClock() },
+      );
+      actor.start();
+      let running = 0;
+      for (const event of events) {
+        const before = effects.length;
+        actor.send(event);
+        const mandate = actor.getSnapshot().context.mandate;
+        for (const effect of effects.slice(before)) {
+          if (effect.kind === 'start-instance') {
+            running++;
+            expect(mandate, 'started without the lease').toBe(true);
+          }
+          if (effect.kind === 'stop-instance') running--;
+        }
+        expect(running).toBeLessThanOrEqual(1);
+        if (!mandate) expect(running, `running without the lease after ${event.type}`).toBe(0);
+      }
+      checked++;
+    }
+    expect(checked).toBe(paths.length);
+  });
+
+  it('a running host whose lease is withdrawn stops at once; a blocked host asks the holder once', () => {
+    const effects: ManagerEffect[] = [];
+    const actor = createActor(
+      machine(leased).provide({ actions: { run: (_, effect: ManagerEffect) => effects.push(effect) } }),
+      { clock: new SimulatedClock() },
+    );
+    actor.start();
+    actor.send(withLease(aRemoved, false));
+    expect(stateName(actor.getSnapshot().value)).toBe('starting');
+    actor.send(withLease(aRemoved, true));
+    expect(stateName(actor.getSnapshot().value)).toBe('oldest');
+    actor.send(withLease(aRemoved, false));
+    // still the host to be: back at the gate, bidding again
+    expect(stateName(actor.getSnapshot().value)).toBe('starting');
+    expect(effects.filter((e) => e.kind === 'stop-instance')).toEqual([
+      { kind: 'stop-instance', reason: 'lost the host lease', confirmTo: undefined },
+    ]);
+    // C still holds the lease we bid for: ask it, once
+    actor.send(withLease(aRemoved, false, key(C)));
+    expect(stateName(actor.getSnapshot().value)).toBe('becomingOldest.asking');
+    expect(effects.filter((e) => e.kind === 'ask-hand-over')).toEqual([
+      { kind: 'ask-hand-over', formerKey: key(C) },
+    ]);
+    actor.send({ type: 'singleton.handed-over', name: 's', snapshot: null, from: key(C) } as ManagerEvent);
+    actor.send(withLease(aRemoved, false, key(C)));
+    expect(stateName(actor.getSnapshot().value)).toBe('starting');
+    expect(effects.filter((e) => e.kind === 'ask-hand-over')).toHaveLength(1);
   });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_HOST_LEASE } from '../../packages/singleton/src/index.js';
 import { GREEK, SimCluster } from '../support/sim-cluster.js';
 import { type Notes, withNotebook } from '../support/sim-singletons.js';
 
@@ -80,7 +81,7 @@ describe('cluster singleton on the simulated network', () => {
     expect(started[0]!.time as number).toBeGreaterThanOrEqual(handedOver[0]!.time as number);
   });
 
-  it('crash of the oldest: the next oldest starts only after the removal and the down-removal margin', async () => {
+  it('crash of the oldest: the next oldest starts once the lease promises of a majority ran out and the pause bound passed', async () => {
     const c = await cluster(103);
     const nb = withNotebook(c);
     await notesVia(c, nb, 'delphi');
@@ -90,11 +91,18 @@ describe('cluster singleton on the simulated network', () => {
     await c.sim.runUntil(() => nb.singletons('byzantium').list()[0]!.runsHere, { timeoutMs: 10_000 });
     const r = await notesVia(c, nb, 'delphi');
     expect(r.node).toBe('byzantium');
-    const removed = c.sim.logEntries('member.removed').find((e) => e.node === '10.0.0.2:2552')!;
     const started = c.sim.logEntries('singleton.started').find((e) => e.node === '10.0.0.2:2552')!;
-    const margin = c.get('byzantium').cluster.downRemovalMarginMs();
-    expect((started.time as number) - (removed.time as number)).toBeGreaterThanOrEqual(margin);
-    expect((started.time as number) - crashAt).toBeLessThan(5000);
+    const acquired = c.sim.logEntries('host-lease.acquired').find((e) => e.node === '10.0.0.2:2552')!;
+    const { leaseMs, pauseBoundMs, maxClockDrift } = DEFAULT_HOST_LEASE;
+    // the crashed host's last renewal was at most a renewal period before the crash
+    expect((acquired.time as number) - crashAt).toBeGreaterThanOrEqual(
+      leaseMs * (1 + maxClockDrift) - leaseMs / 4,
+    );
+    // its grants expired rather than being released: the pause bound is waited
+    expect(acquired.clean).toBe(false);
+    expect((started.time as number) - (acquired.time as number)).toBeGreaterThanOrEqual(pauseBoundMs);
+    expect((started.time as number) - crashAt).toBeLessThan(2000);
+    expect(nb.peak()).toBe(1);
   });
 
   it('the proxy buffers while no instance is known and drops the oldest beyond its bound', async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { defaultClusterConfig } from '../../packages/cluster/src/index.js';
 import { SimCluster } from '../support/sim-cluster.js';
 import { fiveWithNotebook } from '../support/singleton-runs.js';
 
@@ -12,7 +13,11 @@ import { fiveWithNotebook } from '../support/singleton-runs.js';
  */
 describe('singleton when one member downed the oldest on a stale view', () => {
   async function scenario(seed: number) {
-    const c = new SimCluster({ seed, captureLogs: true, logLevel: 'info' }, { downing: 'keep-oldest' });
+    // stable-after as when seed 22218 found it (1.5 s): the pauses below are timed to it
+    const c = new SimCluster(
+      { seed, captureLogs: true, logLevel: 'info' },
+      { downing: 'keep-oldest', sbr: { ...defaultClusterConfig.sbr, stableAfterMs: 1500 } },
+    );
     const nb = await fiveWithNotebook(c);
     await c.sim.runFor(300);
     // athens (oldest, running the notebook) stalls: everyone else finds it unreachable

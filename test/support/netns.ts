@@ -7,17 +7,23 @@
  *
  * Nothing here touches the machine's own interfaces: veth pairs are created inside the bridge
  * namespace with their peer moved straight into the host namespace. Names carry the pid of the
- * test process so that parallel runs do not collide.
+ * test process (and a tag, for several topologies in one process) so that parallel runs do not
+ * collide.
+ *
+ * `ip netns exec` execs the node in place (no fork), so a NetnsNode's pid is the node's own:
+ * SIGSTOP / SIGCONT (`pauseFor`) freeze the node itself.
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { chmodSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { NodeProcess } from '../../packages/testkit/src/node-process.js';
-import { compiledCli } from './cli-process.js';
+import { compiledCli, secretEnv } from './cli-process.js';
 import { dnsmasqArgs } from './dnsmasq.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TABLE = 'dyn_partition';
+/** The `doyen` bin the nodes run: the compiled one, or DOYEN_NETNS_CLI (a bin bundled elsewhere). */
+const cli = () => process.env.DOYEN_NETNS_CLI || compiledCli();
 
 function sh(cmd: string, args: string[], input?: string): string {
   return execFileSync(cmd, args, {
@@ -62,7 +68,7 @@ function removeStaleNamespaces(): void {
   }
   for (const line of list.split('\n')) {
     const name = line.split(' ')[0] ?? '';
-    const m = /^dyn-(?:br|h\d+)-(\d+)$/.exec(name);
+    const m = /^dyn-(?:br|h\d+)(?:-[a-z0-9]+)?-(\d+)$/.exec(name);
     if (!m) continue;
     const pid = Number(m[1]);
     if (pid === process.pid || isAlive(pid)) continue;
@@ -153,7 +159,16 @@ export function netnsSkipMessage(): string {
  */
 export function warmUpCli(): Promise<void> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [compiledCli(), '--help'], { cwd: ROOT, timeout: 120_000 }, () => resolve());
+    execFile(process.execPath, [cli(), '--help'], { cwd: ROOT, timeout: 120_000 }, () => resolve());
+  });
+}
+
+/** `doyen node --help` of the CLI the nodes run: what its flags are (what it supports). */
+export function nodeUsage(): string {
+  return execFileSync(process.execPath, [cli(), 'node', '--help'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 120_000,
   });
 }
 
@@ -167,6 +182,25 @@ export interface NetnsHost {
 /** A `doyen node` in a host's namespace. */
 export type NetnsNode = NodeProcess & { readonly host: NetnsHost };
 
+/** The ports every CLI node of a topology uses (each host has its own address). */
+export const NETNS_CLUSTER_PORT = 2552;
+export const NETNS_HTTP_PORT = 8558;
+
+/**
+ * SIGSTOPs the node for `ms` (no heartbeats, no timers, no HTTP: a long GC or a frozen VM), then
+ * SIGCONTs it. Resolves with the wall-clock ms of both signals.
+ */
+export async function pauseFor(
+  node: NetnsNode,
+  ms: number,
+): Promise<{ stoppedAt: number; continuedAt: number }> {
+  const stoppedAt = Date.now();
+  node.pause();
+  await new Promise((r) => setTimeout(r, ms));
+  node.resume();
+  return { stoppedAt, continuedAt: Date.now() };
+}
+
 export interface Topology {
   readonly subnet: string;
   readonly bridgeNs: string;
@@ -177,17 +211,35 @@ export interface Topology {
    * host of both groups. Replaces an earlier partition of the same hosts.
    */
   partition(groupA: readonly string[], groupB: readonly string[]): Promise<void>;
+  /**
+   * Drops the IPv4 packets from every host of `from` to every host of `to`, and only those: the
+   * other direction still flows (a one-way partition). Replaces earlier rules of these hosts.
+   */
+  dropOneWay(from: readonly string[], to: readonly string[]): Promise<void>;
   /** Removes every partition rule. */
   heal(): Promise<void>;
   /** Starts `doyen node ...` inside a host's namespace; `env` adds to its environment (secrets go there, not in `args`). */
   spawnNode(name: string, args: readonly string[], env?: Readonly<Record<string, string>>): NetnsNode;
+  /**
+   * `doyen node` as a member at the host's address (NETNS_CLUSTER_PORT, management at
+   * NETNS_HTTP_PORT on the same address), named after the host, with this run's secret and
+   * token in its environment; `seeds` are host names (none: no `--seeds`, for discovery);
+   * `extra` are more flags.
+   */
+  spawnMember(name: string, cluster: string, seeds: readonly string[], extra?: readonly string[]): NetnsNode;
   /** GET from inside a host's namespace; undefined when it does not answer (or is not JSON). */
   getJson(name: string, url: string, timeoutMs?: number): Promise<any>;
   /** Any method from inside a host's namespace; undefined on failure, a non-2xx status or non-JSON. */
   requestJson(
     name: string,
     url: string,
-    options?: { method?: string; timeoutMs?: number; headers?: Readonly<Record<string, string>> },
+    options?: {
+      method?: string;
+      timeoutMs?: number;
+      headers?: Readonly<Record<string, string>>;
+      /** A request body (sent as is; set its content-type in `headers`). */
+      body?: string;
+    },
   ): Promise<any>;
   /**
    * Starts Debian's dnsmasq in the bridge namespace, at `<subnet>.254` port 53, answering for
@@ -203,17 +255,22 @@ export interface Topology {
 
 /**
  * A bridge namespace `dyn-br-<pid>` and one namespace `dyn-h<i>-<pid>` per name, each with
- * address 10.201.<k>.<i>/24 (k from the pid) on a veth whose peer is a bridge port.
+ * address 10.201.<k>.<i>/24 (k from the pid) on a veth whose peer is a bridge port. With a
+ * `tag` (lower-case letters and digits) the names are `dyn-br-<tag>-<pid>`, `dyn-h<i>-<tag>-<pid>`:
+ * several topologies in one process (their addresses may repeat: each has its own bridge).
  */
-export function createTopology(names: readonly string[]): Topology {
+export function createTopology(names: readonly string[], { tag }: { tag?: string } = {}): Topology {
   const pid = process.pid;
+  if (tag !== undefined && !/^[a-z0-9]+$/.test(tag))
+    throw new Error(`topology tag ${tag}: lower-case letters and digits only`);
+  const suffix = tag === undefined ? `${pid}` : `${tag}-${pid}`;
   const k = (pid % 250) + 1;
   const subnet = `10.201.${k}.0/24`;
-  const bridgeNs = `dyn-br-${pid}`;
+  const bridgeNs = `dyn-br-${suffix}`;
   const hosts: NetnsHost[] = names.map((name, i) => ({
     name,
     index: i + 1,
-    ns: `dyn-h${i + 1}-${pid}`,
+    ns: `dyn-h${i + 1}-${suffix}`,
     ip: `10.201.${k}.${i + 1}`,
   }));
   const namespaces = [bridgeNs, ...hosts.map((h) => h.ns)];
@@ -272,26 +329,29 @@ export function createTopology(names: readonly string[]): Topology {
   const inNs = (h: NetnsHost, args: string[], input?: string) =>
     run('ip', ['netns', 'exec', h.ns, ...args], input);
 
-  // One atomic nft transaction per host: (re)create our table with the blocked addresses.
-  const block = async (h: NetnsHost, others: readonly NetnsHost[]) => {
-    const ips = others.map((o) => o.ip);
+  const block = (h: NetnsHost, others: readonly NetnsHost[]) => drop(h, others, others);
+
+  // One atomic nft transaction per host: (re)create our table with the blocked addresses, packets
+  // from `inbound` dropped on the way in, packets to `outbound` on the way out.
+  const drop = async (h: NetnsHost, inbound: readonly NetnsHost[], outbound: readonly NetnsHost[]) => {
     if (firewall() === 'nft') {
+      const set = (name: string, of: readonly NetnsHost[]) =>
+        `  set ${name} { type ipv4_addr;${of.length > 0 ? ` elements = { ${of.map((o) => o.ip).join(', ')} }` : ''} }`;
       const script = [
         `table inet ${TABLE} {}`,
         `delete table inet ${TABLE}`,
         `table inet ${TABLE} {`,
-        `  set blocked { type ipv4_addr; elements = { ${ips.join(', ')} } }`,
-        '  chain input { type filter hook input priority -10; policy accept; ip saddr @blocked drop; }',
-        '  chain output { type filter hook output priority -10; policy accept; ip daddr @blocked drop; }',
+        set('from', inbound),
+        set('to', outbound),
+        '  chain input { type filter hook input priority -10; policy accept; ip saddr @from drop; }',
+        '  chain output { type filter hook output priority -10; policy accept; ip daddr @to drop; }',
         '}',
       ].join('\n');
       await inNs(h, ['nft', '-f', '-'], `${script}\n`);
     } else {
       await unblock(h);
-      for (const ip of ips) {
-        await inNs(h, ['iptables', '-w', '-A', 'INPUT', '-s', ip, '-j', 'DROP']);
-        await inNs(h, ['iptables', '-w', '-A', 'OUTPUT', '-d', ip, '-j', 'DROP']);
-      }
+      for (const o of inbound) await inNs(h, ['iptables', '-w', '-A', 'INPUT', '-s', o.ip, '-j', 'DROP']);
+      for (const o of outbound) await inNs(h, ['iptables', '-w', '-A', 'OUTPUT', '-d', o.ip, '-j', 'DROP']);
     }
   };
 
@@ -314,12 +374,18 @@ export function createTopology(names: readonly string[]): Topology {
       method = 'GET',
       timeoutMs = 2000,
       headers,
-    }: { method?: string; timeoutMs?: number; headers?: Readonly<Record<string, string>> } = {},
+      body,
+    }: {
+      method?: string;
+      timeoutMs?: number;
+      headers?: Readonly<Record<string, string>>;
+      body?: string;
+    } = {},
   ): Promise<any> => {
     const h = host(name);
     // headers (a bearer token) go through the environment, never on a command line
     const cmd =
-      useCurl && !headers
+      useCurl && !headers && body === undefined
         ? ['netns', 'exec', h.ns, 'curl', '-s', '-f', '-X', method, '-m', String(timeoutMs / 1000), url]
         : [
             'netns',
@@ -327,13 +393,17 @@ export function createTopology(names: readonly string[]): Topology {
             h.ns,
             process.execPath,
             '-e',
-            `fetch(process.argv[1],{method:process.argv[2],headers:JSON.parse(process.env.NETNS_HEADERS||'{}'),signal:AbortSignal.timeout(${timeoutMs})})` +
+            `fetch(process.argv[1],{method:process.argv[2],headers:JSON.parse(process.env.NETNS_HEADERS||'{}'),body:process.env.NETNS_BODY,signal:AbortSignal.timeout(${timeoutMs})})` +
               '.then(r=>r.ok?r.text():Promise.reject()).then(t=>process.stdout.write(t),()=>process.exit(1))',
             url,
             method,
           ];
     return new Promise((resolve) => {
-      const env = headers ? { ...process.env, NETNS_HEADERS: JSON.stringify(headers) } : process.env;
+      const env = {
+        ...process.env,
+        ...(headers ? { NETNS_HEADERS: JSON.stringify(headers) } : {}),
+        ...(body !== undefined ? { NETNS_BODY: body } : {}),
+      };
       const child = execFile(
         'ip',
         cmd,
@@ -408,6 +478,14 @@ export function createTopology(names: readonly string[]): Topology {
       // all hosts at once, so the cut is as simultaneous as a real one
       await Promise.all([...a.map((h) => block(h, b)), ...b.map((h) => block(h, a))]);
     },
+    async dropOneWay(from, to) {
+      const a = from.map(host);
+      const b = to.map(host);
+      const overlap = a.filter((h) => b.includes(h));
+      if (overlap.length > 0) throw new Error(`${overlap[0]!.name} is on both sides`);
+      // the senders drop on the way out, the receivers on the way in: nothing of it gets through
+      await Promise.all([...a.map((h) => drop(h, [], b)), ...b.map((h) => drop(h, a, []))]);
+    },
     async heal() {
       await Promise.all(hosts.map(unblock));
     },
@@ -416,7 +494,7 @@ export function createTopology(names: readonly string[]): Topology {
       const node = Object.assign(
         NodeProcess.spawn({
           command: 'ip',
-          args: ['netns', 'exec', h.ns, process.execPath, compiledCli(), ...args],
+          args: ['netns', 'exec', h.ns, process.execPath, cli(), ...args],
           cwd: ROOT,
           env: { DOYEN_LOG_LEVEL: 'info', ...env },
         }),
@@ -424,6 +502,32 @@ export function createTopology(names: readonly string[]): Topology {
       );
       nodes.push(node);
       return node;
+    },
+    spawnMember(name, cluster, seeds, extra = []) {
+      const ip = host(name).ip;
+      return this.spawnNode(
+        name,
+        [
+          'node',
+          '--cluster',
+          cluster,
+          '--host',
+          ip,
+          '--port',
+          String(NETNS_CLUSTER_PORT),
+          ...(seeds.length > 0
+            ? ['--seeds', seeds.map((s) => `${host(s).ip}:${NETNS_CLUSTER_PORT}`).join(',')]
+            : []),
+          '--http-port',
+          String(NETNS_HTTP_PORT),
+          '--http-host',
+          ip,
+          '--name',
+          name,
+          ...extra,
+        ],
+        secretEnv(),
+      );
     },
     getJson: (name, url, timeoutMs = 2000) => requestJson(name, url, { timeoutMs }),
     requestJson,

@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
-import type { ClusterConfig } from '../../packages/cluster/src/index.js';
+import { type ClusterConfig, defaultStableAfterMs } from '../../packages/cluster/src/index.js';
 import { forEachSeed, SeededRandom } from '../../packages/testkit/src/index.js';
-import { GREEK, SimCluster } from './sim-cluster.js';
+import { formedSimCluster, GREEK, type SimCluster } from './sim-cluster.js';
 
 const FIVE = GREEK.slice(0, 5) as unknown as string[];
 
@@ -9,21 +9,7 @@ const FIVE = GREEK.slice(0, 5) as unknown as string[];
 export const SBR_RUNS = Number(process.env.DOYEN_SBR_RUNS ?? 40);
 
 const status = (c: SimCluster, n: string) => c.get(n).cluster.state().status;
-const split = (c: SimCluster, a: string[], b: string[]) =>
-  c.sim.partition(
-    a.map((n) => c.get(n).system),
-    b.map((n) => c.get(n).system),
-  );
-
-async function five(seed: number, config: Partial<ClusterConfig>) {
-  const c = new SimCluster({ seed }, config);
-  for (const n of FIVE) {
-    c.start(n);
-    await c.sim.runFor(200);
-  }
-  await c.sim.runUntil(() => c.converged(FIVE), { description: 'initial convergence' });
-  return c;
-}
+const five = (seed: number, config: Partial<ClusterConfig>) => formedSimCluster(FIVE, { seed }, config);
 
 /**
  * Clean, asymmetric and indirect partitions, flapping, crashes and pauses under one strategy.
@@ -37,7 +23,7 @@ export async function sbrSeededRuns(config: Partial<ClusterConfig>, firstSeed: n
     const c = await five(seed, config);
     c.restartDowned = true;
     const rnd = new SeededRandom(seed).fork('faults');
-    const margin = 1500; // stable-after at 5 nodes, the default down-removal margin
+    const margin = defaultStableAfterMs(5); // stable-after at 5 nodes, the default down-removal margin
     const intervals: { node: string; uid: string; start: number; end: number }[] = [];
     const open = new Map<string, { node: string; uid: string; start: number }>();
     c.sim.addInvariant('coordinator intervals', () => {
@@ -61,7 +47,7 @@ export async function sbrSeededRuns(config: Partial<ClusterConfig>, firstSeed: n
     const names = [...FIVE];
     const sideA = names.filter(() => rnd.chance(0.5));
     const sideB = names.filter((n) => !sideA.includes(n));
-    if (kind === 'clean' && sideA.length && sideB.length) split(c, sideA, sideB);
+    if (kind === 'clean' && sideA.length && sideB.length) c.split(sideA, sideB);
     if (kind === 'asymmetric')
       c.sim.blockOneWay(c.get(rnd.pick(names)).system, c.get(rnd.pick(names)).system);
     if (kind === 'indirect') {
@@ -70,7 +56,7 @@ export async function sbrSeededRuns(config: Partial<ClusterConfig>, firstSeed: n
     }
     if (kind === 'flapping' && sideA.length && sideB.length) {
       for (let i = 0; i < 6; i++) {
-        split(c, sideA, sideB);
+        c.split(sideA, sideB);
         await c.sim.runFor(300 + rnd.int(1500));
         c.sim.heal();
         await c.sim.runFor(200 + rnd.int(1000));

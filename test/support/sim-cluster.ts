@@ -98,6 +98,19 @@ export class SimCluster {
     return n;
   }
 
+  /** Cuts every link between the nodes named in `a` and those named in `b` (both ways). */
+  split(a: readonly string[], b: readonly string[]): void {
+    this.sim.partition(
+      a.map((n) => this.get(n).system),
+      b.map((n) => this.get(n).system),
+    );
+  }
+
+  /** Drops every message from the nodes named in `from` to those named in `to`; the other direction still works. */
+  cutOneWay(from: readonly string[], to: readonly string[]): void {
+    for (const f of from) for (const t of to) this.sim.blockOneWay(this.get(f).system, this.get(t).system);
+  }
+
   crash(name: string): void {
     this.get(name).cluster.stop();
     this.sim.crash(this.get(name).system);
@@ -125,4 +138,22 @@ export class SimCluster {
     });
     return views.every((v) => v === views[0] && v.endsWith(`|${want}`));
   }
+}
+
+/**
+ * A cluster of `names` started one by one (each joining through athens, 200 ms apart, so ages
+ * follow the order) and run until all of them agree on one membership.
+ */
+export async function formedSimCluster(
+  names: string[],
+  options: Partial<SimulationOptions> & { seed: number },
+  config: Partial<ClusterConfig> = {},
+): Promise<SimCluster> {
+  const c = new SimCluster(options, config);
+  for (const n of names) {
+    c.start(n);
+    await c.sim.runFor(200);
+  }
+  await c.sim.runUntil(() => c.converged(names), { description: 'initial convergence' });
+  return c;
 }

@@ -166,6 +166,15 @@ export class Cluster {
     };
   }
 
+  /**
+   * Keys of the members this node takes for unreachable now: the coordinator's list and every
+   * live observer's report (as `member.unreachable` / `member.reachable` tell it). A side cut off
+   * from the coordinator knows them before any resolver decides.
+   */
+  unreachableHere(): readonly string[] {
+    return [...this.published];
+  }
+
   /** Member key -> keys of the members reporting it unreachable, as this node knows them. */
   unreachableObservers(): Readonly<Record<string, readonly string[]>> {
     return this.lastObservations ?? {};

@@ -216,6 +216,14 @@ export class ActorSystem implements RefHost, CellHost {
     return this.transport?.lastDialFailure?.(node);
   }
 
+  /**
+   * Hears of every dial the transport saw refused (nothing listening at that address), for the
+   * failure detector; a transport that cannot tell never calls. Returns the unsubscribe function.
+   */
+  onConnectionRefused(listener: (node: NodeAddress) => void): () => void {
+    return this.transport?.onConnectionRefused?.(listener) ?? (() => {});
+  }
+
   attachTransport(transport: RemoteTransport): void {
     this.transport = transport;
   }

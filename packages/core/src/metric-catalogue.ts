@@ -171,6 +171,11 @@ export const DOYEN_METRICS: readonly MetricDefinition[] = [
     buckets: HEARTBEAT_BUCKETS_SECONDS,
   },
   {
+    name: 'doyen_fd_connection_refused_total',
+    help: 'Peers judged unreachable at once because a dial to them was refused',
+    kind: 'counter',
+  },
+  {
     name: 'doyen_sbr_decisions_total',
     help: 'Split-brain resolver decisions',
     kind: 'counter',

@@ -25,6 +25,11 @@ export interface RemoteTransport {
   send(node: UniqueNodeAddress, envelope: Envelope, lane: Lane): void;
   /** Why the last dial to a node failed (`connect ECONNREFUSED …`), if it did and none succeeded since. */
   lastDialFailure?(node: NodeAddress): string | undefined;
+  /**
+   * Calls `listener` whenever a dial to a node is refused (ECONNREFUSED: nothing listens at that
+   * address; a crashed process, not a paused or cut-off one). Returns the unsubscribe function.
+   */
+  onConnectionRefused?(listener: (node: NodeAddress) => void): () => void;
 }
 
 /** System paths travel on the system lane, everything else on the user lane. */

@@ -67,6 +67,8 @@ const SETTING_OF: Partial<Record<NodeOptionName, readonly (keyof NodeConfig)[]>>
   'http-tls-key': ['httpTls'],
   downing: ['clusterOptions'],
   'quorum-size': ['clusterOptions'],
+  'host-lease-ms': ['hostLease'],
+  'pause-bound-ms': ['hostLease'],
   'vote-file': ['election'],
   etcd: ['election', 'coordinator'],
   'enable-fault-injection': ['faultInjection'],
@@ -180,6 +182,8 @@ export function assembleNodeConfig(
   const httpPort = int('http-port');
   const quorumSize = int('quorum-size');
   const partitions = int('partitions');
+  const leaseMs = int('host-lease-ms');
+  const pauseBoundMs = int('pause-bound-ms');
   const downing = values.downing ?? base.clusterOptions?.downing;
   const { lease, seeds: _seeds, discovery: _discovery, ...settings } = base;
   const when = <K extends keyof NodeConfig>(key: K, value: NodeConfig[K] | undefined) =>
@@ -242,6 +246,15 @@ export function assembleNodeConfig(
     ...(partitions !== undefined ? { partitions: { ...base.partitions, count: partitions } } : {}),
     ...when('faultInjection', values['enable-fault-injection']),
     ...when('coordinator', values.coordinator as NodeConfig['coordinator']),
+    ...(leaseMs !== undefined || pauseBoundMs !== undefined
+      ? {
+          hostLease: {
+            ...base.hostLease,
+            ...(leaseMs !== undefined ? { leaseMs } : {}),
+            ...(pauseBoundMs !== undefined ? { pauseBoundMs } : {}),
+          },
+        }
+      : {}),
     ...(values['vote-file'] || values.etcd
       ? {
           election: {

@@ -135,6 +135,7 @@ const fileFields = {
   wire,
   onDowned: oneOf('restart', 'exit'),
   partitions: object({ count: int(), backupCount: int(), role: str() }),
+  hostLease: object({ leaseMs: num(), pauseBoundMs: num(), maxClockDrift: num() }),
   coordinator: oneOf(...COORDINATOR_MODES),
   election: object({
     voteFile: str(),

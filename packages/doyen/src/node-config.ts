@@ -1,6 +1,7 @@
 import type { ClusterConfig } from '@doyen/cluster';
 import { InvalidConfigError, type NodeAddress, parseNodeAddress } from '@doyen/core';
 import { COORDINATOR_MODES, type CoordinatorMode, type ElectionTiming } from '@doyen/election';
+import { checkHostLeaseSettings, type HostLeaseSettings } from '@doyen/singleton';
 import type { WireConfig } from '@doyen/wire';
 import { type ConfigProblem, ConfigProblemsError } from './config-problems.js';
 import { SHUTDOWN_PHASES, type ShutdownPhase } from './coordinated-shutdown.js';
@@ -76,6 +77,12 @@ export interface NodeConfig {
    * only while a majority acknowledges it; `etcd`, only the holder of an etcd key's lease.
    */
   readonly coordinator?: CoordinatorMode;
+  /**
+   * The emergent coordinator's singleton lease (see README "Singletons"): a host runs singletons
+   * only while a majority granted it the lease within `leaseMs`; a successor waits `pauseBoundMs`
+   * after grants that expired. Ignored under an elected coordinator.
+   */
+  readonly hostLease?: HostLeaseSettings;
   readonly election?: {
     /** quorum: the file that keeps generation and vote across restarts (default under the OS temp dir). */
     readonly voteFile?: string;
@@ -87,7 +94,7 @@ export interface NodeConfig {
     };
     readonly timing?: Partial<ElectionTiming>;
   };
-  /** Mount POST /fault/blackhole and /fault/heal (tests and demos only; never in production). */
+  /** Mount POST /fault/blackhole, /fault/heal and /fault/stall (tests and demos only; never in production). */
   readonly faultInjection?: boolean;
   /**
    * Runs for every incarnation of the node, once its actor system, cluster and singletons exist
@@ -164,6 +171,13 @@ export function nodeConfigProblems(c: NodeConfig): ConfigProblem[] {
       add('shutdown', `shutdown.phaseTimeoutsMs: unknown phase ${phase} (${SHUTDOWN_PHASES.join(', ')})`);
     else if (typeof ms !== 'number' || !(ms >= 0))
       add('shutdown', `shutdown.phaseTimeoutsMs.${phase}: expected a number of ms`);
+  }
+  if (c.hostLease !== undefined) {
+    try {
+      checkHostLeaseSettings(c.hostLease);
+    } catch (error) {
+      add('hostLease', (error as Error).message);
+    }
   }
   if (c.port === undefined) add('port', 'port is required (--port, DOYEN_PORT; 0: any free port)');
   else if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535)

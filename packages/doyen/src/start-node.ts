@@ -27,7 +27,7 @@ import {
   type VoteStore,
 } from '@doyen/election';
 import { ALLOCATOR_SINGLETON, allocatorLogic, PartitionService } from '@doyen/partitions';
-import { ClusterSingletons } from '@doyen/singleton';
+import { ClusterSingletons, LeasedOldestPlacement } from '@doyen/singleton';
 import { WsTransport } from '@doyen/wire';
 import { type ClusterBootstrapOptions, runClusterBootstrap } from './bootstrap/cluster-bootstrap.js';
 import { DnsDiscovery, StaticDiscovery } from './bootstrap/discovery.js';
@@ -229,7 +229,11 @@ class NodeRunner implements DoyenNode {
     transport.setKnownPeers([], seeds);
     cluster.subscribeMembership((m) => transport.setKnownPeers(m.members.map(nodeOf), seeds));
     const { coordinator, leaderStore } = this.electedCoordinator(transport.system, cluster);
-    const singletons = new ClusterSingletons(transport.system, cluster, coordinator);
+    const singletons = new ClusterSingletons(
+      transport.system,
+      cluster,
+      coordinator ?? new LeasedOldestPlacement(transport.system, cluster, config.hostLease),
+    );
     const receptionist = Receptionist.start(transport.system, cluster);
     const count = config.partitions?.count ?? DEFAULT_PARTITION_COUNT;
     let partitions: PartitionService | undefined;
@@ -467,10 +471,10 @@ async function startManagement(
       `management on ${node.http.scheme}://${node.http.address.address}:${node.http.port}${node.http.policy.token === undefined ? ' (read-only: no management token)' : ''}`,
     );
     if (config.faultInjection) {
-      node.http.addRoute(faultInjectionRoute(() => node.transport));
+      node.http.addRoute(faultInjectionRoute(() => node.transport, logger));
       logger.warn(
         { event: 'fault.enabled' },
-        'fault injection is enabled: POST /fault/blackhole, /fault/heal',
+        'fault injection is enabled: POST /fault/blackhole, /fault/heal, /fault/stall',
       );
     }
     node.localInspector = attachLocalInspector(node.http, node);

@@ -8,9 +8,10 @@ import {
   type SpawnOptions,
 } from '@doyen/core';
 import type { AnyActorLogic, EventFromLogic } from 'xstate';
+import { LeasedOldestPlacement } from './leased-placement.js';
 import { createManagerMachine, managerPath, proxyPath } from './manager-machine.js';
 import { registerSingletonMessages } from './messages.js';
-import { oldestPlacement, type SingletonPlacement } from './placement.js';
+import type { SingletonPlacement } from './placement.js';
 import { createProxyMachine } from './proxy-machine.js';
 
 export interface SingletonOptions {
@@ -63,32 +64,58 @@ export class ClusterSingletons {
   private readonly registered = new Map<string, Registered>();
   private membership: Membership | undefined;
 
+  readonly placement: SingletonPlacement;
+
   /**
-   * `placement` decides where singletons run: the oldest member by default, or an elected
-   * coordinator (see `@doyen/election`'s `ElectedCoordinator`).
+   * `placement` decides where singletons run: by default the oldest member fenced by a majority
+   * host lease (`LeasedOldestPlacement`), or an elected coordinator (see `@doyen/election`'s
+   * `ElectedCoordinator`), or the unfenced oldest (`oldestPlacement`).
    */
   constructor(
     readonly system: ActorSystem,
     readonly cluster: Cluster,
-    readonly placement: SingletonPlacement = oldestPlacement,
+    placement?: SingletonPlacement,
   ) {
+    this.placement = placement ?? new LeasedOldestPlacement(system, cluster);
     registerSingletonMessages(system.messageTypes);
     cluster.subscribeMembership((m) => {
       this.membership = m;
       this.tellAll(m);
     });
+    // a member this node stops reaching may move singletons before any downing (a leased or
+    // elected placement): everyone looks again with this node's own view
+    cluster.subscribe((event) => {
+      if ((event.type === 'member.unreachable' || event.type === 'member.reachable') && this.membership)
+        this.tellAll(this.membership);
+    });
     // same membership, new answer (an election's leader changed): everyone looks again
-    placement.subscribe(() => {
+    this.placement.subscribe(() => {
       if (this.membership) this.tellAll(this.membership);
     });
   }
 
   private tellAll(membership: Membership): void {
-    for (const r of this.registered.values()) {
-      const msg = { type: 'singleton.membership', membership } as Message;
-      r.manager.send(msg);
-      r.proxy.send(msg);
-    }
+    for (const r of this.registered.values()) this.tell(r, membership);
+  }
+
+  /** A membership with this node's own view of who is unreachable. */
+  private viewed(membership: Membership): Membership {
+    return { ...membership, unreachable: this.cluster.unreachableHere() };
+  }
+
+  /** A membership (and the placement's mandate for this singleton) to its manager and proxy. */
+  private tell(r: Pick<Registered, 'role' | 'manager' | 'proxy'>, raw: Membership): void {
+    const membership = this.viewed(raw);
+    const mandate = this.placement.mayRun?.(r.role) ?? true;
+    const blockedBy = this.placement.blockerOf?.(r.role);
+    r.manager.send({ type: 'singleton.membership', membership, mandate, blockedBy } as Message);
+    r.proxy.send({ type: 'singleton.membership', membership } as Message);
+  }
+
+  /** Running instances per role, for a leased placement (a host keeps its lease while one runs). */
+  private reportHosting(role: string | undefined): void {
+    const running = [...this.registered.values()].filter((r) => r.role === role && r.instance).length;
+    this.placement.hosting?.(role, running);
   }
 
   /** Registers a singleton; returns its proxy: `send` and `ask` work from any node. */
@@ -112,6 +139,7 @@ export class ClusterSingletons {
           ...(snapshot ? { snapshot } : {}),
         });
         (registered as Registered).instance = instance;
+        this.reportHosting(options.role);
         // The inbox forwards to the instance and reports proxies' drained markers to the manager.
         system.removeFunctionRef(system.remoteRef(system.node, instancePath));
         system.functionRef(
@@ -137,6 +165,7 @@ export class ClusterSingletons {
         system.removeFunctionRef(system.remoteRef(system.node, instancePath));
         instance = undefined;
         (registered as Registered).instance = undefined;
+        this.reportHosting(options.role);
         system.logger.info(
           { event: 'singleton.stopped', singleton: name, reason },
           `singleton ${name} stopped (${reason})`,
@@ -174,10 +203,8 @@ export class ClusterSingletons {
     );
     Object.assign(registered, { manager, proxy });
     this.registered.set(name, registered as Registered);
-    if (this.membership) {
-      manager.send({ type: 'singleton.membership', membership: this.membership });
-      proxy.send({ type: 'singleton.membership', membership: this.membership } as Message);
-    }
+    this.placement.addRole?.(options.role);
+    if (this.membership) this.tell(registered as Registered, this.membership);
     return this.guarded(proxy, options.minimumClusterSize) as unknown as ActorRef<
       EventFromLogic<TLogic> & Message
     >;

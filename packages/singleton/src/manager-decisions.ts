@@ -11,7 +11,16 @@ import { fateOf } from './oldest.js';
  */
 
 export type ManagerEvent =
-  | { readonly type: 'singleton.membership'; readonly membership: Membership }
+  /**
+   * `mandate`: a leased placement lets this node run the instance now (absent: true);
+   * `blockedBy`: the member holding the lease this node bids for in vain.
+   */
+  | {
+      readonly type: 'singleton.membership';
+      readonly membership: Membership;
+      readonly mandate?: boolean;
+      readonly blockedBy?: string;
+    }
   | { readonly type: 'singleton.drain-progress'; readonly proxy: string }
   /** The instance's mailbox size, measured by the `check-backlog` effect and sent back. */
   | { readonly type: 'singleton.backlog'; readonly size: number }
@@ -30,6 +39,11 @@ export interface ManagerContext {
   readonly inbox: ActorRef | undefined;
   readonly handOverTo: ActorRef | undefined;
   readonly pendingDrains: readonly string[];
+  /** A leased placement's word: this node may run the instance now. */
+  readonly mandate: boolean;
+  /** The member holding the lease we bid for, and the one we last asked to hand over because of that. */
+  readonly blockedBy: string | undefined;
+  readonly askedBlocker: string | undefined;
 }
 
 export const initialManagerContext: ManagerContext = {
@@ -41,6 +55,9 @@ export const initialManagerContext: ManagerContext = {
   inbox: undefined,
   handOverTo: undefined,
   pendingDrains: [],
+  mandate: true,
+  blockedBy: undefined,
+  askedBlocker: undefined,
 };
 
 /** What a decision depends on besides the context: who we are and where singletons run. */
@@ -53,6 +70,8 @@ export interface ManagerPolicy {
   readonly hostKeyOf: (membership: Membership) => string | undefined;
   /** An elected host (exclusive placement) stops at once when it loses its mandate. */
   readonly exclusive: boolean;
+  /** A leased host stops at once when its lease ends, and hands over while it holds it. */
+  readonly leased: boolean;
   readonly maxHandOverRetries: number;
 }
 
@@ -138,9 +157,40 @@ export function nobodyToAsk(policy: ManagerPolicy, ctx: ManagerContext): boolean
   return ctx.formerOldest === undefined || (policy.exclusive && formerOutOfReach(ctx));
 }
 
-/** An elected host that lost its majority or lease stops at once: another may start soon. */
+/**
+ * A host that lost its mandate stops at once: another may start soon. An elected host loses it
+ * with the election; a leased host with its lease (while it holds that, it hands over gracefully).
+ */
 export function lostMandate(policy: ManagerPolicy, ctx: ManagerContext): boolean {
+  if (policy.leased) return !ctx.mandate;
   return policy.exclusive && !isOldest(policy, ctx);
+}
+
+/**
+ * A leased host waiting for its lease, which another live member we reach still holds (it ran the
+ * instance while we were cut off): ask that one to hand over, once.
+ */
+export function blockedByFormerHost(policy: ManagerPolicy, ctx: ManagerContext): boolean {
+  const blocker = ctx.blockedBy;
+  return (
+    policy.leased &&
+    blocker !== undefined &&
+    blocker !== policy.selfKey &&
+    blocker !== ctx.askedBlocker &&
+    ctx.membership !== undefined &&
+    fateOf(blocker, ctx.membership) === 'alive' &&
+    !ctx.membership.unreachable.includes(blocker)
+  );
+}
+
+/** Ask the lease's holder to hand over, as a new oldest asks the former one. */
+export function askBlocker(ctx: ManagerContext): ManagerStep {
+  return same({ ...ctx, formerOldest: ctx.blockedBy, askedBlocker: ctx.blockedBy });
+}
+
+/** The placement lets this node run the instance now (a leased host: it holds the lease). */
+export function hasMandate(ctx: ManagerContext): boolean {
+  return ctx.mandate;
 }
 
 /** Only the node we take for the new oldest may ask for the instance. */
@@ -179,7 +229,20 @@ export function takeMembership(policy: ManagerPolicy, ctx: ManagerContext, event
     membership: event.membership,
     oldestKey,
     formerOldest: changedToUs ? ctx.oldestKey : ctx.formerOldest,
+    mandate: event.mandate ?? true,
+    blockedBy: event.blockedBy,
   });
+}
+
+/** The host waits for its mandate (a leased placement: the lease, and the pause bound after an unclean one). */
+export function awaitMandate(policy: ManagerPolicy, ctx: ManagerContext): ManagerStep {
+  if (ctx.mandate) return same(ctx);
+  return {
+    context: ctx,
+    effects: [
+      log(policy, 'singleton.awaiting-lease', {}, `singleton ${policy.name} waits for the host lease`),
+    ],
+  };
 }
 
 /** Not running here: whoever asks for a hand-over hears that nothing runs. */
@@ -228,7 +291,9 @@ export function askAgain(policy: ManagerPolicy, ctx: ManagerContext): ManagerSte
 /** The former oldest confirmed: keep its snapshot for the start. */
 export function takeHandOver(ctx: ManagerContext, event: ManagerEvent): ManagerStep {
   if (event.type !== 'singleton.handed-over') return same(ctx);
-  return same({ ...ctx, snapshot: event.snapshot ?? null });
+  // a host that handed over is not asked again for the lease it still holds until it releases;
+  // a later "not running" answer never erases the snapshot it handed over
+  return same({ ...ctx, snapshot: event.snapshot ?? ctx.snapshot, askedBlocker: event.from });
 }
 
 /** The former oldest went without a hand-over: wait the down-removal margin before starting. */
@@ -249,7 +314,13 @@ export function awaitMargin(policy: ManagerPolicy, ctx: ManagerContext, marginMs
 /** Oldest: start the instance here. */
 export function start(policy: ManagerPolicy, ctx: ManagerContext): ManagerStep {
   return {
-    context: { ...ctx, inbox: policy.inbox, snapshot: null, formerOldest: undefined },
+    context: {
+      ...ctx,
+      inbox: policy.inbox,
+      snapshot: null,
+      formerOldest: undefined,
+      askedBlocker: undefined,
+    },
     effects: [
       { kind: 'start-instance', snapshot: ctx.snapshot },
       log(policy, 'singleton.started', {}, `singleton ${policy.name} started`),
@@ -257,11 +328,12 @@ export function start(policy: ManagerPolicy, ctx: ManagerContext): ManagerStep {
   };
 }
 
-/** An elected host without its mandate: stop at once. */
-export function stopForMandate(ctx: ManagerContext): ManagerStep {
+/** A host without its mandate: stop at once (a hand-over in progress hears that it ended). */
+export function stopForMandate(policy: ManagerPolicy, ctx: ManagerContext): ManagerStep {
+  const reason = policy.leased ? 'lost the host lease' : 'lost the coordinator mandate';
   return {
-    context: { ...ctx, inbox: undefined },
-    effects: [{ kind: 'stop-instance', reason: 'lost the coordinator mandate', confirmTo: undefined }],
+    context: { ...ctx, inbox: undefined, handOverTo: undefined, pendingDrains: [] },
+    effects: [{ kind: 'stop-instance', reason, confirmTo: ctx.handOverTo }],
   };
 }
 

@@ -5,10 +5,13 @@ import {
   acceptHandOverRequest,
   answerNotRunning,
   askAgain,
+  askBlocker,
   askedByNewOldest,
   askFirst,
+  awaitMandate,
   awaitMargin,
   backlogEmpty,
+  blockedByFormerHost,
   checkBacklog,
   drained,
   drainProgress,
@@ -17,6 +20,7 @@ import {
   formerCanHandOver,
   formerGoneWithoutHandOver,
   handedOverByFormer,
+  hasMandate,
   identify,
   initialManagerContext,
   isOldest,
@@ -98,6 +102,7 @@ export function createManagerMachine(
       return host && memberKey(host);
     },
     exclusive: settings.placement.exclusive,
+    leased: settings.placement.leased === true,
     maxHandOverRetries: settings.maxHandOverRetries,
   };
   const marginMs = () =>
@@ -182,6 +187,8 @@ export function createManagerMachine(
       nobodyToAsk: ({ context }) => nobodyToAsk(policy, context),
       formerGoneWithoutHandOver: ({ context }) => formerGoneWithoutHandOver(context),
       lostMandate: ({ context }) => lostMandate(policy, context),
+      hasMandate: ({ context }) => hasMandate(context),
+      blockedByFormerHost: ({ context }) => blockedByFormerHost(policy, context),
       drained: ({ context }) => drained(context),
       backlogEmpty: ({ event }) => backlogEmpty(event),
       askedByNewOldest: ({ context, event }) => askedByNewOldest(context, event),
@@ -212,7 +219,7 @@ export function createManagerMachine(
       younger: {
         always: [
           { guard: 'selfGone', target: 'end' },
-          { guard: 'startsAtOnce', target: 'oldest' },
+          { guard: 'startsAtOnce', target: 'starting' },
           { guard: 'formerCanHandOver', target: 'becomingOldest' },
           // gone without a hand-over (downed, or removed before it confirmed): wait the margin
           { guard: 'isOldest', target: 'takingOver' },
@@ -226,19 +233,25 @@ export function createManagerMachine(
         always: [
           { guard: 'selfGone', target: 'end' },
           { guard: 'notOldest', target: 'younger' },
-          { guard: 'nobodyToAsk', target: 'oldest' },
+          { guard: 'nobodyToAsk', target: 'starting' },
           { guard: 'formerGoneWithoutHandOver', target: 'takingOver' },
         ],
         on: {
           'singleton.handed-over': {
             guard: 'handedOverByFormer',
-            target: 'oldest',
+            target: 'starting',
             actions: apply(takeHandOver),
           },
           'singleton.hand-over-to-me': { actions: apply(answerNotRunning) },
         },
-        after: {
-          retry: { target: 'becomingOldest', reenter: false, actions: apply((c) => askAgain(policy, c)) },
+        // asked again every retry interval (a self-targeted `after` on the state itself would fire once)
+        initial: 'asking',
+        states: {
+          asking: {
+            after: {
+              retry: { target: 'asking', reenter: true, actions: apply((c) => askAgain(policy, c)) },
+            },
+          },
         },
       },
       takingOver: {
@@ -247,13 +260,27 @@ export function createManagerMachine(
           { guard: 'selfGone', target: 'end' },
           { guard: 'notOldest', target: 'younger' },
         ],
-        after: { margin: 'oldest' },
+        after: { margin: 'starting' },
+      },
+      // the host waits for its placement's mandate (a leased placement: the lease) before it starts
+      starting: {
+        entry: apply((c) => awaitMandate(policy, c)),
+        always: [
+          { guard: 'selfGone', target: 'end' },
+          { guard: 'notOldest', target: 'younger' },
+          { guard: 'hasMandate', target: 'oldest' },
+          { guard: 'blockedByFormerHost', target: 'becomingOldest', actions: apply(askBlocker) },
+        ],
+        on: {
+          // nothing runs here yet: a host asking for a hand-over hears so at once
+          'singleton.hand-over-to-me': { actions: apply(answerNotRunning) },
+        },
       },
       oldest: {
         entry: apply((c) => start(policy, c)),
         always: [
           { guard: 'selfExitingOrGone', target: 'end' },
-          { guard: 'lostMandate', target: 'younger', actions: apply(stopForMandate) },
+          { guard: 'lostMandate', target: 'younger', actions: apply((c) => stopForMandate(policy, c)) },
         ],
         on: {
           'singleton.identify': { actions: apply(identify) },
@@ -265,7 +292,10 @@ export function createManagerMachine(
         },
       },
       handingOver: {
-        always: [{ guard: 'selfExitingOrGone', target: 'end' }],
+        always: [
+          { guard: 'selfExitingOrGone', target: 'end' },
+          { guard: 'lostMandate', target: 'younger', actions: apply((c) => stopForMandate(policy, c)) },
+        ],
         entry: apply((c) => startDraining(policy, c)),
         on: {
           'singleton.drain-progress': { actions: apply(drainProgress) },

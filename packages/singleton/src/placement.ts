@@ -17,8 +17,21 @@ export interface SingletonPlacement {
    * without the down-removal margin.
    */
   readonly exclusive: boolean;
-  /** Calls `listener` when `hostOf` may answer differently for the same membership. */
+  /** Calls `listener` when `hostOf` (or `mayRun`) may answer differently for the same membership. */
   subscribe(listener: () => void): () => void;
+  /**
+   * A leased placement: the host runs instances only while `mayRun` says so (it holds the lease),
+   * stops them at once when that ends, and hands over gracefully while it still holds it.
+   */
+  readonly leased?: boolean;
+  /** Whether this node may run instances (with `role`) now; absent: whenever it is the host. */
+  mayRun?(role: string | undefined): boolean;
+  /** The member holding the lease this node, the host, bids for in vain: it is asked to hand over. */
+  blockerOf?(role: string | undefined): string | undefined;
+  /** A singleton with `role` is registered here. */
+  addRole?(role: string | undefined): void;
+  /** How many instances (with `role`) run here now. */
+  hosting?(role: string | undefined, running: number): void;
 }
 
 /** The emergent leader's placement: the oldest up member (with the role). */

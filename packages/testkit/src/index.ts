@@ -1,6 +1,7 @@
 export * from './errors.js';
 export * from './for-each-seed.js';
 export * from './free-ports.js';
+export * from './instance-overlaps.js';
 export * from './log-capture.js';
 export * from './manual-scheduler.js';
 export * from './node-process.js';

@@ -41,6 +41,12 @@ export interface NetworkFaults {
   readonly reorder: boolean;
   /** Larger encoded messages become dead letters at the sender, as on the wire. */
   readonly maxMessageBytes: number;
+  /**
+   * A send to an address where no node lives (crashed, never started) is refused, as a dial to a
+   * closed port is (ECONNREFUSED), and the sender's transport reports it. Off: such sends vanish
+   * silently, as behind a firewall that drops rather than rejects.
+   */
+  readonly refuseDeadAddresses: boolean;
 }
 
 export const defaultNetworkFaults: NetworkFaults = {
@@ -50,6 +56,7 @@ export const defaultNetworkFaults: NetworkFaults = {
   duplicateRate: 0,
   reorder: false,
   maxMessageBytes: defaultWireConfig.maxFrameBytes,
+  refuseDeadAddresses: true,
 };
 
 /** Why a message did not reach its recipient's actor system. */
@@ -136,6 +143,10 @@ export class SimNetwork {
   private counts = { sent: 0, duplicated: 0, delivered: 0, inFlight: 0 };
   private readonly dropped: Partial<Record<DropReason, number>> = {};
   private readonly rejectLogs = new WeakMap<ActorSystem, RateLimitedLog>();
+  /** Who hears of each node's refused dials (RemoteTransport.onConnectionRefused). */
+  private readonly refusedListeners = new WeakMap<ActorSystem, Set<(node: NodeAddress) => void>>();
+  /** Links `from>to` with a refusal on its way: one at a time, as a real dial waits for its answer. */
+  private readonly refusing = new Set<string>();
 
   constructor(
     private readonly clock: VirtualClock,
@@ -176,7 +187,15 @@ export class SimNetwork {
         heldOut: [],
       });
     }
-    return { send: (node, envelope, lane) => this.send(system, node, envelope, lane) };
+    return {
+      send: (node, envelope, lane) => this.send(system, node, envelope, lane),
+      onConnectionRefused: (listener) => {
+        let listeners = this.refusedListeners.get(system);
+        if (!listeners) this.refusedListeners.set(system, (listeners = new Set()));
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
+    };
   }
 
   /** Records every send, hold, delivery and drop; returns the unsubscribe function. */
@@ -336,6 +355,7 @@ export class SimNetwork {
     }
     if (!this.nodes.has(packet.to)) {
       this.drop(packet, 'no-such-node');
+      this.refuse(packet);
       return;
     }
     if (this.random.chance(this.faults.dropRate)) {
@@ -348,6 +368,26 @@ export class SimNetwork {
       this.emit('duplicate', packet);
       this.schedule(packet);
     }
+  }
+
+  /**
+   * Nothing listens at the target (crashed, or never started): as a real dial there is refused,
+   * the sender hears so one round trip later. A paused node still accepts and a partition drops,
+   * so neither refuses, as on the wire. No random draw: seeded runs keep their sequence.
+   */
+  private refuse(packet: Packet): void {
+    const link = linkKey(packet.from, packet.to);
+    const sender = this.nodes.get(packet.from)?.system;
+    if (!this.faults.refuseDeadAddresses || !sender || this.refusing.has(link)) return;
+    if (!this.refusedListeners.get(sender)?.size) return;
+    this.refusing.add(link);
+    const node = parseNodeAddress(packet.to);
+    this.clock.setTimeout(() => {
+      this.refusing.delete(link);
+      // a node restarted at the address meanwhile is listening again; a dead sender hears nothing
+      if (this.nodes.has(packet.to) || this.nodes.get(packet.from)?.system !== sender) return;
+      for (const listener of this.refusedListeners.get(sender) ?? []) listener(node);
+    }, 2 * this.faults.latencyMs);
   }
 
   private schedule(packet: Packet): void {

@@ -2,8 +2,9 @@ import { ActorSystem, type ActorSystemConfig, type Logger, silentLogger } from '
 import { InvariantViolationError, SimulationError, SimulationTimeoutError } from './errors.js';
 import { captureLogger } from './log-capture.js';
 import { ManualScheduler } from './manual-scheduler.js';
+import { NodeGate } from './node-gate.js';
 import { SeededRandom } from './seeded-random.js';
-import { type NetworkFaults, type NodeLike, SimNetwork } from './sim-network.js';
+import { type NetworkFaults, type NodeLike, nameOfNode, SimNetwork } from './sim-network.js';
 import { VirtualClock } from './virtual-clock.js';
 
 export interface SimulationOptions {
@@ -66,6 +67,11 @@ export class Simulation {
   private readonly uids: SeededRandom;
   private readonly systemList: ActorSystem[] = [];
   private readonly invariants = new Map<string, InvariantCheck>();
+  /** Each system's own view of the clock and scheduler, through which it can be frozen or starved. */
+  private readonly gates = new Map<
+    ActorSystem,
+    { readonly gate: NodeGate; releaseTimer?: number; releaseEnd?: number }
+  >();
   private readonly hops: number;
   private readonly captureByDefault: boolean;
   private readonly logLevel: string;
@@ -103,17 +109,19 @@ export class Simulation {
       this.uids.nextUint32().toString(16).padStart(8, '0') +
         this.uids.nextUint32().toString(16).padStart(8, '0');
     const stream = this.random.fork(`system:${options.host}:${options.port}#${uid}`);
+    const gate = new NodeGate(this.clock, this.scheduler);
     const system = new ActorSystem({
       ...config,
       uid,
-      clock: this.clock,
-      scheduler: this.scheduler,
+      clock: gate,
+      scheduler: gate,
       random: () => stream.next(),
       logger:
         config.logger ?? ((captureLogs ?? this.captureByDefault) ? this.capturedLogger() : silentLogger()),
       dispatcher: { maxTurnMs: Number.POSITIVE_INFINITY, ...config.dispatcher },
     });
     system.attachTransport(this.network.transportFor(system));
+    this.gates.set(system, { gate });
     this.systemList.push(system);
     return system;
   }
@@ -194,6 +202,44 @@ export class Simulation {
     this.network.resume(node);
   }
 
+  /**
+   * Stops a node as SIGSTOP does, for `ms` (Infinity: until `thaw`): unlike `pause`, which only
+   * holds its traffic, its timers and dispatcher turns wait too. On thawing, what it had queued
+   * runs first and what arrived for it is delivered, then its overdue timers fire (I/O before
+   * timers, as an event loop woken from its poll).
+   */
+  freeze(node: NodeLike, ms: number): void {
+    const system = this.systemOf(node);
+    this.network.pause(system, Number.POSITIVE_INFINITY);
+    this.holdUntil(system, { timers: true, turns: true }, ms);
+  }
+
+  /** Ends a `freeze` (or `holdTimers`) now. */
+  thaw(node: NodeLike): void {
+    const system = this.systemOf(node);
+    const entry = this.gates.get(system)!;
+    if (entry.releaseTimer !== undefined) this.clock.clearTimeout(entry.releaseTimer);
+    entry.releaseTimer = undefined;
+    entry.releaseEnd = undefined;
+    entry.gate.release();
+    // a node restarted at the same address since is another incarnation: not ours to resume
+    if (this.network.systemAt(system) === system) this.network.resume(system);
+  }
+
+  /**
+   * Starves a node's event loop of `ms`: its timers coming due in that time fire at its end, in
+   * order (clock-driven work up to `ms` late), while its messages are still delivered and handled.
+   */
+  holdTimers(node: NodeLike, ms: number): void {
+    this.holdUntil(this.systemOf(node), { timers: true, turns: false }, ms);
+  }
+
+  /** Whether `freeze` or `holdTimers` holds the node now. */
+  isHeld(node: NodeLike): boolean {
+    const gate = this.gates.get(this.systemOf(node))?.gate;
+    return gate !== undefined && (gate.holdsTimers || gate.holdsTurns);
+  }
+
   partition(groupA: readonly NodeLike[], groupB: readonly NodeLike[]): void {
     this.network.partition(groupA, groupB);
   }
@@ -216,6 +262,32 @@ export class Simulation {
   }
 
   // ---- internals ------------------------------------------------------------------------------
+
+  private systemOf(node: NodeLike): ActorSystem {
+    const system = node instanceof ActorSystem ? node : this.network.systemAt(node);
+    if (!system || !this.gates.has(system)) {
+      throw new SimulationError(`no simulated node ${nameOfNode(node)}`, 'sim-no-node', this.seed);
+    }
+    return system;
+  }
+
+  /** Holds a node's gate until `ms` from now (a later end extends a hold, never shortens it). */
+  private holdUntil(system: ActorSystem, what: { timers: boolean; turns: boolean }, ms: number): void {
+    if (!(ms >= 0)) throw new SimulationError(`a hold needs ms >= 0, got ${ms}`, 'sim-bad-hold', this.seed);
+    const entry = this.gates.get(system)!;
+    const end = this.clock.now() + ms;
+    const held = entry.gate.holdsTimers || entry.gate.holdsTurns;
+    entry.gate.hold(what);
+    if (held && (entry.releaseEnd ?? 0) >= end) return;
+    if (entry.releaseTimer !== undefined) this.clock.clearTimeout(entry.releaseTimer);
+    entry.releaseTimer = undefined;
+    entry.releaseEnd = end;
+    if (!Number.isFinite(end)) return;
+    entry.releaseTimer = this.clock.setTimeoutAt(end, () => {
+      entry.releaseTimer = undefined;
+      this.thaw(system);
+    });
+  }
 
   /** Runs timers due up to `target`; stops early (returning true) once `stop` holds. */
   private async drive(target: number, stop?: () => boolean): Promise<boolean> {

@@ -87,6 +87,8 @@ export class Association {
     private readonly tls?: () => TlsDialOptions,
     /** The local address to dial from (the node's own listen address), when it is one IP. */
     private readonly localAddress?: string,
+    /** Told of every dial refused with ECONNREFUSED (see WsTransport.onConnectionRefused). */
+    private readonly onRefused?: (target: NodeAddress) => void,
   ) {}
 
   get queued(): number {
@@ -313,6 +315,8 @@ export class Association {
     const peer = formatNodeAddress(this.target);
     const code = (error as NodeJS.ErrnoException).code;
     this.dialFailure = error.message;
+    // Nothing listens there: the process is gone (a paused or cut-off one still accepts, or is silent)
+    if (code === 'ECONNREFUSED') this.onRefused?.(this.target);
     this.system.logger.debug(
       { event: 'wire.dial-failed', peer, lane: this.lane, code, error: error.message },
       `dial to ${peer} failed: ${error.message}`,

@@ -57,6 +57,8 @@ export class WsTransport implements RemoteTransport {
   /** Members, seeds and contacts as the cluster layer reports them (see setKnownPeers). */
   private readonly known = new KnownPeers();
   private readonly rejectLog: RateLimitedLog;
+  /** Who hears of refused dials (the failure detector, through ActorSystem.onConnectionRefused). */
+  private readonly refusedListeners = new Set<(node: NodeAddress) => void>();
   private readonly admission: Admission;
   /** Upgraded connections that have not authenticated yet. */
   private pendingHandshakes = 0;
@@ -240,6 +242,7 @@ export class WsTransport implements RemoteTransport {
           this.identity,
           this.tls?.dialOptions,
           this.dialFrom,
+          this.refused,
         );
         this.associations.set(key, association);
       }
@@ -263,6 +266,21 @@ export class WsTransport implements RemoteTransport {
       void association.closeWhenFlushed(FORGET_GRACE_MS, 'peer removed');
     }
   }
+
+  /**
+   * Calls `listener` with the address of every dial refused with ECONNREFUSED: no process listens
+   * there (a kill -9 closes the port at once). A paused process still accepts and a cut-off one is
+   * silent, so neither is reported. Returns the unsubscribe function.
+   */
+  onConnectionRefused(listener: (node: NodeAddress) => void): () => void {
+    this.refusedListeners.add(listener);
+    return () => this.refusedListeners.delete(listener);
+  }
+
+  private readonly refused = (node: NodeAddress): void => {
+    if (this.closed) return;
+    for (const listener of this.refusedListeners) listener(node);
+  };
 
   /** Fault injection: drop all traffic to and from these `host:port` peers until `heal`. */
   blackhole(peers: readonly string[]): void {

@@ -172,11 +172,17 @@ function downSet(
  * wait restarts at each change, so it must outlast the gaps between the observers' detections of
  * one failure (one heartbeat interval, 200 ms, plus the phi curve's slack: in simulation every
  * observer of a crash or a cut fires within ~150 ms of the first at 10, 25, 50 and 100 members)
- * and a stalled event loop. 1.5 s does up to 250 members, and a crash is decided ~2.6 s after it
- * (1.05 s detection + 1.5 s). Beyond 250 (not measured here) it grows as Akka's does.
+ * and a stalled event loop (the membership bench's 100 ms stalls every 500 ms). 1 s is over three
+ * times that spread, up to 250 members. A crash needs no phi: its port refuses the next dial, so
+ * every observer judges it within a heartbeat or two (connectionRefused) and it is decided ~1.2 s
+ * after the kill (≤ 0.2 s + 1 s). A cut or a pause still waits for phi (~1.1 s) first. A shorter
+ * wait would let one side decide on a picture the other side has not finished forming (a late
+ * observer's report then restarts nothing: the decision was taken); it is also the default
+ * down-removal margin singletons wait after a downing. Beyond 250 (not measured here) it grows as
+ * Akka's does.
  */
 const STABLE_AFTER_TABLE: readonly (readonly [number, number])[] = [
-  [250, 1500],
+  [250, 1000],
   [1000, 3000],
 ];
 

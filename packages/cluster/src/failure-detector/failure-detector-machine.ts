@@ -1,8 +1,9 @@
-import { type ActorSystem, enqueueDecision, type Message } from '@doyen/core';
-import { setup } from 'xstate';
+import { type ActorSystem, enqueueDecision, formatNodeAddress, type Message } from '@doyen/core';
+import { fromCallback, setup } from 'xstate';
 import type { OwnReachabilityMessage } from '../downing/downing-messages.js';
 import { DOWNING_PATH, MEMBERSHIP_PATH } from '../model/system-actors.js';
 import {
+  connectionRefused,
   type FailureDetectorContext,
   type FailureDetectorEffect,
   type FailureDetectorEvent,
@@ -11,6 +12,8 @@ import {
 import type { Heartbeater } from './heartbeater.js';
 
 export {
+  CONNECTION_REFUSED,
+  connectionRefused,
   type FailureDetectorContext,
   type FailureDetectorEffect,
   type FailureDetectorEvent,
@@ -23,6 +26,8 @@ export { Heartbeater, type PeerStatus } from './heartbeater.js';
  * heartbeater (which heartbeats the ring targets on its own timer, see heartbeater.ts) and turns
  * the heartbeater's changes of mind into news for the membership (`fd.reachability`) and the
  * split-brain resolver (`sbr.own-reachability`). An idle cluster makes it take no transition.
+ * It also hears the transport's refused dials (`fd.refused`): a crashed peer's port refuses at
+ * once, so it is judged unreachable without waiting for phi (see connectionRefused).
  */
 export function createFailureDetectorMachine(deps: {
   readonly system: ActorSystem;
@@ -42,11 +47,30 @@ export function createFailureDetectorMachine(deps: {
         system.lookup(DOWNING_PATH)?.send(message);
         return;
       }
+      case 'hold-unreachable':
+        heartbeater.holdUnreachable(effect.keys);
+        return;
+      case 'count-refused':
+        system.metrics.inc(
+          'doyen_fd_connection_refused_total',
+          'Peers judged unreachable at once because a dial to them was refused',
+          {},
+          effect.peers,
+        );
+        return;
+      case 'log':
+        system.logger[effect.level]({ event: effect.event, ...effect.fields }, effect.msg);
+        return;
     }
   };
+  // The transport's refused dials, as events (network only through the transport).
+  const refusals = fromCallback<FailureDetectorEvent>(({ sendBack }) =>
+    system.onConnectionRefused((node) => sendBack({ type: 'fd.refused', address: formatNodeAddress(node) })),
+  );
 
   const machineSetup = setup({
     types: { context: {} as FailureDetectorContext, events: {} as FailureDetectorEvent },
+    actors: { refusals },
     actions: {
       run: (_, effect: FailureDetectorEffect) => execute(effect),
     },
@@ -58,13 +82,19 @@ export function createFailureDetectorMachine(deps: {
   const takePeers = machineSetup.enqueueActions(({ context, event, enqueue }) => {
     if (event.type === 'fd.peers') enqueueDecision(enqueue, context, peersChanged(context, event.peers));
   });
+  const takeRefusal = machineSetup.enqueueActions(({ context, event, enqueue }) => {
+    if (event.type === 'fd.refused')
+      enqueueDecision(enqueue, context, connectionRefused(context, event.address));
+  });
   return machineSetup.createMachine({
     id: 'failureDetector',
     context: { peers: {} },
     initial: 'idle',
+    invoke: { src: 'refusals' },
     on: {
       'fd.members': { actions: monitor },
       'fd.peers': { actions: takePeers },
+      'fd.refused': { actions: takeRefusal },
     },
     states: {
       idle: {

@@ -71,6 +71,8 @@ export class Heartbeater {
   private readonly newcomers = new Set<string>();
   /** Who pinged us, since the last membership, without being monitored (see pingedEarly). */
   private readonly earlyPings = new Set<string>();
+  /** Peers held unreachable since a refused dial, and when (see holdUnreachable). */
+  private readonly refusedAt = new Map<string, number>();
 
   constructor(deps: HeartbeaterDeps) {
     this.system = deps.system;
@@ -153,6 +155,7 @@ export class Heartbeater {
         this.registry.remove(key);
         this.lastHeard.delete(key);
         this.newcomers.delete(key);
+        this.refusedAt.delete(key);
       }
     const changed = !sameKeys(this.peers, peers);
     const previous = this.peers;
@@ -164,6 +167,29 @@ export class Heartbeater {
     const fresh = [...refs].filter(([key]) => !(key in previous)).map(([, ref]) => ref);
     if (fresh.length > 0) this.ping(fresh);
     return changed;
+  }
+
+  /**
+   * The failure detector machine judged these peers unreachable on a refused dial
+   * (connectionRefused): they stay unreachable whatever phi says until heard from again, at least
+   * an interval later (an earlier heartbeat may have been in flight before the process died).
+   * The ring walks on past them, as after a verdict of its own.
+   */
+  holdUnreachable(keys: readonly string[]): void {
+    if (this.stopped) return;
+    const now = this.system.clock.now();
+    let next: Record<string, PeerStatus> | undefined;
+    for (const key of keys) {
+      if (!(key in this.peers)) continue;
+      this.refusedAt.set(key, now);
+      if (this.peers[key] === 'unreachable') continue;
+      next ??= { ...this.peers };
+      next[key] = 'unreachable';
+    }
+    if (!next) return;
+    this.peers = next;
+    if (this.membership && this.chooseTargets(this.membership)) return;
+    this.onPeersChanged(next);
   }
 
   /** Handles `heartbeat.ping` and `heartbeat.pong` as they arrive (synchronously, no mailbox). */
@@ -228,6 +254,7 @@ export class Heartbeater {
   }
 
   private statusOf(key: string, now: number): PeerStatus {
+    if (this.refusedAt.has(key)) return 'unreachable';
     // a newcomer not heard from yet: judged as of the grace ago (its "heartbeat" is when
     // monitoring began)
     const grace = this.newcomers.has(key) && !this.lastHeard.has(key);
@@ -248,6 +275,7 @@ export class Heartbeater {
       {
         event: status === 'unreachable' ? 'fd.peer-unreachable' : 'fd.peer-reachable',
         peer: key,
+        ...(status === 'unreachable' ? { cause: this.config.failureDetector.kind } : {}),
         // silence before the verdict; for a peer never heard, since monitoring began
         silentMs: last === undefined ? undefined : Math.round(now - last),
         heard,
@@ -318,6 +346,9 @@ export class Heartbeater {
         );
       this.lastHeard.set(key, now);
       this.registry.heartbeat(key, now);
+      const refused = this.refusedAt.get(key);
+      if (refused !== undefined && now - refused >= this.config.heartbeatIntervalMs)
+        this.refusedAt.delete(key);
     }
   }
 

@@ -2,6 +2,7 @@ import {
   type ActorRef,
   type DecisionStep,
   formatNodeAddress,
+  type LogEffect,
   type Message,
   type NodeAddress,
   nodeKey,
@@ -33,6 +34,7 @@ import type {
   DownedNotice,
   DownRequest,
   Join,
+  JoinSeen,
   Leave,
   Pull,
   ReachabilityChange,
@@ -74,6 +76,11 @@ export interface MembershipContext {
   readonly observations: Observations;
   readonly failure: string | undefined;
   /**
+   * While joining: the first member that answered "your join reached a live cluster"
+   * (`membership.join-seen`), by key. Once set, this incarnation never forms a cluster of its own.
+   */
+  readonly joinSeenBy: string | undefined;
+  /**
    * Every membership adopted, newest last (bounded): one step may adopt several versions
    * (unreachable, then downed), and the edge turns each consecutive pair into events.
    */
@@ -110,7 +117,8 @@ export interface Outbound {
  */
 export type MembershipEffect =
   | Outbound
-  | { readonly kind: 'publish'; readonly downing: SbrViewMessage; readonly checker: SbcView };
+  | { readonly kind: 'publish'; readonly downing: SbrViewMessage; readonly checker: SbcView }
+  | LogEffect<'info'>;
 
 /**
  * A decision of the membership protocol: the next context and its effects (the shared
@@ -138,6 +146,7 @@ export const initialContext: MembershipContext = {
   nextCollectorId: 1,
   observations: {},
   failure: undefined,
+  joinSeenBy: undefined,
   journal: [],
   evaluated: undefined,
 };
@@ -223,6 +232,26 @@ export function isFirstSeed(env: Env): boolean {
   return first !== undefined && first.host === env.self.node.host && first.port === env.self.node.port;
 }
 
+/**
+ * Whether this node may form a new cluster now, its join having timed out: only the first seed,
+ * only where the configuration lets it, and only while no member answered its join (Akka's
+ * rule: the first seed forms a cluster only if no other seed answers its InitJoin). A member
+ * that answered means a live cluster exists, however long its welcome takes.
+ */
+export function mayFormCluster(env: Env, ctx: MembershipContext): boolean {
+  return env.config.mayFormCluster && isFirstSeed(env) && ctx.joinSeenBy === undefined;
+}
+
+/** Why the join gave up, once the attempts ran out (the `JoinFailedError` reason). */
+export function joinFailureReason(env: Env, ctx: MembershipContext): string {
+  const seeds = env.config.seeds.map(formatNodeAddress).join(', ');
+  if (ctx.joinSeenBy === undefined) return `no seed answered after ${ctx.attempt} attempts (seeds: ${seeds})`;
+  return (
+    `a live cluster saw the join (${ctx.joinSeenBy} answered) but did not let this node in after ` +
+    `${ctx.attempt} attempts; not forming a second cluster (seeds: ${seeds})`
+  );
+}
+
 export function joinBackoffMs(config: ClusterConfig, attempt: number): number {
   return Math.min(config.joinBackoffMaxMs, config.joinBackoffMinMs * 2 ** Math.max(0, attempt - 1));
 }
@@ -271,6 +300,24 @@ export function welcomedByUpdate(env: Env, ctx: MembershipContext, update: Updat
 export function admittedBy(env: Env, m: Membership, sender: UniqueNodeAddress): boolean {
   const c = coordinatorOf(m);
   return includesSelfLive(env, m) && c !== undefined && nodeKey(c) === nodeKey(sender);
+}
+
+/**
+ * A member says our join reached a live cluster: from now on this incarnation keeps joining it
+ * and never forms a cluster of its own (see `mayFormCluster`). Only the first answer is noted
+ * (and logged); a node that has a membership has nothing left to learn from it.
+ */
+export function onJoinSeen(env: Env, ctx: MembershipContext, seen: JoinSeen): MembershipStep {
+  const from = nodeKey(seen.from);
+  if (ctx.membership !== undefined || ctx.joinSeenBy !== undefined || from === env.self.key) return noop(ctx);
+  const log: LogEffect<'info'> = {
+    kind: 'log',
+    level: 'info',
+    event: 'membership.join-seen',
+    fields: { from, attempt: ctx.attempt },
+    msg: `${from} answered the join: a live cluster exists, so this node joins it and never forms its own`,
+  };
+  return { context: { ...ctx, joinSeenBy: from }, effects: [log], timeouts: [] };
 }
 
 /** A seed that is not the coordinator sent us to it: join there (only a seed we asked may). */
@@ -353,6 +400,16 @@ function coordinatorNode(ctx: MembershipContext): UniqueNodeAddress | undefined 
 
 // ---- join handling (coordinator) -------------------------------------------------------------
 
+/**
+ * "Your join reached a live cluster", to the joiner, at once: the welcome waits for every
+ * member's ack (and a held join for the old incarnation to fail), which can outlast the joiner's
+ * join timeout; without this a first seed would take the silence for an empty cluster.
+ */
+function joinSeen(env: Env, join: Join): Outbound {
+  const seen: JoinSeen = { type: 'membership.join-seen', from: env.self.node };
+  return sendTo({ kind: 'ref', ref: join.replyTo }, seen);
+}
+
 export function onJoin(env: Env, ctx: MembershipContext, join: Join): MembershipStep {
   const m = ctx.membership;
   if (!m) return noop(ctx);
@@ -361,7 +418,11 @@ export function onJoin(env: Env, ctx: MembershipContext, join: Join): Membership
     const c = coordinatorNode(ctx);
     const redirect: Redirect = { type: 'membership.redirect', coordinator: c!, from: env.self.node };
     return c
-      ? { context: ctx, effects: [sendTo({ kind: 'ref', ref: join.replyTo }, redirect)], timeouts: [] }
+      ? {
+          context: ctx,
+          effects: [joinSeen(env, join), sendTo({ kind: 'ref', ref: join.replyTo }, redirect)],
+          timeouts: [],
+        }
       : noop(ctx);
   }
   const address = formatNodeAddress(join.node);
@@ -369,11 +430,13 @@ export function onJoin(env: Env, ctx: MembershipContext, join: Join): Membership
   if (existing && existing.uid === join.node.uid) {
     // a retry of a join we already handled: answer again, change nothing
     const pending = ctx.collectors.some((c) => c.joiner === nodeKey(existing));
-    if (pending) return noop(ctx);
+    if (pending) return { context: ctx, effects: [joinSeen(env, join)], timeouts: [] };
     const welcome: Welcome = { type: 'membership.welcome', membership: m, from: env.self.node };
     return { context: ctx, effects: [sendTo({ kind: 'ref', ref: join.replyTo }, welcome)], timeouts: [] };
   }
-  if (existing && !mayReplace(env, ctx, existing, join)) return noop(ctx);
+  // held until the incarnation it would replace fails: the joiner must keep asking, not form
+  if (existing && !mayReplace(env, ctx, existing, join))
+    return { context: ctx, effects: [joinSeen(env, join)], timeouts: [] };
   const joiner: NewMember = {
     address,
     uid: join.node.uid,
@@ -406,7 +469,7 @@ export function onJoin(env: Env, ctx: MembershipContext, join: Join): Membership
       collectors: [...step.context.collectors, collector],
       nextCollectorId: ctx.nextCollectorId + 1,
     },
-    effects: step.effects,
+    effects: [joinSeen(env, join), ...step.effects],
     timeouts: [collector.id],
   };
   return waiting.length === 0

@@ -2,7 +2,6 @@ import {
   type ActorRef,
   type ActorSystem,
   enqueueDecision,
-  formatNodeAddress,
   type Message,
   type UniqueNodeAddress,
 } from '@doyen/core';
@@ -27,14 +26,17 @@ import {
   isFirstSeed,
   joinAttempt,
   joinBackoffMs,
+  joinFailureReason,
   leaderActions,
   type MembershipContext,
   type MembershipEffect,
   type MembershipStep,
+  mayFormCluster,
   onAck,
   onDownedNotice,
   onDownRequest,
   onJoin,
+  onJoinSeen,
   onLeave,
   onOwnReachability,
   onPull,
@@ -111,6 +113,9 @@ export function createMembershipMachine(deps: MembershipDeps) {
         system.lookup(DOWNING_PATH)?.send(effect.downing as unknown as Message);
         system.lookup(SPLIT_BRAIN_CHECKER_PATH)?.send(effect.checker as unknown as Message);
         return;
+      case 'log':
+        system.logger[effect.level]({ event: effect.event, ...effect.fields }, effect.msg);
+        return;
     }
   };
 
@@ -135,7 +140,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
       ackTimeout: config.ackTimeoutMs,
     },
     guards: {
-      mayFormCluster: () => config.mayFormCluster && isFirstSeed(env),
+      mayFormCluster: ({ context }) => mayFormCluster(env, context),
       isOnlySeed: () => config.mayFormCluster && isFirstSeed(env) && config.seeds.length === 1,
       hasAttemptsLeft: ({ context }) => context.attempt < config.maxJoinAttempts,
       welcomeAdmits: ({ event }) =>
@@ -187,6 +192,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
     'membership.down': (c, e) => onDownRequest(env, c, e.member, e.by),
     'membership.downed-notice': (c, e) => onDownedNotice(env, c, e.by),
     'membership.redirect': (c, e) => onRedirect(env, c, e),
+    'membership.join-seen': (c, e) => onJoinSeen(env, c, e),
     'membership.reachability': (c, e) => onReachabilityReport(env, c, e),
     'cluster.down': (c, e) => onDownRequest(env, c, e.member),
     'fd.reachability': (c, e) => onOwnReachability(env, c, e.changes),
@@ -206,8 +212,12 @@ export function createMembershipMachine(deps: MembershipDeps) {
       [K in T]: { actions: ReturnType<typeof run> };
     };
 
-  /** While joining or backing off: a welcome, or an update that names us, lets us in. */
+  /**
+   * While joining or backing off: a welcome, or an update that names us, lets us in; a member's
+   * join-seen says a live cluster exists (then this node keeps joining and never forms one).
+   */
   const letIn = {
+    ...handle('membership.join-seen'),
     'membership.welcome': {
       target: 'up',
       guard: 'welcomeAdmits',
@@ -253,13 +263,11 @@ export function createMembershipMachine(deps: MembershipDeps) {
             { guard: 'mayFormCluster', target: 'up', actions: formNew },
             { guard: 'hasAttemptsLeft', target: 'backingOff' },
             {
+              // Also after a member saw the join: failing loudly (the process exits, its
+              // supervisor restarts it) bounds what a stale or forged join-seen can cost, and a
+              // new incarnation may form if the cluster it heard has gone meanwhile.
               target: 'joinFailed',
-              actions: machineSetup.assign({
-                failure: ({ context }) =>
-                  `no seed answered after ${context.attempt} attempts (seeds: ${config.seeds
-                    .map(formatNodeAddress)
-                    .join(', ')})`,
-              }),
+              actions: machineSetup.assign({ failure: ({ context }) => joinFailureReason(env, context) }),
             },
           ],
         },

@@ -39,6 +39,18 @@ export interface Redirect {
   readonly from: UniqueNodeAddress;
 }
 
+/**
+ * A live member -> a joiner, at once when the join reaches it: "your join reached a live
+ * cluster" (Akka's InitJoinAck). The welcome waits for every member's ack, which may take longer
+ * than the joiner's join timeout; without this answer a restarted first seed would take the
+ * silence for an empty cluster and form a second one. It only holds a joiner back from forming.
+ */
+export interface JoinSeen {
+  readonly type: 'membership.join-seen';
+  /** The member that saw the join (speaks for itself). */
+  readonly from: UniqueNodeAddress;
+}
+
 /** Coordinator -> members: the new membership; answered with an ack. */
 export interface Update {
   readonly type: 'membership.update';
@@ -98,6 +110,7 @@ export interface ReachabilityReport {
 /** Every message of the membership protocol that comes from the network. */
 export type MembershipMessage =
   | Join
+  | JoinSeen
   | Welcome
   | Redirect
   | Update
@@ -167,6 +180,13 @@ export function registerMembershipMessages(types: MessageTypes): void {
       (m) => [{ ...m.node, publicKey: m.publicKey ?? '' }, m.replyTo],
       'anyone',
     ),
+  );
+  types.register(
+    'membership.join-seen',
+    // `member`: while the node joins it has no view, so anyone may say it (a joiner cannot judge
+    // membership yet); once it has one, only its members, the only ones a late answer comes
+    // from. A forged one can only keep a first seed from forming: at worst a delayed first start.
+    schema<JoinSeen>({ from: read.node }, (m) => [m.from], 'member'),
   );
   types.register(
     'membership.welcome',

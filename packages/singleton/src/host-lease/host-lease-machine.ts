@@ -1,0 +1,103 @@
+import { nodeOfKey } from '@doyen/cluster';
+import { type ActorSystem, enqueueDecision, type Message } from '@doyen/core';
+import { setup } from 'xstate';
+import {
+  decide,
+  type HostLeaseContext,
+  type HostLeaseEffect,
+  type HostLeaseEvent,
+  type HostLeasePolicy,
+  initialHostLeaseContext,
+  type Placement,
+} from './host-lease-decisions.js';
+import type { LeaseRelease, LeaseReply, LeaseRequest } from './host-lease-messages.js';
+
+export const HOST_LEASE_PATH = '/system/host-lease';
+const WAKE = 'host-lease.wake';
+
+export interface HostLeaseDeps {
+  readonly system: ActorSystem;
+  readonly policy: HostLeasePolicy;
+  /** What the placement knows changed (it tells its singletons). */
+  readonly onPlacement: (placement: Placement) => void;
+}
+
+/**
+ * One node's host lease: voter for every member's bid and bidder for the scopes this node should
+ * host (see host-lease-decisions.ts for the protocol and its timing assumptions). One state,
+ * one decision for every event, one timer (`wake`) rescheduled after each; the action `run`
+ * performs the effects: the messages to other members' host-lease actors, the log lines and the
+ * mandates handed to the placement.
+ */
+export function createHostLeaseMachine(deps: HostLeaseDeps) {
+  const { system, policy } = deps;
+  const peer = (key: string) => system.remoteRef(nodeOfKey(key), HOST_LEASE_PATH);
+
+  const execute = (effect: HostLeaseEffect): void => {
+    switch (effect.kind) {
+      case 'log':
+        system.logger[effect.level]({ event: effect.event, ...effect.fields }, effect.msg);
+        return;
+      case 'request': {
+        const request: LeaseRequest = {
+          type: 'host-lease.request',
+          from: policy.selfKey,
+          scope: effect.scope,
+          round: effect.round,
+        };
+        for (const key of effect.to) peer(key).send(request as Message);
+        return;
+      }
+      case 'reply': {
+        const reply: LeaseReply = { type: 'host-lease.reply', from: policy.selfKey, ...effect.reply };
+        peer(effect.to).send(reply as Message);
+        return;
+      }
+      case 'release': {
+        const release: LeaseRelease = {
+          type: 'host-lease.release',
+          from: policy.selfKey,
+          scope: effect.scope,
+        };
+        for (const key of effect.to) peer(key).send(release as Message);
+        return;
+      }
+      case 'placement':
+        deps.onPlacement({ mandates: effect.mandates, holders: effect.holders, blockers: effect.blockers });
+        return;
+    }
+  };
+
+  const machineSetup = setup({
+    types: { context: {} as HostLeaseContext, events: {} as HostLeaseEvent },
+    actions: {
+      run: (_, effect: HostLeaseEffect) => execute(effect),
+    },
+  });
+
+  const step = machineSetup.enqueueActions(({ context, event, enqueue }) => {
+    const result = decide(policy, context, event, system.clock.now());
+    enqueueDecision(enqueue, context, result);
+    enqueue.cancel(WAKE);
+    if (result.wakeInMs !== null) enqueue.raise({ type: WAKE }, { id: WAKE, delay: result.wakeInMs });
+  });
+
+  return machineSetup.createMachine({
+    id: 'hostLease',
+    context: initialHostLeaseContext,
+    initial: 'running',
+    states: {
+      running: {
+        on: {
+          'host-lease.membership': { actions: step },
+          'host-lease.scope': { actions: step },
+          'host-lease.hosting': { actions: step },
+          'host-lease.wake': { actions: step },
+          'host-lease.request': { actions: step },
+          'host-lease.reply': { actions: step },
+          'host-lease.release': { actions: step },
+        },
+      },
+    },
+  });
+}
