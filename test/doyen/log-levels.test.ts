@@ -194,6 +194,27 @@ describe('a failing join', () => {
       'join attempt 4/10 failed: 127.0.0.1:2 (no answer), seed.example:3 (getaddrinfo ENOTFOUND seed.example)',
     );
   });
+
+  it('says a live cluster saw the join when a member answered it (membership.join-seen)', () => {
+    const { fields, message } = joinAttemptFailure(
+      [
+        { host: '127.0.0.1', port: 1 },
+        { host: '127.0.0.1', port: 2 },
+      ],
+      { host: '127.0.0.1', port: 1 },
+      2,
+      10,
+      () => undefined,
+      '127.0.0.1:2#u2',
+    );
+    expect(fields).toMatchObject({
+      answeredBy: '127.0.0.1:2#u2',
+      seeds: [{ seed: '127.0.0.1:2', error: 'no welcome yet' }],
+    });
+    expect(message).toBe(
+      'join attempt 2/10 failed (a live cluster saw it: 127.0.0.1:2#u2 answered): 127.0.0.1:2 (no welcome yet)',
+    );
+  });
 });
 
 describe('an unresolvable seed', () => {

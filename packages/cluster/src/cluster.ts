@@ -313,6 +313,7 @@ export class Cluster {
       attempt,
       this.config.maxJoinAttempts,
       (seed) => this.system.lastDialFailure(seed),
+      snapshot.context.joinSeenBy,
     );
     this.system.logger.warn(fields, message);
   }

@@ -18,13 +18,23 @@ export function joinAttemptFailure(
   attempt: number,
   maxAttempts: number,
   dialFailureOf: (seed: NodeAddress) => string | undefined,
+  /** The member that said a live cluster saw the join (`membership.join-seen`), if one did. */
+  answeredBy?: string,
 ): { fields: Record<string, unknown>; message: string } {
+  const silent = answeredBy === undefined ? 'no answer' : 'no welcome yet';
   const failures: SeedFailure[] = seeds
     .filter((s) => !sameNode(s, self))
-    .map((s) => ({ seed: formatNodeAddress(s), error: dialFailureOf(s) ?? 'no answer' }));
+    .map((s) => ({ seed: formatNodeAddress(s), error: dialFailureOf(s) ?? silent }));
   const of = Number.isFinite(maxAttempts) ? `/${maxAttempts}` : '';
+  const seen = answeredBy === undefined ? '' : ` (a live cluster saw it: ${answeredBy} answered)`;
   return {
-    fields: { event: 'cluster.join-attempt-failed', attempt, maxAttempts, seeds: failures },
-    message: `join attempt ${attempt}${of} failed: ${failures.map((f) => `${f.seed} (${f.error})`).join(', ')}`,
+    fields: {
+      event: 'cluster.join-attempt-failed',
+      attempt,
+      maxAttempts,
+      seeds: failures,
+      ...(answeredBy === undefined ? {} : { answeredBy }),
+    },
+    message: `join attempt ${attempt}${of} failed${seen}: ${failures.map((f) => `${f.seed} (${f.error})`).join(', ')}`,
   };
 }
