@@ -37,6 +37,16 @@ describe('the partition allocator singleton in real processes', () => {
     );
     expect((await allocatorAt(a))?.runsHere).toBe(true);
     expect((await allocatorAt(c))?.node).toBe(`127.0.0.1:${p1}`);
+    // the host lease as each node knows it: A holds it, C's vote is bound to A
+    const aKey = (await get(a, '/cluster')).self as string;
+    const leaseAt = async (n: CliNode) => ((await get(n, '/singletons')) ?? [])[0]?.lease;
+    expect(await leaseAt(a)).toMatchObject({ held: true, blockedBy: null });
+    await eventually(async () => (await leaseAt(c))?.votedFor?.startsWith(`${aKey}#`), {
+      what: "C's vote bound to A",
+    });
+    expect(await leaseAt(c)).toMatchObject({ held: false, blockedBy: null });
+    const metrics = await fetch(`http://127.0.0.1:${h1}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(/doyen_singleton_lease_changes_total\{scope="",change="acquired"\} [1-9]/);
     const counts = Object.values((await get(c, '/partitions')).counts as Record<string, number>).sort();
     expect(counts).toEqual([90, 90, 91]);
 

@@ -171,6 +171,12 @@ export const DOYEN_METRICS: readonly MetricDefinition[] = [
     buckets: HEARTBEAT_BUCKETS_SECONDS,
   },
   {
+    name: 'doyen_singleton_lease_changes_total',
+    help: 'Host leases acquired, lost (no majority renewed in time) and released, per scope',
+    kind: 'counter',
+    labelNames: ['scope', 'change'],
+  },
+  {
     name: 'doyen_fd_connection_refused_total',
     help: 'Peers judged unreachable at once because a dial to them was refused',
     kind: 'counter',

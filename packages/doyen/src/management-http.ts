@@ -5,6 +5,7 @@ import type { Duplex } from 'node:stream';
 import { addressOfKey, type Cluster, type Member, memberKey } from '@doyen/cluster';
 import { type ActorSystem, RateLimitedLog } from '@doyen/core';
 import type { ElectedCoordinator } from '@doyen/election';
+import type { SingletonLeaseView } from '@doyen/singleton';
 import { SEED_NODES_PATH } from './bootstrap/seed-nodes.js';
 import { sendJson as json } from './http-json.js';
 import {
@@ -60,6 +61,8 @@ export interface SingletonView {
   readonly runsHere: boolean;
   /** The singleton manager's state on this node (its xstate state value). */
   readonly state: unknown;
+  /** Emergent placement: the host lease as this node knows it. */
+  readonly lease?: SingletonLeaseView;
 }
 
 /** `GET /partitions`. */
@@ -221,6 +224,7 @@ export class ManagementServer {
           node: x.oldest ?? null,
           runsHere: x.runsHere,
           state: x.managerState,
+          ...(x.lease ? { lease: x.lease } : {}),
         }));
         return json(response, 200, views);
       }

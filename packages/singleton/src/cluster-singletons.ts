@@ -11,7 +11,7 @@ import type { AnyActorLogic, EventFromLogic } from 'xstate';
 import { LeasedOldestPlacement } from './leased-placement.js';
 import { createManagerMachine, managerPath, proxyPath } from './manager-machine.js';
 import { registerSingletonMessages } from './messages.js';
-import type { SingletonPlacement } from './placement.js';
+import type { SingletonLeaseView, SingletonPlacement } from './placement.js';
 import { createProxyMachine } from './proxy-machine.js';
 
 export interface SingletonOptions {
@@ -45,6 +45,8 @@ export interface SingletonInfo {
   readonly oldest: string | null;
   readonly runsHere: boolean;
   readonly managerState: unknown;
+  /** A leased placement's state on this node. */
+  readonly lease?: SingletonLeaseView;
 }
 
 interface Registered {
@@ -223,6 +225,7 @@ export class ClusterSingletons {
         oldest: oldest?.address ?? null,
         runsHere: r.instance !== undefined,
         managerState: (this.system.snapshotOf(r.manager) as { value?: unknown } | undefined)?.value,
+        ...(this.placement.leaseOf ? { lease: this.placement.leaseOf(r.role) } : {}),
       };
     });
   }

@@ -3,7 +3,7 @@ import { type ActorSystem, InvalidConfigError, type LocalActorRef, type Message,
 import { intendedHost, type Placement, scopeOfRole } from './host-lease/host-lease-decisions.js';
 import { createHostLeaseMachine, HOST_LEASE_PATH } from './host-lease/host-lease-machine.js';
 import { registerHostLeaseMessages } from './host-lease/host-lease-messages.js';
-import type { SingletonPlacement } from './placement.js';
+import type { SingletonLeaseView, SingletonPlacement } from './placement.js';
 
 /** The host lease's timing (see host-lease-decisions.ts for what each assumption guarantees). */
 export interface HostLeaseSettings {
@@ -107,6 +107,15 @@ export class LeasedOldestPlacement implements SingletonPlacement {
     // handing over still holds the lease), or the member that should host
     if (intended === self || holder === self) return byKey(intended);
     return byKey(holder) ?? byKey(intended);
+  }
+
+  leaseOf(role: string | undefined): SingletonLeaseView {
+    const scope = scopeOfRole(role);
+    return {
+      held: this.placement.mandates[scope] === true,
+      votedFor: this.placement.holders[scope] ?? null,
+      blockedBy: this.placement.blockers[scope] ?? null,
+    };
   }
 
   mayRun(role: string | undefined): boolean {

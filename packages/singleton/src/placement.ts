@@ -28,10 +28,22 @@ export interface SingletonPlacement {
   mayRun?(role: string | undefined): boolean;
   /** The member holding the lease this node, the host, bids for in vain: it is asked to hand over. */
   blockerOf?(role: string | undefined): string | undefined;
+  /** What this node knows of the lease (with `role`), for `/singletons`. */
+  leaseOf?(role: string | undefined): SingletonLeaseView;
   /** A singleton with `role` is registered here. */
   addRole?(role: string | undefined): void;
   /** How many instances (with `role`) run here now. */
   hosting?(role: string | undefined, running: number): void;
+}
+
+/** A leased placement's state on one node, as `/singletons` shows it. */
+export interface SingletonLeaseView {
+  /** This node holds the lease and may run the instance now. */
+  readonly held: boolean;
+  /** The member this node's own vote is bound to (null: none). */
+  readonly votedFor: string | null;
+  /** The member holding the lease this node bids for in vain (null: none). */
+  readonly blockedBy: string | null;
 }
 
 /** The emergent leader's placement: the oldest up member (with the role). */

@@ -122,7 +122,9 @@ export type HostLeaseEffect =
   | { readonly kind: 'reply'; readonly to: string; readonly reply: Omit<LeaseReply, 'type' | 'from'> }
   | { readonly kind: 'release'; readonly to: readonly string[]; readonly scope: string }
   /** What the placement knows changed: tell it. */
-  | ({ readonly kind: 'placement' } & Placement);
+  | ({ readonly kind: 'placement' } & Placement)
+  /** Counted in `doyen_singleton_lease_changes_total{scope,change}`. */
+  | { readonly kind: 'count'; readonly scope: string; readonly change: 'acquired' | 'lost' | 'released' };
 
 export interface HostLeaseStep extends DecisionStep<HostLeaseContext, HostLeaseEffect> {
   /** When the machine's one timer must fire next (ms from now); null: nothing pending. */
@@ -372,6 +374,7 @@ function refreshHold(policy: HostLeasePolicy, draft: Draft, scope: string, now: 
     const waitMs = hold.unclean ? policy.pauseBoundMs * (1 + policy.maxClockDrift) : 0;
     next = { ...hold, heldUntil: until, readyAt: now + waitMs, blockedBy: null };
     draft.effects.push(
+      { kind: 'count', scope, change: 'acquired' },
       log(
         'host-lease.acquired',
         { scope, clean: !hold.unclean, readyInMs: waitMs },
@@ -385,6 +388,7 @@ function refreshHold(policy: HostLeasePolicy, draft: Draft, scope: string, now: 
   } else if (hold.readyAt !== null) {
     next = { ...hold, heldUntil: null, readyAt: null, unclean: false, acks: {} };
     draft.effects.push(
+      { kind: 'count', scope, change: 'lost' },
       log('host-lease.lost', { scope }, `lease of scope '${scope}' lost: no majority renewed it in time`),
     );
   } else if (hold.heldUntil !== until) {
@@ -405,7 +409,10 @@ function release(policy: HostLeasePolicy, draft: Draft, scope: string): void {
   const to = draft.context.membership ? votersOf(policy, draft.context.membership) : [];
   if (to.length > 0) draft.effects.push({ kind: 'release', to, scope });
   if (hold?.readyAt !== null && hold?.readyAt !== undefined) {
-    draft.effects.push(log('host-lease.released', { scope }, `lease of scope '${scope}' released`));
+    draft.effects.push(
+      { kind: 'count', scope, change: 'released' },
+      log('host-lease.released', { scope }, `lease of scope '${scope}' released`),
+    );
   }
 }
 

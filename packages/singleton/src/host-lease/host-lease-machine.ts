@@ -14,6 +14,8 @@ import type { LeaseRelease, LeaseReply, LeaseRequest } from './host-lease-messag
 
 export const HOST_LEASE_PATH = '/system/host-lease';
 const WAKE = 'host-lease.wake';
+const LEASE_CHANGES = 'doyen_singleton_lease_changes_total';
+const LEASE_CHANGES_HELP = 'Host leases acquired, lost (no majority renewed in time) and released, per scope';
 
 export interface HostLeaseDeps {
   readonly system: ActorSystem;
@@ -62,6 +64,9 @@ export function createHostLeaseMachine(deps: HostLeaseDeps) {
         for (const key of effect.to) peer(key).send(release as Message);
         return;
       }
+      case 'count':
+        system.metrics.inc(LEASE_CHANGES, LEASE_CHANGES_HELP, { scope: effect.scope, change: effect.change });
+        return;
       case 'placement':
         deps.onPlacement({ mandates: effect.mandates, holders: effect.holders, blockers: effect.blockers });
         return;
