@@ -1,6 +1,5 @@
 import { type Membership, oldestOf, SINGLETON_HOLDING } from '@doyen/cluster';
-import type { DecisionStep, LogEffect } from '@doyen/core';
-import { nodeKey } from '@doyen/core';
+import { type DecisionStep, type LogEffect, nodeKey } from '@doyen/core';
 import type { HostLeaseMessage, LeaseReply, LeaseRequest } from './host-lease-messages.js';
 
 /**
@@ -10,15 +9,18 @@ import type { HostLeaseMessage, LeaseReply, LeaseRequest } from './host-lease-me
  * `leaseMs` after the send time of the latest round a majority granted. A voter grants one host
  * per scope at a time, and a new one only `leaseMs · (1 + maxClockDrift)` (its clock) after its
  * last grant to the old one, or once the old one released. Majorities intersect, so at any
- * instant at most one member holds a scope's lease; a new host that could only get grants that
- * expired (not released) waits `pauseBoundMs` (on the fastest clock) before it runs anything, so that a former host
- * paused past its lease has woken and fenced itself first. The timing assumptions: no clock runs
- * more than `maxClockDrift` faster or slower than another over a lease, and no process stalls
- * (GC, SIGSTOP, a busy event loop) longer than `pauseBoundMs`.
+ * instant at most one member holds a scope's lease. A new host that could only get grants that
+ * expired (not released) waits `pauseBoundMs` (counted on the fastest clock) before it runs
+ * anything, so that a former host paused past its lease has woken and fenced itself first.
+ *
+ * The timing assumptions: no clock runs more than `maxClockDrift` faster or slower than another
+ * over a lease, and no process stalls (GC, SIGSTOP, a busy event loop) longer than
+ * `pauseBoundMs`.
  *
  * The base a majority is counted over is this node's membership: members joining, up, leaving or
- * exiting, plus members downed less than `downedCountsForMs` ago (the down-removal margin), so that a side
- * that downs the other cannot shrink its base below a majority the other side may still count.
+ * exiting, plus members downed less than `downedCountsForMs` ago (the down-removal margin), so
+ * that a side that downs the other cannot shrink its base below a majority the other side may
+ * still count.
  */
 
 export interface HostLeasePolicy {
