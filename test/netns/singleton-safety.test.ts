@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it, type TestContext } from 'vitest';
 import type { ClusterView, SingletonView } from '../../packages/doyen/src/management-http.js';
+import { DEFAULT_HOST_LEASE } from '../../packages/singleton/src/index.js';
 import {
   describeOverlaps,
   findInstanceOverlaps,
@@ -18,7 +19,6 @@ import {
   NETNS_HTTP_PORT,
   type NetnsNode,
   netnsSkipMessage,
-  nodeUsage,
   pauseFor,
   type Topology,
 } from '../support/netns.js';
@@ -44,15 +44,11 @@ const ok = canUseNetns();
 if (!ok) console.warn(netnsSkipMessage());
 
 /**
- * Whether the nodes fence singletons with the majority host lease (their usage lists
- * `--host-lease-ms`): the knobs below follow it. Without it a successor waits until the old host
- * is downed plus the down-removal margin (= stable-after, 1.5 s for 5 nodes); with it, until a
- * majority's grants to the old host expired plus `pauseBoundMs` (500 by default).
+ * Fault a: the old host's SIGSTOP, exactly the stall the guarantee allows (the host lease's
+ * `pauseBoundMs`, 500 ms by default: a successor waits until a majority's grants to the old host
+ * expired plus that bound).
  */
-const HOST_LEASE = ok && nodeUsage().includes('--host-lease-ms');
-
-/** Fault a: the old host's SIGSTOP, exactly the margin the guarantee allows (pauseBoundMs / the down-removal margin). */
-const PAUSE_MS = HOST_LEASE ? 500 : 1_500;
+const PAUSE_MS = DEFAULT_HOST_LEASE.pauseBoundMs;
 /** Fault c: the old host's event loop busy this long (the same bound). */
 const STALL_MS = PAUSE_MS;
 /** Flags every node of the safe run gets (the defaults are what is tested). */
@@ -65,19 +61,13 @@ const CONTROL_PAUSE_MS: number | 'past-failover' = 'past-failover';
 /** Control c: a stall far beyond the assumption (a busy loop cannot end early: longer than any failover here). */
 const CONTROL_STALL_MS = 8_000;
 /**
- * Controls a2, b, d, e: the safety knobs set unsafe, as `--config` files. The old host (athens,
- * the first to start; in e also its partner ephesus) is slow to give up; every other node lets a
- * successor start at once. Lease: athens holds a lease for 30 s after a majority's last grant, the
- * others grant again 300 ms after their last grant and wait no pause bound. Without the lease:
- * athens judges its own side only after 15 s; the others down it after 300 ms of unreachability
- * and start the successor without a down-removal margin.
+ * Controls a2, b, d, e: the safety knobs set unsafe, as `--config` files (the members disagree on
+ * the lease, which the guarantee rules out). The old host (athens, the first to start; in e also
+ * its partner ephesus) holds a lease for 30 s after a majority's last grant; every other node
+ * grants again 300 ms after its last grant and waits no pause bound.
  */
-const CONTROL_HOLDER_CONFIG = HOST_LEASE
-  ? { hostLease: { leaseMs: 30_000 } }
-  : { clusterOptions: { sbr: { stableAfterMs: 15_000 } } };
-const CONTROL_OTHERS_CONFIG = HOST_LEASE
-  ? { hostLease: { leaseMs: 300, pauseBoundMs: 0 } }
-  : { clusterOptions: { sbr: { stableAfterMs: 300, downRemovalMarginMs: 0 } } };
+const CONTROL_HOLDER_CONFIG = { hostLease: { leaseMs: 30_000 } };
+const CONTROL_OTHERS_CONFIG = { hostLease: { leaseMs: 300, pauseBoundMs: 0 } };
 /** The controls that run with the unsafe knobs above; the others (a, c) pause or stall far too long. */
 const UNSAFE_KNOB_CONTROLS: readonly FaultKey[] = ['a2', 'b1', 'b2', 'd', 'e'];
 /**
@@ -403,10 +393,7 @@ describe.skipIf(!ok)(
     });
     afterAll(() => {
       if (dir) rmSync(dir, { recursive: true, force: true });
-      if (figures.length > 0)
-        console.info(
-          `singleton safety figures (${HOST_LEASE ? 'host lease' : 'downing + margin'}):\n${figures.join('\n')}`,
-        );
+      if (figures.length > 0) console.info(`singleton safety figures (host lease):\n${figures.join('\n')}`);
     });
 
     it.concurrent('each fault on the oldest in turn: never two instances at once, and the singleton back', async ({

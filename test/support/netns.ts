@@ -163,15 +163,6 @@ export function warmUpCli(): Promise<void> {
   });
 }
 
-/** `doyen node --help` of the CLI the nodes run: what its flags are (what it supports). */
-export function nodeUsage(): string {
-  return execFileSync(process.execPath, [cli(), 'node', '--help'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
-}
-
 export interface NetnsHost {
   readonly name: string;
   readonly index: number;
