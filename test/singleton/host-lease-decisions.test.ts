@@ -193,6 +193,20 @@ describe('the holder', () => {
     return { node, first };
   }
 
+  it('keeps acks of members (and recently downed ones) only: a voter gone for good leaves none behind', () => {
+    const { node } = bidder();
+    node.on(reply(2, 1), 10);
+    node.on(reply(3, 1), 10);
+    expect(Object.keys(node.ctx.holds[S]!.acks).sort()).toEqual([K(1), K(2), K(3)].sort());
+    // 3 left gracefully (removed), 2 was downed: 2's ack stays while it counts in the base
+    node.on(members(membershipOf([member(1)], { failed: [member(2, 'down')] })), 20);
+    expect(Object.keys(node.ctx.holds[S]!.acks).sort()).toEqual([K(1), K(2)].sort());
+    // positive control of the pruning: a membership naming everyone again keeps everyone's
+    node.on(reply(3, 1), 30);
+    node.on(members(three), 40);
+    expect(Object.keys(node.ctx.holds[S]!.acks).sort()).toEqual([K(1), K(2), K(3)].sort());
+  });
+
   it('asks every other member once the membership names it the host, granting itself', () => {
     const { node, first } = bidder();
     expect(ofKind(first, 'request')).toEqual([{ kind: 'request', to: [K(2), K(3)], scope: S, round: 1 }]);

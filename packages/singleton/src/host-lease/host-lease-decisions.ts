@@ -460,6 +460,22 @@ function nextWake(policy: HostLeasePolicy, ctx: HostLeaseContext, now: number): 
   return soonest === Infinity ? null : Math.max(0, soonest - now);
 }
 
+/**
+ * Acks of members and downed members only: a long-lived host would otherwise keep one for every
+ * incarnation that ever granted it (only those in the base count anyway).
+ */
+function acksOfMembersOnly(ctx: HostLeaseContext): HostLeaseContext['holds'] {
+  const known = new Set([...(ctx.membership?.members ?? []).map(nodeKey), ...Object.keys(ctx.downedAt)]);
+  let holds = ctx.holds;
+  for (const [scope, hold] of Object.entries(ctx.holds)) {
+    const stale = Object.keys(hold.acks).filter((k) => !known.has(k));
+    if (stale.length === 0) continue;
+    const acks = Object.fromEntries(Object.entries(hold.acks).filter(([k]) => known.has(k)));
+    holds = { ...holds, [scope]: { ...hold, acks } };
+  }
+  return holds;
+}
+
 /** The machine's one decision: every event goes through here. */
 export function decide(
   policy: HostLeasePolicy,
@@ -477,6 +493,7 @@ export function decide(
       }
       const firstView = ctx.firstView ?? { membership: event.membership, at: now };
       draft.context = { ...ctx, membership: event.membership, downedAt, firstView };
+      draft.context = { ...draft.context, holds: acksOfMembersOnly(draft.context) };
       break;
     }
     case 'host-lease.scope':
