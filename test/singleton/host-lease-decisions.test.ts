@@ -12,6 +12,7 @@ import {
   heldUntil,
   initialHostLeaseContext,
   intendedHost,
+  MAX_VOTER_SCOPES,
   mandateOf,
   vote,
 } from '../../packages/singleton/src/index.js';
@@ -111,6 +112,23 @@ const replyOf = (step: HostLeaseStep) => {
 const three = membershipOf([member(1), member(2), member(3)]);
 
 describe('the voter', () => {
+  it('keeps promises for at most MAX_VOTER_SCOPES scopes: a member asking for ever new ones is refused and counted', () => {
+    const voter = nodeAt(3);
+    voter.on(members(three), 0);
+    for (let i = 0; i < MAX_VOTER_SCOPES; i++) {
+      const step = voter.on({ type: 'host-lease.request', from: K(1), scope: `r${i}`, round: 1 }, 1);
+      expect(replyOf(step).reply.granted).toBe(true);
+    }
+    const beyond = voter.on({ type: 'host-lease.request', from: K(1), scope: 'one-more', round: 1 }, 2);
+    expect(replyOf(beyond).reply).toMatchObject({ granted: false, holder: null });
+    expect(ofKind(beyond, 'count')).toEqual([{ kind: 'count', scope: '', change: 'scope-refused' }]);
+    expect(Object.keys(voter.ctx.grants)).toHaveLength(MAX_VOTER_SCOPES);
+    // a scope it already keeps is still answered
+    expect(
+      replyOf(voter.on({ type: 'host-lease.request', from: K(1), scope: 'r0', round: 2 }, 3)).reply.granted,
+    ).toBe(true);
+  });
+
   it('grants one holder at a time, and another only a lease and its drift margin after its last grant', () => {
     const voter = nodeAt(3);
     voter.on(members(three), 0);

@@ -172,7 +172,7 @@ export const DOYEN_METRICS: readonly MetricDefinition[] = [
   },
   {
     name: 'doyen_singleton_lease_changes_total',
-    help: 'Host leases acquired, lost (no majority renewed in time) and released, per scope',
+    help: 'Host leases acquired, lost (no majority renewed in time) and released, per scope; requests for scopes beyond the voter cap refused',
     kind: 'counter',
     labelNames: ['scope', 'change'],
   },

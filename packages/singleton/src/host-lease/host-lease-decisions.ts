@@ -126,7 +126,12 @@ export type HostLeaseEffect =
   /** What the placement knows changed: tell it. */
   | ({ readonly kind: 'placement' } & Placement)
   /** Counted in `doyen_singleton_lease_changes_total{scope,change}`. */
-  | { readonly kind: 'count'; readonly scope: string; readonly change: 'acquired' | 'lost' | 'released' };
+  | {
+      readonly kind: 'count';
+      readonly scope: string;
+      /** `scope-refused`: a request for a new scope beyond MAX_VOTER_SCOPES (counted with scope ''). */
+      readonly change: 'acquired' | 'lost' | 'released' | 'scope-refused';
+    };
 
 export interface HostLeaseStep extends DecisionStep<HostLeaseContext, HostLeaseEffect> {
   /** When the machine's one timer must fire next (ms from now); null: nothing pending. */
@@ -546,7 +551,30 @@ function takeRelease(policy: HostLeasePolicy, draft: Draft, from: string, scope:
   });
 }
 
+/**
+ * The most scopes a voter keeps promises for: singletons' roles are few, and a member asking for
+ * ever new scopes must not grow a voter's memory without end.
+ */
+export const MAX_VOTER_SCOPES = 64;
+
 function answer(policy: HostLeasePolicy, draft: Draft, request: LeaseRequest, now: number): void {
+  const { grants } = draft.context;
+  if (grants[request.scope] === undefined && Object.keys(grants).length >= MAX_VOTER_SCOPES) {
+    draft.effects.push({ kind: 'count', scope: '', change: 'scope-refused' });
+    draft.effects.push({
+      kind: 'reply',
+      to: request.from,
+      reply: {
+        scope: request.scope,
+        round: request.round,
+        granted: false,
+        clean: false,
+        freeInMs: policy.leaseMs,
+        holder: null,
+      },
+    });
+    return;
+  }
   const v = vote(policy, draft.context, request.from, request.scope, request.round, now);
   draft.context = { ...draft.context, grants: v.grants };
   draft.effects.push({

@@ -15,7 +15,8 @@ import type { LeaseRelease, LeaseReply, LeaseRequest } from './host-lease-messag
 export const HOST_LEASE_PATH = '/system/host-lease';
 const WAKE = 'host-lease.wake';
 const LEASE_CHANGES = 'doyen_singleton_lease_changes_total';
-const LEASE_CHANGES_HELP = 'Host leases acquired, lost (no majority renewed in time) and released, per scope';
+const LEASE_CHANGES_HELP =
+  'Host leases acquired, lost (no majority renewed in time) and released, per scope; requests for scopes beyond the voter cap refused';
 
 export interface HostLeaseDeps {
   readonly system: ActorSystem;
