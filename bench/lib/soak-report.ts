@@ -72,8 +72,10 @@ export interface SoakRecord {
   /** The highest ask `seq` each process logged an outcome of (asks made after its last tally). */
   readonly lastSeq: Map<string, number>;
   readonly failed: Map<string, number>;
-  /** error message → how many asks failed with it. */
+  /** error message → how many asks failed with it (the first MAX_DISTINCT_ERRORS messages). */
   readonly errors: Map<string, number>;
+  /** errorKind(message) → how many asks failed with it: every failure, however many incarnations. */
+  readonly errorKinds: Map<string, number>;
   readonly hanging: HangingAsk[];
   readonly downings: Downing[];
   readonly faults: FaultWindow[];
@@ -91,6 +93,7 @@ export function emptySoakRecord(): SoakRecord {
     lastSeq: new Map(),
     failed: new Map(),
     errors: new Map(),
+    errorKinds: new Map(),
     hanging: [],
     downings: [],
     faults: [],
@@ -133,6 +136,7 @@ export function recordLine(
       const key =
         record.errors.has(message) || record.errors.size < MAX_DISTINCT_ERRORS ? message : '(other)';
       bump(record.errors, key);
+      bump(record.errorKinds, errorKind(message));
       return;
     }
     case SOAK_TALLY_EVENT: {
@@ -277,8 +281,6 @@ export function askFigures(record: SoakRecord): AskFigures {
   const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
   const answered = sum(record.answered);
   const failed = sum(record.failed);
-  const kinds = new Map<string, number>();
-  for (const [message, count] of record.errors) bump(kinds, errorKind(message), count);
   return {
     sent,
     answered,
@@ -288,7 +290,9 @@ export function askFigures(record: SoakRecord): AskFigures {
     errors: [...record.errors]
       .map(([message, count]) => ({ message, count }))
       .sort((a, b) => b.count - a.count),
-    errorKinds: [...kinds].map(([message, count]) => ({ message, count })).sort((a, b) => b.count - a.count),
+    errorKinds: [...record.errorKinds]
+      .map(([message, count]) => ({ message, count }))
+      .sort((a, b) => b.count - a.count),
   };
 }
 
