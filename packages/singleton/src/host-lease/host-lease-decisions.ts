@@ -559,23 +559,11 @@ export const MAX_VOTER_SCOPES = 64;
 
 function answer(policy: HostLeasePolicy, draft: Draft, request: LeaseRequest, now: number): void {
   const { grants } = draft.context;
-  if (grants[request.scope] === undefined && Object.keys(grants).length >= MAX_VOTER_SCOPES) {
-    draft.effects.push({ kind: 'count', scope: '', change: 'scope-refused' });
-    draft.effects.push({
-      kind: 'reply',
-      to: request.from,
-      reply: {
-        scope: request.scope,
-        round: request.round,
-        granted: false,
-        clean: false,
-        freeInMs: policy.leaseMs,
-        holder: null,
-      },
-    });
-    return;
-  }
-  const v = vote(policy, draft.context, request.from, request.scope, request.round, now);
+  const overCap = grants[request.scope] === undefined && Object.keys(grants).length >= MAX_VOTER_SCOPES;
+  const v = overCap
+    ? { grants, granted: false, clean: false, freeInMs: policy.leaseMs, holder: null }
+    : vote(policy, draft.context, request.from, request.scope, request.round, now);
+  if (overCap) draft.effects.push({ kind: 'count', scope: '', change: 'scope-refused' });
   draft.context = { ...draft.context, grants: v.grants };
   draft.effects.push({
     kind: 'reply',
