@@ -4,7 +4,9 @@ import { fileURLToPath } from 'node:url';
 import type { ClusterView } from '../../packages/doyen/src/management-http.js';
 import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 
-const CLI = fileURLToPath(new URL('../../packages/doyen/dist/bin.js', import.meta.url));
+/** DOYEN_BENCH_CLI=path/to/bin.js runs another build (a worktree of an older commit: an A/B of two builds). */
+const CLI =
+  process.env.DOYEN_BENCH_CLI ?? fileURLToPath(new URL('../../packages/doyen/dist/bin.js', import.meta.url));
 
 export type CliNode = NodeProcess & {
   /** `host:port` of its cluster port. */
