@@ -12,13 +12,14 @@ export type IpcChild<Ready> = {
 };
 
 /**
- * Spawns `script` with the workspace's sources and waits (15 s at most) for its first IPC message;
- * `name` names it in errors. A child that fails to report is stopped before the error is thrown.
+ * Spawns `script` with the workspace's sources and waits (`readyTimeoutMs`, 15 s by default) for its first
+ * IPC message; `name` names it in errors. A child that fails to report is stopped before the error is thrown.
  */
 export async function startIpcChild<Ready>(
   script: string,
   name: string,
   env: NodeJS.ProcessEnv = {},
+  readyTimeoutMs = 15_000,
 ): Promise<IpcChild<Ready>> {
   // Absolute loader URL, so the child does not depend on the caller's working directory.
   const tsx = import.meta.resolve('tsx');
@@ -28,7 +29,7 @@ export async function startIpcChild<Ready>(
   });
   const stop = () => stopChild(child, name);
   try {
-    const ready = await withTimeout(firstMessage<Ready>(child, name), 15_000, `starting ${name}`);
+    const ready = await withTimeout(firstMessage<Ready>(child, name), readyTimeoutMs, `starting ${name}`);
     return { child, ready, stop };
   } catch (error) {
     await stop();

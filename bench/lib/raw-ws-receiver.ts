@@ -2,16 +2,35 @@
 // The request path picks the job:
 //   /count?n=N  decode msgpackr frames (an envelope or an array of them) and reply 'done' after N envelopes
 //   /echo       decode each frame and answer with one small msgpackr frame (ping-pong latency)
+// With DOYEN_BENCH_WIRE_TLS (see tls-bench-env.ts) it listens for `wss` with mutual TLS, as doyen's wire
+// does: the raw baseline of the messaging bench's TLS section.
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:https';
 import { pack, unpack } from 'msgpackr';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { Envelope } from './envelope.js';
+import { tlsFromEnv } from './tls-bench-env.js';
 
 if (!process.send) {
   console.error('raw-ws-receiver reports its port over IPC: spawn it with an ipc stdio channel');
   process.exit(2);
 }
 
-const server = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false });
+const { tls } = tlsFromEnv();
+const https = tls
+  ? createServer({
+      ca: readFileSync(tls.caFile),
+      cert: readFileSync(tls.certFile),
+      key: readFileSync(tls.keyFile),
+      requestCert: true,
+      rejectUnauthorized: true,
+      minVersion: 'TLSv1.2',
+    })
+  : undefined;
+const server = https
+  ? new WebSocketServer({ server: https, perMessageDeflate: false })
+  : new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false });
+https?.listen(0, '127.0.0.1');
 
 server.on('connection', (ws, req) => {
   const url = new URL(req.url ?? '/', 'ws://receiver');
@@ -38,8 +57,8 @@ function echo(ws: WebSocket): void {
   });
 }
 
-server.on('listening', () => {
-  const address = server.address();
+(https ?? server).on('listening', () => {
+  const address = (https ?? server).address();
   if (address === null || typeof address === 'string') throw new Error(`unexpected address ${address}`);
   process.send?.({ port: address.port });
 });

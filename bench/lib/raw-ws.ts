@@ -1,16 +1,22 @@
 // Raw `ws` + msgpackr between two processes on 127.0.0.1: the ceiling for any remote tell or ask.
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions } from 'node:tls';
 import { pack, unpack } from 'msgpackr';
 import type WebSocket from 'ws';
+import type { WireTlsConfig } from './doyen.js';
 import { type Envelope, incEnvelope } from './envelope.js';
 import { startReceiver } from './receiver-process.js';
 import { percentile, perSecond } from './stats.js';
 import { withTimeout } from './timeout.js';
+import { tlsEnv } from './tls-bench-env.js';
 import { connect, nextMessage, sendWithBackpressure } from './ws-client.js';
 
 export type RemoteRateOptions = {
   messages: number;
   /** Largest frame in bytes; 0 sends one frame per message. */
   batchBytes: number;
+  /** Mutual TLS (`wss`), each side with its own certificate of one CA, as doyen's wire with `wire.tls`. */
+  tls?: { sender: WireTlsConfig; receiver: WireTlsConfig };
 };
 
 /** Round-trip figures in microseconds. */
@@ -22,11 +28,16 @@ const WARMUP_ROUNDS = 2_000;
 const RUN_TIMEOUT_MS = 30_000;
 
 /** msgs/s from this process to a receiver child, timed until the child confirms it has decoded all of them. */
-export async function rawWsMsgpackrRemoteRate({ messages, batchBytes }: RemoteRateOptions): Promise<number> {
-  const receiver = await startReceiver();
+export async function rawWsMsgpackrRemoteRate({
+  messages,
+  batchBytes,
+  tls,
+}: RemoteRateOptions): Promise<number> {
+  const receiver = await startReceiver(tls ? tlsEnv(tls.receiver) : {});
+  const dial = tls ? clientTls(tls.sender) : undefined;
   try {
-    await blast(receiver.port, Math.min(messages, WARMUP_MESSAGES), batchBytes);
-    return await blast(receiver.port, messages, batchBytes);
+    await blast(receiver.port, Math.min(messages, WARMUP_MESSAGES), batchBytes, dial);
+    return await blast(receiver.port, messages, batchBytes, dial);
   } finally {
     await receiver.stop();
   }
@@ -49,8 +60,27 @@ export async function rawWsPingPongLatency(rounds: number): Promise<Latency> {
   }
 }
 
-async function blast(port: number, messages: number, batchBytes: number): Promise<number> {
-  const ws = await connect(`ws://127.0.0.1:${port}/count?n=${messages}`);
+/** A `wss` dial's options: trust the CA only, no host name check (doyen's `wire.tls` default). */
+function clientTls(tls: WireTlsConfig): WebSocket.ClientOptions {
+  const options: ConnectionOptions = {
+    ca: readFileSync(tls.caFile),
+    cert: readFileSync(tls.certFile),
+    key: readFileSync(tls.keyFile),
+    rejectUnauthorized: true,
+    minVersion: 'TLSv1.2',
+    checkServerIdentity: () => undefined,
+  };
+  // ws hands these to tls.connect; its types describe checkServerIdentity otherwise
+  return options as WebSocket.ClientOptions;
+}
+
+async function blast(
+  port: number,
+  messages: number,
+  batchBytes: number,
+  tls: WebSocket.ClientOptions | undefined,
+): Promise<number> {
+  const ws = await connect(`${tls ? 'wss' : 'ws'}://127.0.0.1:${port}/count?n=${messages}`, tls);
   try {
     const start = process.hrtime.bigint();
     await withTimeout(

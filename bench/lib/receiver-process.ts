@@ -6,7 +6,8 @@ export type Receiver = { port: number; stop: () => Promise<void> };
 
 const script = fileURLToPath(new URL('./raw-ws-receiver.ts', import.meta.url));
 
-export async function startReceiver(): Promise<Receiver> {
-  const { ready, stop } = await startIpcChild<{ port: number }>(script, 'raw-ws-receiver');
+/** `env` configures the child, e.g. `tlsEnv(...)` for a `wss` receiver with mutual TLS. */
+export async function startReceiver(env: NodeJS.ProcessEnv = {}): Promise<Receiver> {
+  const { ready, stop } = await startIpcChild<{ port: number }>(script, 'raw-ws-receiver', env);
   return { port: ready.port, stop };
 }

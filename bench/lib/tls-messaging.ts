@@ -2,9 +2,10 @@
 // from a cluster CA (made with openssl at start, as the tests make them), beside plaintext doyen and raw ws
 // measured in the same runs, and the time from a first send to a new node to the message's arrival
 // (TCP connect, TLS handshake, WebSocket upgrade, HMAC handshake, first frame) with and without TLS.
+// Its ceiling is raw ws + msgpackr over the same mutual TLS (`wss`, certificates of the same CA).
 // `pnpm bench messaging tls` runs only this section.
 import { TestPki } from '../../test/support/certificates.js';
-import { rawWsMsgpackrRemoteRate } from './baselines.js';
+import { type RemoteRateOptions, rawWsMsgpackrRemoteRate } from './baselines.js';
 import { BENCH_CLUSTER, BENCH_SECRET, CHILD_MESSAGE_TYPES, type Inc } from './bench-messages.js';
 import { type WireConfig, WsTransport } from './doyen.js';
 import { DoyenRemoteBench } from './doyen-remote.js';
@@ -41,15 +42,21 @@ export function tlsMessagingSection(options: { messages: number; batchBytes: num
   let secure: DoyenRemoteBench | undefined;
   let receivers: HandshakeReceivers | undefined;
   let senderTls: WireConfig['tls'];
+  let rawTls: RemoteRateOptions['tls'];
   const started = () => {
     if (!plain || !secure || !receivers) throw new Error('TLS bench not started');
     return { plain, secure, receivers };
   };
   const ratio = (a: string, b: string) => (run: Figures) => run[a]! / run[b]!;
   return {
-    title: '5. remote tell over mutual TLS (wss), two processes on 127.0.0.1',
+    title: '8. remote tell over mutual TLS (wss), two processes on 127.0.0.1',
     figures: [
       { key: 'tlsSectionRawWsPerSec', label: 'raw ws+msgpackr, ≤64 KiB frames', unit: 'msgs/s' },
+      {
+        key: 'tlsSectionRawTlsPerSec',
+        label: 'raw wss (mutual TLS)+msgpackr, ≤64 KiB frames',
+        unit: 'msgs/s',
+      },
       { key: 'tlsSectionPlainTellPerSec', label: 'doyen remote tell, plaintext ws', unit: 'msgs/s' },
       { key: 'tlsRemoteTellPerSec', label: 'doyen remote tell, mutual TLS', unit: 'msgs/s' },
       {
@@ -70,6 +77,7 @@ export function tlsMessagingSection(options: { messages: number; batchBytes: num
       secure = await DoyenRemoteBench.start({ tls: tls('bench-parent') }, tlsEnv(tls('bench-child')));
       receivers = await HandshakeReceivers.start(tls('bench-receiver'));
       senderTls = tls('bench-sender');
+      rawTls = { sender: tls('bench-raw-sender'), receiver: tls('bench-raw-receiver') };
       await plain.tellRate(200_000);
       await secure.tellRate(200_000);
       await receivers.firstDeliveryMs({}, 5);
@@ -79,6 +87,7 @@ export function tlsMessagingSection(options: { messages: number; batchBytes: num
       const { plain, secure, receivers } = started();
       return {
         tlsSectionRawWsPerSec: await rawWsMsgpackrRemoteRate(options),
+        tlsSectionRawTlsPerSec: await rawWsMsgpackrRemoteRate({ ...options, tls: rawTls }),
         tlsSectionPlainTellPerSec: await plain.tellRate(options.messages),
         tlsRemoteTellPerSec: await secure.tellRate(options.messages),
         plainFirstDeliveryMs: await receivers.firstDeliveryMs({}, HANDSHAKES),
@@ -91,6 +100,13 @@ export function tlsMessagingSection(options: { messages: number; batchBytes: num
         label: 'doyen remote tell, mutual TLS / plaintext',
         value: ratio('tlsRemoteTellPerSec', 'tlsSectionPlainTellPerSec'),
         target: { op: '>=', bound: 0.7 },
+        unit: 'ratio',
+      },
+      {
+        key: 'tlsVsRawTlsTellRatio',
+        label: 'doyen remote tell, mutual TLS / raw wss+msgpackr, mutual TLS',
+        value: ratio('tlsRemoteTellPerSec', 'tlsSectionRawTlsPerSec'),
+        target: { op: '>=', bound: 0.8 },
         unit: 'ratio',
       },
       {

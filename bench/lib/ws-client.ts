@@ -5,9 +5,10 @@ import { withTimeout } from './timeout.js';
 /** Bytes queued in ws and the socket beyond which a sender waits, so memory stays bounded. */
 const HIGH_WATER_BYTES = 1 << 20;
 
-export async function connect(url: string): Promise<WebSocket> {
+/** `tls`: client options of a `wss` dial (certificate, key, CA), as doyen's wire dials with mutual TLS. */
+export async function connect(url: string, tls: WebSocket.ClientOptions = {}): Promise<WebSocket> {
   // No compression: the baselines measure framing and encoding, and doyen's wire does not deflate either.
-  const ws = new WebSocket(url, { perMessageDeflate: false });
+  const ws = new WebSocket(url, { perMessageDeflate: false, ...tls });
   try {
     await withTimeout(
       new Promise<void>((resolve, reject) => {

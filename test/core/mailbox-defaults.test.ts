@@ -6,6 +6,7 @@ import {
   type ActorSystemConfig,
   ChunkedQueue,
   createLogger,
+  defaultDispatcherConfig,
   defaultMailboxConfig,
   Mailbox,
   RingBuffer,
@@ -158,7 +159,7 @@ describe('a burst from outside any actor', () => {
     // the default scheduler (setImmediate), as a node runs
     const system = new ActorSystem({ cluster: 'test', host: '127.0.0.1', port: 1 });
     current = system;
-    const drainAt = 4096;
+    const drainAt = defaultDispatcherConfig.drainBacklogAt;
     const ref = system.spawn(counter(), { name: 'burst' });
     let deepest = 0;
     for (let i = 0; i < 1_000_000; i++) {

@@ -31,14 +31,16 @@ type CellStatus = 'running' | 'backing-off' | 'stopped';
 export class ActorCell implements Runnable, RuntimeHost {
   scheduled = false;
   readonly mailbox: Mailbox;
-  readonly watchers = new Map<string, ActorRef>();
-  readonly children = new Set<ActorCell>();
   readonly inspect: ((event: InspectionEvent) => void) | undefined;
   private readonly runtime: CellRuntime;
   private status: CellStatus = 'running';
-  private failures: number[] = [];
+  // Allocated on first use: most of a million actors never get a watcher, a child, a listener or
+  // a failure, and each empty Map or Set costs ~130 bytes (issue 31: per-actor memory).
+  private watcherMap: Map<string, ActorRef> | undefined;
+  private childSet: Set<ActorCell> | undefined;
+  private failures: number[] | undefined;
   private restartTimer: unknown;
-  private snapshotListeners = new Set<(snapshot: unknown) => void>();
+  private snapshotListeners: Set<(snapshot: unknown) => void> | undefined;
 
   constructor(
     private readonly host: CellHost,
@@ -57,6 +59,35 @@ export class ActorCell implements Runnable, RuntimeHost {
     this.runtime = reducer
       ? new TransitionRuntime(this, logic, reducer)
       : new XstateRuntime(this, logic, host.inspect);
+  }
+
+  /** Who watches this actor, by watcher id. */
+  get watchers(): ReadonlyMap<string, ActorRef> {
+    return this.watcherMap ?? NO_WATCHERS;
+  }
+
+  addWatcher(id: string, watcher: ActorRef): void {
+    (this.watcherMap ??= new Map()).set(id, watcher);
+  }
+
+  removeWatcher(id: string): void {
+    if (this.watcherMap?.delete(id) && this.watcherMap.size === 0) this.watcherMap = undefined;
+  }
+
+  clearWatchers(): void {
+    this.watcherMap = undefined;
+  }
+
+  get children(): ReadonlySet<ActorCell> {
+    return this.childSet ?? NO_CHILDREN;
+  }
+
+  addChild(child: ActorCell): void {
+    (this.childSet ??= new Set()).add(child);
+  }
+
+  removeChild(child: ActorCell): void {
+    if (this.childSet?.delete(child) && this.childSet.size === 0) this.childSet = undefined;
   }
 
   get path(): string {
@@ -86,15 +117,19 @@ export class ActorCell implements Runnable, RuntimeHost {
   }
 
   subscribe(listener: (snapshot: unknown) => void): () => void {
-    this.snapshotListeners.add(listener);
-    if (this.snapshotListeners.size === 1) this.runtime.setListening(true);
+    const listeners = (this.snapshotListeners ??= new Set());
+    listeners.add(listener);
+    if (listeners.size === 1) this.runtime.setListening(true);
     return () => {
-      if (this.snapshotListeners.delete(listener) && this.snapshotListeners.size === 0)
+      if (listeners.delete(listener) && listeners.size === 0) {
+        if (this.snapshotListeners === listeners) this.snapshotListeners = undefined;
         this.runtime.setListening(false);
+      }
     };
   }
 
   emit(snapshot: unknown): void {
+    if (this.snapshotListeners === undefined) return;
     for (const listener of this.snapshotListeners) {
       try {
         listener(snapshot);
@@ -128,10 +163,11 @@ export class ActorCell implements Runnable, RuntimeHost {
   failed(error: Error): void {
     if (this.status === 'stopped') return;
     const now = this.host.clock.now();
-    this.failures.push(now);
-    const decision = decideRestart(this.supervision, this.failures, now, this.host.random());
+    const failures = (this.failures ??= []);
+    failures.push(now);
+    const decision = decideRestart(this.supervision, failures, now, this.host.random());
     const strategy = this.supervision;
-    if (strategy.kind === 'restart') this.failures = this.failures.filter((t) => now - t < strategy.withinMs);
+    if (strategy.kind === 'restart') this.failures = failures.filter((t) => now - t < strategy.withinMs);
     this.runtime.discard();
     if (decision.action === 'stop') {
       this.host.onFailure(this, error, 'stop', 0);
@@ -159,10 +195,13 @@ export class ActorCell implements Runnable, RuntimeHost {
     for (const child of [...this.children]) child.stop(reason === 'failed' ? 'stopped' : reason);
     if (this.restartTimer !== undefined) this.host.clock.clearTimeout(this.restartTimer);
     this.runtime.stop();
-    this.snapshotListeners.clear();
+    this.snapshotListeners?.clear();
     this.host.onStopped(this, reason, this.mailbox.drain());
   }
 }
+
+const NO_WATCHERS: ReadonlyMap<string, ActorRef> = new Map();
+const NO_CHILDREN: ReadonlySet<ActorCell> = new Set();
 
 function inspectionFunction(inspect: CellHost['inspect']): ((event: InspectionEvent) => void) | undefined {
   if (typeof inspect === 'function') return inspect;

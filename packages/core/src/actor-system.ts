@@ -35,6 +35,7 @@ import type { Message } from './message.js';
 import { MessageTypes } from './message-types.js';
 import { MAILBOX_DEPTH_BUCKETS } from './metric-catalogue.js';
 import { Metrics } from './metrics.js';
+import { NodeInterner } from './node-interner.js';
 import { PeerKeys } from './peer-keys.js';
 import { type PeerLimits, PerNodeCounts, resolvePeerLimits, TokenBuckets } from './peer-limits.js';
 import { PendingAsk } from './pending-ask.js';
@@ -103,6 +104,8 @@ interface FunctionTarget {
   onTerminate?(): void;
 }
 
+const noInput = (): undefined => undefined;
+
 /** A local ref that may point straight at its cell, skipping a map lookup on every send. */
 class CellRef extends LocalActorRef {
   cell: ActorCell | undefined;
@@ -137,6 +140,8 @@ export class ActorSystem implements RefHost, CellHost {
   private readonly mailboxLog: RateLimitedLog;
   private readonly supervisionDefault: SupervisionStrategy;
   private readonly cells = new Map<string, ActorCell>();
+  /** The node objects remote refs share (see NodeInterner). */
+  private readonly nodeObjects = new NodeInterner();
   private readonly functions = new Map<string, FunctionTarget>();
   /** Remote actors we watch: node key -> watched ref id -> watcher id -> watcher. */
   private readonly remoteWatched = new Map<
@@ -183,7 +188,7 @@ export class ActorSystem implements RefHost, CellHost {
     this.supervisionDefault = validateSupervision(config.supervision ?? defaultSupervision);
     const dispatcherConfig: DispatcherConfig = {
       ...defaultDispatcherConfig,
-      ...(config.scheduler ? { drainBacklogAt: 0 } : {}),
+      ...(config.scheduler ? { drainBacklogAt: 0, microtaskTurns: false } : {}),
       ...config.dispatcher,
     };
     this.drainBacklogAt = dispatcherConfig.drainBacklogAt > 0 ? dispatcherConfig.drainBacklogAt : Infinity;
@@ -246,21 +251,26 @@ export class ActorSystem implements RefHost, CellHost {
     const path = `${parentPath}/${name}`;
     if (this.cells.has(path) || this.functions.has(path)) throw new ActorNameTakenError(path);
     const ref = this.makeLocalRef(path);
-    const context: SpawnContext = { self: ref, system: this };
-    const makeInput = options.inputFrom ? () => options.inputFrom!(context) : () => options.input;
+    // No closure, context or mailbox config of its own for an actor that needs none (per-actor memory)
+    const { input, inputFrom } = options;
+    const makeInput = inputFrom
+      ? () => inputFrom({ self: ref, system: this })
+      : input === undefined
+        ? noInput
+        : () => input;
     const cell = new ActorCell(
       this,
       ref,
       logic,
       makeInput,
-      { ...this.mailboxDefaults, ...options.mailbox },
+      options.mailbox ? { ...this.mailboxDefaults, ...options.mailbox } : this.mailboxDefaults,
       options.supervision ? validateSupervision(options.supervision) : this.supervisionDefault,
       parentCell,
       options.snapshot,
     );
     ref.cell = cell;
     this.cells.set(path, cell);
-    parentCell?.children.add(cell);
+    parentCell?.addChild(cell);
     cell.start();
     return ref as LocalActorRef<EventFromLogic<TLogic> & Message>;
   }
@@ -323,9 +333,11 @@ export class ActorSystem implements RefHost, CellHost {
       const cell = this.cells.get(parsed.path);
       return (cell && !cell.isStopped ? cell.ref : this.makeLocalRef(parsed.path)) as ActorRef<M>;
     }
+    // one node object per incarnation for all refs (see NodeInterner)
+    const node = this.nodeObjects.intern(parsed.node);
     return new RemoteActorRef<M>(
       this,
-      parsed,
+      node === parsed.node ? parsed : { cluster: parsed.cluster, node, path: parsed.path },
       typeof address === 'string' ? address : formatActorAddress(parsed),
     );
   }
@@ -379,11 +391,13 @@ export class ActorSystem implements RefHost, CellHost {
       return;
     }
     const trace = activeTraceparent();
-    this.transport.send(
-      node,
-      { to: ref.path, toUid: node.uid, from: sender?.id, message, ...(trace ? { trace } : {}) },
-      laneOf(ref.path),
-    );
+    const path = ref.path;
+    // two literals, not a spread: a spread built every envelope through a slow generic copy
+    const envelope: Envelope =
+      trace === undefined
+        ? { to: path, toUid: node.uid, from: sender?.id, message }
+        : { to: path, toUid: node.uid, from: sender?.id, message, trace };
+    this.transport.send(node, envelope, laneOf(path));
   }
 
   /**
@@ -730,13 +744,13 @@ export class ActorSystem implements RefHost, CellHost {
         return;
       }
     }
-    cell.watchers.set(watcher.id, watcher);
+    cell.addWatcher(watcher.id, watcher);
   }
 
   private removeWatcher(cell: ActorCell, id: string): void {
     const watcher = cell.watchers.get(id);
     if (!watcher) return;
-    cell.watchers.delete(id);
+    cell.removeWatcher(id);
     if (!watcher.isLocal) this.watchesByNode.release(nodeKey(watcher.address.node));
   }
 
@@ -784,13 +798,13 @@ export class ActorSystem implements RefHost, CellHost {
     if (this.cells.get(cell.ref.path) === cell) this.cells.delete(cell.ref.path);
     this.mailboxLog.forget(`mailbox:${cell.ref.path}`);
     (cell.ref as CellRef).cell = undefined;
-    cell.parent?.children.delete(cell);
+    cell.parent?.removeChild(cell);
     for (const d of undelivered) this.deadLetter(cell.ref.id, d.message, d.sender, 'actor-stopped');
     for (const watcher of cell.watchers.values()) {
       watcher.send(this.terminatedMessage(cell.ref, reason));
       if (!watcher.isLocal) this.watchesByNode.release(nodeKey(watcher.address.node));
     }
-    cell.watchers.clear();
+    cell.clearWatchers();
     this.logger.debug(
       { event: 'actor.stopped', path: cell.ref.path, reason },
       `actor ${cell.ref.path} stopped`,

@@ -15,7 +15,9 @@ interface Chunk<T> {
  * nothing.
  */
 export class ChunkedQueue<T> {
-  private head: Chunk<T> = chunk(FIRST_CHUNK);
+  // An empty queue that never held anything shares one chunk with every other such queue: a
+  // million idle actors' mailboxes allocate nothing (per-actor memory). The first push replaces it.
+  private head: Chunk<T> = NO_CHUNK as Chunk<T>;
   private tail: Chunk<T> = this.head;
   /** Next read index in `head`, next write index in `tail`. */
   private readAt = 0;
@@ -28,7 +30,9 @@ export class ChunkedQueue<T> {
   }
 
   push(item: T): void {
-    if (this.writeAt === this.tail.items.length) {
+    if (this.tail === NO_CHUNK) {
+      this.head = this.tail = chunk<T>(FIRST_CHUNK);
+    } else if (this.writeAt === this.tail.items.length) {
       const size = Math.min(this.tail.items.length * 2, MAX_CHUNK);
       const fresh = this.spare !== undefined && this.spare.items.length >= size ? this.spare : chunk<T>(size);
       this.spare = undefined;
@@ -73,3 +77,10 @@ export class ChunkedQueue<T> {
 function chunk<T>(size: number): Chunk<T> {
   return { items: new Array<T | undefined>(size).fill(undefined), next: undefined };
 }
+
+/**
+ * The shared chunk of never-used queues, never written or read (push replaces it first; shift and
+ * drain stop at a count of 0). Made like every chunk, not frozen: the same hidden class keeps the
+ * queue's hot paths monomorphic.
+ */
+const NO_CHUNK: Chunk<never> = chunk<never>(1);

@@ -26,13 +26,26 @@ export interface DispatcherConfig {
    * and simulations then get exactly the turns they run).
    */
   readonly drainBacklogAt: number;
+  /**
+   * Work queued from outside any turn (a request handler, a socket callback, the continuation of
+   * an awaited ask) gets its turn in a microtask, once the sender's task is done, rather than
+   * an event-loop iteration later: an ask from outside is answered ~0.5–1 µs sooner. Bounded:
+   * such turns run for at most `maxTurnMs` before the event loop gets its iteration (the next
+   * turn then waits for the scheduler), so I/O and timers wait no longer than behind one turn.
+   * Off when the system is given its own TurnScheduler (its turns are exactly the ones it runs).
+   */
+  readonly microtaskTurns: boolean;
 }
 
 export const defaultDispatcherConfig: DispatcherConfig = {
   throughput: 64,
   maxPerTurn: 8192,
   maxTurnMs: 4,
-  drainBacklogAt: 4096,
+  // 4096 let a slow actor's backlog (a machine: ~2 µs a message) outlive young-generation
+  // collections: 1M tells left the process ~60 MB larger than bare xstate; 512 costs nothing
+  // measurable in throughput and keeps the process within ~3 % of it (issue 31).
+  drainBacklogAt: 512,
+  microtaskTurns: true,
 };
 
 /**
@@ -44,6 +57,13 @@ export class Dispatcher {
   private turnPending = false;
   private inTurn = false;
   private readonly runTurn = () => this.turn();
+  /** Microtask turns are allowed until `microtaskWindowEnds`, while a window is open. */
+  private microtaskWindowOpen = false;
+  private microtaskWindowEnds = 0;
+  /** Runs once the event loop has come round: the next microtask turn opens a new window. */
+  private readonly closeMicrotaskWindow = () => {
+    this.microtaskWindowOpen = false;
+  };
 
   constructor(
     private readonly scheduler: TurnScheduler,
@@ -57,8 +77,19 @@ export class Dispatcher {
     this.ready.push(runnable);
     if (!this.turnPending) {
       this.turnPending = true;
-      this.scheduler.schedule(this.runTurn);
+      if (!this.inTurn && this.config.microtaskTurns && this.microtaskTurnAllowed())
+        queueMicrotask(this.runTurn);
+      else this.scheduler.schedule(this.runTurn);
     }
+  }
+
+  /** Whether the current window (see `microtaskTurns`) still has time; opens one if none is open. */
+  private microtaskTurnAllowed(): boolean {
+    if (this.microtaskWindowOpen) return performance.now() < this.microtaskWindowEnds;
+    this.microtaskWindowOpen = true;
+    this.microtaskWindowEnds = performance.now() + this.config.maxTurnMs;
+    setImmediate(this.closeMicrotaskWindow);
+    return true;
   }
 
   /** True when no actor has queued work (used by simulations to know the system is quiet). */

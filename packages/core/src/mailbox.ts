@@ -57,11 +57,16 @@ class WithSender {
 
 const ACCEPTED: OfferResult = { accepted: true };
 const ACCEPTED_AT_HIGH_WATER: OfferResult = { accepted: true, highWater: true };
+/** One rejection per policy for every mailbox, rather than one object per mailbox (per-actor memory). */
+const REJECTED: Record<OverflowPolicy, OfferResult> = {
+  'drop-newest': { accepted: false, policy: 'drop-newest' },
+  'drop-oldest': { accepted: false, policy: 'drop-oldest' },
+  reject: { accepted: false, policy: 'reject' },
+};
 
 /** A FIFO of deliveries for one actor, unbounded or bounded. Overflow never blocks: it drops or rejects. */
 export class Mailbox {
   private readonly queue = new ChunkedQueue<Message | WithSender>();
-  private readonly rejected: OfferResult;
   private readonly capacity: number;
   /** The depth reached by the offer that crosses the mark (queue length before the push). */
   private readonly highWaterBefore: number;
@@ -81,7 +86,6 @@ export class Mailbox {
     }
     this.capacity = capacity;
     this.highWaterBefore = mark - 1;
-    this.rejected = { accepted: false, policy: config.overflow };
   }
 
   get size(): number {
@@ -108,7 +112,7 @@ export class Mailbox {
       this.queue.push(item);
       return { accepted: true, evicted };
     }
-    return this.rejected;
+    return REJECTED[this.config.overflow];
   }
 
   take(): Delivery | undefined {

@@ -140,10 +140,11 @@ export const read = {
     <T>(of: Read<T>): Read<T | null> =>
     (v, path) =>
       v === null ? null : of(v, path),
-  object:
-    <T>(shape: Shape<T>): Read<T> =>
-    (v, path) =>
-      readShape(shape, asRecord(v, path), path),
+  object: <T>(shape: Shape<T>): Read<T> => {
+    // the field names are listed once, not per message
+    const keys = Object.keys(shape) as (keyof T & string)[];
+    return (v, path) => readShape(shape, asRecord(v, path), path, keys);
+  },
   /** Opaque plain data (a snapshot): copied, acyclic, bounded in depth and size. */
   plainData:
     (maxDepth = 32, maxNodes = 100_000): Read<unknown> =>
@@ -158,9 +159,15 @@ function asRecord(v: unknown, path: string): Record<string, unknown> {
   return v as Record<string, unknown>;
 }
 
-function readShape<T>(shape: Shape<T>, source: Record<string, unknown>, path: string): T {
+function readShape<T>(
+  shape: Shape<T>,
+  source: Record<string, unknown>,
+  path: string,
+  keys: readonly (keyof T & string)[],
+): T {
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(shape) as (keyof T & string)[]) {
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
     const value = shape[key](source[key], path ? `${path}.${key}` : key);
     if (value !== undefined) out[key] = value;
   }
@@ -232,12 +239,31 @@ export type ParsedMessage =
 /** Rebuilds `raw` (whose `type` is known) from its schema's fields. */
 export function parseWithSchema(type: string, s: MessageSchema, raw: Record<string, unknown>): ParsedMessage {
   try {
-    const fields = readShape(s.fields as Shape<Record<string, unknown>>, raw, '');
-    return { ok: true, message: { ...fields, type } as Message };
+    return { ok: true, message: compileRebuild(type, s)(raw) };
   } catch (error) {
     if (error instanceof FieldError) return { ok: false, problem: error.message };
     throw error;
   }
+}
+
+/**
+ * The rebuild of one message type, compiled once per type (MessageTypes does it at
+ * registration): the field names and readers are listed once, and each message costs one new
+ * object holding only what the readers returned, then its `type`. Throws FieldError.
+ */
+export function compileRebuild(type: string, s: MessageSchema): (raw: Record<string, unknown>) => Message {
+  const keys = Object.keys(s.fields);
+  const readers = keys.map((key) => (s.fields as Shape<Record<string, unknown>>)[key]!);
+  return (raw) => {
+    const out: Record<string, unknown> = {};
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      const value = readers[i]!(raw[key], key);
+      if (value !== undefined) out[key] = value;
+    }
+    out.type = type;
+    return out as unknown as Message;
+  };
 }
 
 /** The first claim of `message` that is not `origin`, or undefined when all match. */

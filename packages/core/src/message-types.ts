@@ -1,7 +1,13 @@
 import { nodeKey, type UniqueNodeAddress } from './address.js';
 import { DoyenError } from './errors.js';
 import type { Message } from './message.js';
-import { type Authority, forgedClaim, type MessageSchema, parseWithSchema } from './message-schema.js';
+import {
+  type Authority,
+  compileRebuild,
+  FieldError,
+  forgedClaim,
+  type MessageSchema,
+} from './message-schema.js';
 
 /** Checks one decoded message; returns a reason when it is malformed (for types without a schema). */
 export type MessageValidator = (message: Message) => string | undefined;
@@ -26,7 +32,21 @@ export type MessageRefusal =
 /** Answers whether an origin (`host:port#uid`, as `memberKey` writes it) holds an authority now. */
 export type AuthorityCheck = (originKey: string, origin: UniqueNodeAddress) => boolean;
 
-type Entry = { readonly schema: MessageSchema } | { readonly validate: MessageValidator | undefined };
+/**
+ * One registered type's admission, bound at registration: the message as it may enter this node
+ * (rebuilt from its schema), or undefined after `refuse` was told why not. Nothing is allocated
+ * for a message that passes a type without a schema; a wire connection keeps the admission of
+ * the type it saw last (see `admissionOf`) and skips the lookup for a run of that type.
+ */
+export type MessageAdmission = (
+  message: Message,
+  origin: UniqueNodeAddress | undefined,
+  refuse: (refusal: MessageRefusal) => void,
+) => Message | undefined;
+
+type Entry =
+  | { readonly schema: MessageSchema; readonly admit: MessageAdmission }
+  | { readonly validate: MessageValidator | undefined; readonly admit: MessageAdmission };
 
 /**
  * The message types this node accepts from the network (like Akka's serialization bindings):
@@ -37,15 +57,49 @@ type Entry = { readonly schema: MessageSchema } | { readonly validate: MessageVa
 export class MessageTypes {
   private readonly entries = new Map<string, Entry>();
   private readonly authorities = new Map<string, AuthorityCheck>();
+  private registrations = 0;
 
   register<M extends Message>(
     types: string | readonly string[],
     check?: MessageValidator | MessageSchema<M>,
   ): this {
-    const entry: Entry =
-      typeof check === 'object' ? { schema: check as unknown as MessageSchema } : { validate: check };
-    for (const type of typeof types === 'string' ? [types] : types) this.entries.set(type, entry);
+    for (const type of typeof types === 'string' ? [types] : types) {
+      const entry: Entry =
+        typeof check === 'object'
+          ? {
+              schema: check as unknown as MessageSchema,
+              admit: this.schemaAdmission(type, check as unknown as MessageSchema),
+            }
+          : { validate: check, admit: validatorAdmission(check) };
+      this.entries.set(type, entry);
+    }
+    this.registrations++;
     return this;
+  }
+
+  /**
+   * Counts registrations: an admission kept from `admissionOf` is the type's current one while
+   * this has not changed (a type registered again gets a new one).
+   */
+  get generation(): number {
+    return this.registrations;
+  }
+
+  /** The admission of `type` as registered now, or undefined when it is not registered. */
+  admissionOf(type: string): MessageAdmission | undefined {
+    return this.entries.get(type)?.admit;
+  }
+
+  /** `parse` without the result wrapper: the admitted message, or undefined after `refuse`. */
+  admit(
+    message: Message,
+    origin: UniqueNodeAddress | undefined,
+    refuse: (refusal: MessageRefusal) => void,
+  ): Message | undefined {
+    const entry = this.entries.get(message.type);
+    if (entry) return entry.admit(message, origin, refuse);
+    refuse(unknownType(message.type));
+    return undefined;
   }
 
   has(type: string): boolean {
@@ -101,45 +155,67 @@ export class MessageTypes {
     message: Message,
     origin: UniqueNodeAddress | undefined,
   ): { readonly ok: true; readonly message: Message } | MessageRefusal {
-    const entry = this.entries.get(message.type);
-    if (!entry) {
-      return {
-        ok: false,
-        reason: 'unknown-type',
-        detail: `unknown message type ${JSON.stringify(message.type.slice(0, 100))}`,
-      };
-    }
-    if ('validate' in entry) {
-      const problem = entry.validate ? runValidator(entry.validate, message) : undefined;
-      return problem === undefined
-        ? { ok: true, message }
-        : { ok: false, reason: 'invalid-message', detail: `${message.type}: ${problem}` };
-    }
-    const parsed = parseWithSchema(message.type, entry.schema, message as unknown as Record<string, unknown>);
-    if (!parsed.ok)
-      return { ok: false, reason: 'invalid-message', detail: `${message.type}: ${parsed.problem}` };
-    if (origin) {
-      const claimed = forgedClaim(entry.schema, parsed.message, origin);
-      if (claimed !== undefined) {
-        return {
-          ok: false,
-          reason: 'forged',
-          claimed,
-          detail: `${message.type} claims to speak for ${claimed}`,
-        };
+    let refusal: MessageRefusal | undefined;
+    const admitted = this.admit(message, origin, (r) => {
+      refusal = r;
+    });
+    return admitted === undefined ? refusal! : { ok: true, message: admitted };
+  }
+
+  /**
+   * A schema type's admission: rebuilt by the compiled readers, then (with `origin`) every
+   * identity it claims must be `origin` and `origin` must hold the type's authority, looked up
+   * per message (who holds it changes with the view).
+   */
+  private schemaAdmission(type: string, schema: MessageSchema): MessageAdmission {
+    const rebuild = compileRebuild(type, schema);
+    return (message, origin, refuse) => {
+      let rebuilt: Message;
+      try {
+        rebuilt = rebuild(message as unknown as Record<string, unknown>);
+      } catch (error) {
+        if (!(error instanceof FieldError)) throw error;
+        refuse({ ok: false, reason: 'invalid-message', detail: `${type}: ${error.message}` });
+        return undefined;
       }
-      const authority = entry.schema.authority;
+      if (!origin) return rebuilt;
+      const claimed = forgedClaim(schema, rebuilt, origin);
+      if (claimed !== undefined) {
+        refuse({ ok: false, reason: 'forged', claimed, detail: `${type} claims to speak for ${claimed}` });
+        return undefined;
+      }
+      const authority = schema.authority;
       if (!this.allows(authority, origin)) {
-        return {
+        refuse({
           ok: false,
           reason: 'unauthorized',
           authority,
-          detail: `${message.type} may be sent only by ${authority}, not ${nodeKey(origin)}`,
-        };
+          detail: `${type} may be sent only by ${authority}, not ${nodeKey(origin)}`,
+        });
+        return undefined;
       }
-    }
-    return parsed;
+      return rebuilt;
+    };
   }
+}
+
+function unknownType(type: string): MessageRefusal {
+  return {
+    ok: false,
+    reason: 'unknown-type',
+    detail: `unknown message type ${JSON.stringify(type.slice(0, 100))}`,
+  };
+}
+
+/** A type without a schema: passed on as decoded once its validator (if any) accepts it. */
+function validatorAdmission(validate: MessageValidator | undefined): MessageAdmission {
+  if (!validate) return (message) => message;
+  return (message, _origin, refuse) => {
+    const problem = runValidator(validate, message);
+    if (problem === undefined) return message;
+    refuse({ ok: false, reason: 'invalid-message', detail: `${message.type}: ${problem}` });
+    return undefined;
+  };
 }
 
 /** A throwing check refuses (it must never let a message through by accident, nor crash). */

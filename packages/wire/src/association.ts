@@ -66,6 +66,8 @@ export class Association {
   private encoder = new BatchEncoder();
   private inflightBytes = 0;
   private flushScheduled = false;
+  /** Inside flush or sendFullBatch: a nested one must not interleave its frames with this one's. */
+  private flushing = false;
   private attempts = 0;
   private timer: NodeJS.Timeout | undefined;
   /** Envelopes per frame, adapted to the observed bytes per envelope so frames stay near `batchBytes`. */
@@ -119,8 +121,36 @@ export class Association {
       return;
     }
     this.queue.push(envelope);
-    if (this.state === 'ready') this.scheduleFlush(this.inflightBytes === 0);
-    else if (this.state === 'idle') this.connect();
+    if (this.state !== 'ready') {
+      if (this.state === 'idle') this.connect();
+      return;
+    }
+    // A frame's worth waiting: encode it now, in the sender's turn, so envelopes die young. Left
+    // to the per-turn flush budget, a saturating sender kept ~100k of them queued across turns,
+    // promoted to the old generation: 16 % of its time went to the collector.
+    if (this.queue.length >= this.batchSize && this.inflightBytes < this.config.highWaterBytes)
+      this.sendFullBatch();
+    if (this.queue.length > 0) this.scheduleFlush(this.inflightBytes === 0);
+  }
+
+  /** One batch of `batchSize` from the head of the queue, now (not inside another flush). */
+  private sendFullBatch(): void {
+    const socket = this.socket;
+    if (this.flushing || !socket || socket.readyState !== WebSocket.OPEN) return;
+    this.flushing = true;
+    try {
+      this.sendBatch(socket, this.takeBatch());
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  /** Takes up to `batchSize` envelopes from the head of the queue. */
+  private takeBatch(): Envelope[] {
+    const count = Math.min(this.queue.length, this.batchSize);
+    const batch: Envelope[] = new Array(count);
+    for (let i = 0; i < count; i++) batch[i] = this.queue.shift()!;
+    return batch;
   }
 
   /** Nothing queued and nothing handed to the socket unwritten. */
@@ -397,17 +427,24 @@ export class Association {
     const socket = this.socket;
     // A closing socket would swallow what we hand it: keep the queue for the reconnect.
     if (this.state !== 'ready' || !socket || socket.readyState !== WebSocket.OPEN) return;
+    if (this.flushing) {
+      // reached from inside a flush (a dead letter's listener sending): the outer one goes on
+      this.scheduleFlush();
+      return;
+    }
     // Bounded per turn, so the other lane's flush (and everything else) gets the event loop soon.
     const budgetEnds = this.inflightBytes + FLUSH_BUDGET_BYTES;
-    while (this.queue.length > 0 && this.inflightBytes < this.config.highWaterBytes) {
-      if (this.inflightBytes >= budgetEnds) {
-        this.scheduleFlush();
-        return;
+    this.flushing = true;
+    try {
+      while (this.queue.length > 0 && this.inflightBytes < this.config.highWaterBytes) {
+        if (this.inflightBytes >= budgetEnds) {
+          this.scheduleFlush();
+          return;
+        }
+        this.sendBatch(socket, this.takeBatch());
       }
-      const count = Math.min(this.queue.length, this.batchSize);
-      const batch: Envelope[] = new Array(count);
-      for (let i = 0; i < count; i++) batch[i] = this.queue.shift()!;
-      this.sendBatch(socket, batch);
+    } finally {
+      this.flushing = false;
     }
   }
 

@@ -38,7 +38,7 @@ import {
   UNAUTHENTICATED_CLOSE_REASON,
 } from './protocol.js';
 import { setReceiveLimit } from './receive-limit.js';
-import { checkEnvelope } from './validation.js';
+import { EnvelopeMemo, type EnvelopeRefusal, readEnvelope } from './validation.js';
 
 /** Envelopes delivered between two looks at the clock while a frame is worked through. */
 const ENVELOPES_PER_CLOCK_CHECK = 32;
@@ -81,6 +81,11 @@ export class InboundConnection implements DecodeTask {
   private peerAddress: string | undefined;
   /** The node incarnation this connection authenticated as (set once the hello is verified). */
   private origin: AuthenticatedNode | undefined;
+  /** What the previous envelope was found to be (see EnvelopeMemo). */
+  private readonly memo = new EnvelopeMemo();
+  /** Counts and logs one refused envelope (or its dropped trace): bound once, not per envelope. */
+  private readonly refuseEnvelope: EnvelopeRefusal = ({ reason, detail }) =>
+    this.hooks.reject(reason, detail, this.peerName);
 
   /** Who the peer proved to be, once the handshake is done. */
   get authenticatedAs(): AuthenticatedNode | undefined {
@@ -316,15 +321,14 @@ export class InboundConnection implements DecodeTask {
   private deliverSlice(deadline: number): void {
     const batch = this.batch!;
     const lane = this.lane!;
+    const origin = this.origin!;
     let accepted = 0;
     let i = this.cursor;
     while (i < batch.length && this.state === 'open') {
-      const checked = checkEnvelope(this.system, batch[i++], this.origin!);
-      if (!checked.ok) this.hooks.reject(checked.reason, checked.detail, this.peerName);
-      else {
-        if (checked.dropped) this.hooks.reject(checked.dropped.reason, checked.dropped.detail, this.peerName);
+      const envelope = readEnvelope(this.system, batch[i++], origin, this.memo, this.refuseEnvelope);
+      if (envelope !== undefined) {
         accepted++;
-        this.system.receiveRemote(checked.envelope, this.origin!);
+        this.system.receiveRemote(envelope, origin);
       }
       if ((i - this.cursor) % ENVELOPES_PER_CLOCK_CHECK === 0 && performance.now() >= deadline) break;
     }
