@@ -1,13 +1,18 @@
 import type { Member, Membership } from '../../packages/cluster/src/index.js';
 import {
+  batchEffects,
   decide,
+  goneIn,
   type HostLeaseContext,
   type HostLeaseEvent,
   type HostLeasePolicy,
   type HostLeaseStep,
+  holdsOwnIn,
   initialHostLeaseContext,
   intendedHost,
+  isFencedIn,
   mandateOf,
+  ownerScopeOf,
 } from '../../packages/singleton/src/index.js';
 import { SeededRandom } from '../../packages/testkit/src/index.js';
 
@@ -24,6 +29,11 @@ import { SeededRandom } from '../../packages/testkit/src/index.js';
  * its placement last heard (what the manager runs on), except while paused or crashed, and a node
  * resuming from a pause acts on that stale word until its first step (so that instant is checked
  * too).
+ *
+ * With `owners`, every node also holds its own OWNER scope (`want(true)`) on the same voters, and
+ * fences every member it saw that is gone in its view (unreachable, downed, removed); after every
+ * step and before every event it checks that no node acts holding its owner lease while any live
+ * node counts it fenced. Messages travel as the machine sends them: one batch per voter and round.
  */
 
 export type Decide = (
@@ -99,6 +109,8 @@ export interface SimPlan {
   readonly roleScoped?: boolean;
   /** Each node's clock rate, overriding the drawn ones (a directed scenario). */
   readonly rates?: readonly number[];
+  /** Owner scopes and fences (see the file's comment); stalls then aim at the owner lease's end. */
+  readonly owners?: boolean;
 }
 
 export interface SimOptions {
@@ -117,6 +129,9 @@ export interface Violation {
 
 export interface SimResult {
   readonly violation: Violation | undefined;
+  /** Fences completed (at any node), owners refused as fenced. */
+  readonly fences: number;
+  readonly ownersFenced: number;
   readonly acquisitions: number;
   readonly uncleanAcquisitions: number;
   readonly steps: number;
@@ -174,6 +189,10 @@ interface Node {
   wakeGen: number;
   /** The mandate the placement last reported (what the manager acts on). */
   belief: boolean;
+  /** What `holdsOwn()` said at this node's last step (what its entities act on). */
+  ownBelief: boolean;
+  /** Members this node has seen in a membership (it fences those gone since). */
+  seen: Set<string>;
   running: boolean;
   /** The members and failed this node last heard of (it keeps them while cut off from the majority). */
   view: { members: Member[]; failed: Member[] };
@@ -216,6 +235,8 @@ export function simulate(plan: SimPlan, options: SimOptions): SimResult {
       wakeDue: false,
       wakeGen: 0,
       belief: false,
+      ownBelief: false,
+      seen: new Set(),
       running: false,
       view: { members: i < n ? Array.from({ length: n }, (_, k) => member(k)) : [], failed: [] },
       lastSent: '',
@@ -273,16 +294,21 @@ export function simulate(plan: SimPlan, options: SimOptions): SimResult {
   };
 
   const localNow = (x: Node, t: number) => x.offset + x.rate * t;
+  /** The lease a stall aims at: the owner lease in an owners run, else the singleton's. */
+  const aimScope = (x: Node) => (plan.owners ? ownerScopeOf(x.key) : SCOPE);
   let t = 0;
   let steps = 0;
   let acquisitions = 0;
   let unclean = 0;
   let violation: Violation | undefined;
+  let fences = 0;
+  let ownersFenced = 0;
   let servedMs = 0;
   let lastCheck = 0;
   let lastActing = 0;
 
   const send = (from: Node, toKey: string, event: HostLeaseEvent) => {
+    if (toKey === from.key) return;
     const to = byKey.get(toKey);
     if (!to || cut[from.i]![to.i]! > 0 || random() < plan.lossRate) return;
     const delay = random() < 0.02 ? random() * 2000 : random() * plan.maxDelayMs;
@@ -298,6 +324,26 @@ export function simulate(plan: SimPlan, options: SimOptions): SimResult {
     if (who.length > 1) {
       violation = { at: t, acting: who.map((x) => x.key), note: why, trace: [...trace] };
     }
+    if (plan.owners) checkOwners(why, extra);
+  };
+
+  /** No node acts holding its owner lease while a live node counts it fenced. */
+  const checkOwners = (why: string, extra?: Node) => {
+    if (violation) return;
+    for (const k of nodes) {
+      const acts = k.ownBelief && !k.crashed && (k.pausedUntil === null || k === extra);
+      if (!acts) continue;
+      const by = nodes.find((y) => !y.crashed && isFencedIn(y.ctx, k.key, localNow(y, t)));
+      if (by) {
+        violation = {
+          at: t,
+          acting: [k.key],
+          note: `${k.key} acts holding its owner lease while ${by.key} counts it fenced (${why})`,
+          trace: [...trace],
+        };
+        return;
+      }
+    }
   };
 
   const step = (x: Node, event: HostLeaseEvent) => {
@@ -305,24 +351,19 @@ export function simulate(plan: SimPlan, options: SimOptions): SimResult {
     const result = decideFn({ ...options.policy, selfKey: x.key }, x.ctx, event, now);
     steps++;
     x.ctx = result.context;
-    for (const e of result.effects) {
+    for (const e of batchEffects(x.key, result.effects)) {
       switch (e.kind) {
         case 'log':
-          if (e.event === 'host-lease.acquired') {
+          if (e.event === 'host-lease.acquired' && e.fields.scope === SCOPE) {
             acquisitions++;
             if (e.fields.clean === false) unclean++;
           }
+          if (e.event === 'host-lease.fenced') fences++;
+          if (e.event === 'host-lease.owner-fenced') ownersFenced++;
           note(t, `${x.key} ${e.event} ${JSON.stringify(e.fields)}`);
           break;
-        case 'request':
-          for (const k of e.to)
-            send(x, k, { type: 'host-lease.request', from: x.key, scope: e.scope, round: e.round });
-          break;
-        case 'reply':
-          send(x, e.to, { type: 'host-lease.reply', from: x.key, ...e.reply });
-          break;
-        case 'release':
-          for (const k of e.to) send(x, k, { type: 'host-lease.release', from: x.key, scope: e.scope });
+        case 'send':
+          send(x, e.to, e.message);
           break;
         case 'placement':
           x.belief = e.mandates[SCOPE] === true;
@@ -340,10 +381,26 @@ export function simulate(plan: SimPlan, options: SimOptions): SimResult {
         trace: [...trace],
       };
     }
+    const holdsOwn = holdsOwnIn({ ...options.policy, selfKey: x.key }, x.ctx, now);
+    if (holdsOwn !== x.ownBelief) note(t, `${x.key} holdsOwn=${holdsOwn}`);
+    x.ownBelief = holdsOwn;
     x.wakeGen++;
     if (result.wakeInMs !== null)
       push(t + result.wakeInMs / x.rate, { kind: 'wake', node: x.i, gen: x.wakeGen });
     manage(x);
+    if (plan.owners && event.type === 'host-lease.membership') fenceGone(x);
+  };
+
+  /** The sharding runtime, reduced: fence every member seen before that is gone in this view. */
+  const fenceGone = (x: Node) => {
+    const m = x.ctx.membership;
+    if (!m) return;
+    for (const y of m.members) x.seen.add(`${y.address}#${y.uid}`);
+    for (const k of x.seen) {
+      if (k === x.key || x.ctx.fences[k] !== undefined || !goneIn(m, k)) continue;
+      if (x.crashed || x.pausedUntil !== null) return;
+      step(x, { type: 'host-lease.fence', key: k });
+    }
   };
 
   /** The singleton manager, reduced: start on the mandate when intended, stop at once without it, hand over when not intended. */
@@ -494,14 +551,22 @@ export function simulate(plan: SimPlan, options: SimOptions): SimResult {
   };
 
   // ---- the run ----
-  for (const x of nodes.filter((y) => !y.crashed)) {
+  const start = (x: Node) => {
     x.ctx = decideFn(
       { ...options.policy, selfKey: x.key },
       x.ctx,
       { type: 'host-lease.scope', scope: SCOPE },
-      localNow(x, 0),
+      localNow(x, t),
     ).context;
-  }
+    if (plan.owners)
+      x.ctx = decideFn(
+        { ...options.policy, selfKey: x.key },
+        x.ctx,
+        { type: 'host-lease.want-own', active: true },
+        localNow(x, t),
+      ).context;
+  };
+  for (const x of nodes.filter((y) => !y.crashed)) start(x);
   for (const f of plan.faults) push(f.at, { kind: 'fault', fault: f });
   push(0, { kind: 'tick' });
 
@@ -510,6 +575,8 @@ export function simulate(plan: SimPlan, options: SimOptions): SimResult {
     if (at > options.durationMs) break;
     if (lastActing > 0) servedMs += at - lastCheck;
     t = at;
+    // a fence completes by the clock, between events: check the instant before this event acts
+    if (plan.owners) checkOwners(`before ${q.kind}`);
     switch (q.kind) {
       case 'tick':
         tick();
@@ -549,9 +616,9 @@ export function simulate(plan: SimPlan, options: SimOptions): SimResult {
       }
       case 'aimed': {
         const x = nodes[q.node]!;
-        if (x.crashed || x.pausedUntil !== null || !x.belief) break;
+        if (x.crashed || x.pausedUntil !== null || !(plan.owners ? x.ownBelief : x.belief)) break;
         // a renewal granted in flight moved the end: aim again
-        const until = x.ctx.holds[SCOPE]?.heldUntil;
+        const until = x.ctx.holds[aimScope(x)]?.heldUntil;
         const end = until == null ? t : (until - x.offset) / x.rate;
         if (end - q.aimMs > t + 0.5) push(end - q.aimMs, q);
         else applyFault({ kind: 'pause', at: t, node: x.i, forMs: q.forMs });
@@ -618,6 +685,7 @@ export function simulate(plan: SimPlan, options: SimOptions): SimResult {
         const x = nodes[f.node % n]!;
         x.crashed = true;
         x.belief = false;
+        x.ownBelief = false;
         break;
       }
       case 'pause': {
@@ -643,12 +711,7 @@ export function simulate(plan: SimPlan, options: SimOptions): SimResult {
         for (let k = 0; k < f.count && joined < JOINERS; k++, joined++) {
           const x = nodes[n + joined]!;
           x.crashed = false;
-          x.ctx = decideFn(
-            { ...options.policy, selfKey: x.key },
-            x.ctx,
-            { type: 'host-lease.scope', scope: SCOPE },
-            localNow(x, t),
-          ).context;
+          start(x);
           cluster.members = [...cluster.members, { ...member(x.i), status: 'joining' }];
           keys.push(x.key);
         }
@@ -668,8 +731,8 @@ export function simulate(plan: SimPlan, options: SimOptions): SimResult {
           forLinks(c, 1);
           push(t + f.cutMs, { kind: 'heal', fault: c });
         }
-        const until = x.ctx.holds[SCOPE]?.heldUntil;
-        if (!x.crashed && x.belief && until != null) {
+        const until = x.ctx.holds[aimScope(x)]?.heldUntil;
+        if (!x.crashed && (plan.owners ? x.ownBelief : x.belief) && until != null) {
           const end = (until - x.offset) / x.rate;
           push(Math.max(t, end - f.aimMs), { kind: 'aimed', node: x.i, forMs: f.forMs, aimMs: f.aimMs });
         }
@@ -678,5 +741,5 @@ export function simulate(plan: SimPlan, options: SimOptions): SimResult {
     }
   }
 
-  return { violation, acquisitions, uncleanAcquisitions: unclean, steps, servedMs };
+  return { violation, acquisitions, uncleanAcquisitions: unclean, steps, servedMs, fences, ownersFenced };
 }

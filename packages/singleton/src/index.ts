@@ -6,5 +6,6 @@ export * from './leased-placement.js';
 export * from './manager-machine.js';
 export * from './messages.js';
 export * from './oldest.js';
+export * from './owner-leases.js';
 export * from './placement.js';
 export * from './proxy-machine.js';

@@ -1,37 +1,15 @@
 import type { Cluster, Member, Membership } from '@doyen/cluster';
-import { type ActorSystem, InvalidConfigError, type LocalActorRef, type Message, nodeKey } from '@doyen/core';
+import { type ActorSystem, nodeKey } from '@doyen/core';
 import { intendedHost, type Placement, scopeOfRole } from './host-lease/host-lease-decisions.js';
-import { createHostLeaseMachine, HOST_LEASE_PATH } from './host-lease/host-lease-machine.js';
-import { registerHostLeaseMessages } from './host-lease/host-lease-messages.js';
+import { type HostLeaseNode, hostLeaseNodeOf } from './host-lease/host-lease-node.js';
+import type { HostLeaseSettings } from './host-lease/host-lease-settings.js';
 import type { SingletonLeaseView, SingletonPlacement } from './placement.js';
 
-/** The host lease's timing (see host-lease-decisions.ts for what each assumption guarantees). */
-export interface HostLeaseSettings {
-  /** How long a majority's grant keeps a host running (default 1000 ms). */
-  readonly leaseMs?: number;
-  /** The longest a process may stall (GC, SIGSTOP, a busy loop) with the guarantee kept (default 500 ms). */
-  readonly pauseBoundMs?: number;
-  /** How much faster or slower one clock may run than another over a lease (default 0.01). */
-  readonly maxClockDrift?: number;
-}
-
-export const DEFAULT_HOST_LEASE: Required<HostLeaseSettings> = {
-  leaseMs: 1000,
-  pauseBoundMs: 500,
-  maxClockDrift: 0.01,
-};
-
-/** Refuses settings under which the lease cannot work (a renewal must fit several times in a lease). */
-export function checkHostLeaseSettings(settings: HostLeaseSettings): Required<HostLeaseSettings> {
-  const s = { ...DEFAULT_HOST_LEASE, ...settings };
-  if (!(Number.isFinite(s.leaseMs) && s.leaseMs >= 100))
-    throw new InvalidConfigError('hostLease.leaseMs must be a number of ms ≥ 100');
-  if (!(Number.isFinite(s.pauseBoundMs) && s.pauseBoundMs >= 0))
-    throw new InvalidConfigError('hostLease.pauseBoundMs must be a number of ms ≥ 0');
-  if (!(Number.isFinite(s.maxClockDrift) && s.maxClockDrift >= 0 && s.maxClockDrift < 0.5))
-    throw new InvalidConfigError('hostLease.maxClockDrift must be a fraction in [0, 0.5)');
-  return s;
-}
+export {
+  checkHostLeaseSettings,
+  DEFAULT_HOST_LEASE,
+  type HostLeaseSettings,
+} from './host-lease/host-lease-settings.js';
 
 /**
  * The emergent leader's placement, fenced by a majority host lease: singletons belong to the
@@ -49,7 +27,8 @@ export class LeasedOldestPlacement implements SingletonPlacement {
   readonly settings: Required<HostLeaseSettings>;
   private placement: Placement = { mandates: {}, holders: {}, blockers: {} };
   private readonly listeners = new Set<() => void>();
-  private readonly actor: LocalActorRef;
+  /** The node's one host-lease actor, shared with the owner leases (owner-leases.ts). */
+  private readonly lease: HostLeaseNode;
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -57,38 +36,16 @@ export class LeasedOldestPlacement implements SingletonPlacement {
     readonly cluster: Cluster,
     settings: HostLeaseSettings = {},
   ) {
-    this.settings = checkHostLeaseSettings(settings);
-    registerHostLeaseMessages(system.messageTypes);
-    const { leaseMs, pauseBoundMs, maxClockDrift } = this.settings;
-    this.actor = system.spawn(
-      createHostLeaseMachine({
-        system,
-        policy: {
-          selfKey: nodeKey(system.node),
-          leaseMs,
-          pauseBoundMs,
-          maxClockDrift,
-          downedCountsForMs: cluster.downRemovalMarginMs(),
-          renewEveryMs: leaseMs / 4,
-          minRetryMs: Math.min(20, leaseMs / 20),
-        },
-        onPlacement: (placement) => {
-          this.placement = placement;
-          for (const listener of [...this.listeners]) listener();
-        },
-      }),
-      { name: HOST_LEASE_PATH.split('/')[2]!, parent: 'system' },
-    );
-    const tell = (m: Membership) =>
-      this.actor.send({ type: 'host-lease.membership', membership: this.viewed(m) } as Message);
-    const unsubscribeMembership = cluster.subscribeMembership(tell);
-    const unsubscribeEvents = cluster.subscribe((event) => {
-      const m = cluster.state().membership;
-      if ((event.type === 'member.unreachable' || event.type === 'member.reachable') && m) tell(m);
+    this.lease = hostLeaseNodeOf(system, cluster, settings);
+    this.settings = this.lease.settings;
+    this.placement = this.lease.placement();
+    const unsubscribePlacement = this.lease.subscribe((placement) => {
+      this.placement = placement;
+      for (const listener of [...this.listeners]) listener();
     });
     this.unsubscribe = () => {
-      unsubscribeMembership();
-      unsubscribeEvents();
+      unsubscribePlacement();
+      this.lease.release();
     };
   }
 
@@ -128,11 +85,11 @@ export class LeasedOldestPlacement implements SingletonPlacement {
   }
 
   addRole(role: string | undefined): void {
-    this.actor.send({ type: 'host-lease.scope', scope: scopeOfRole(role) } as Message);
+    this.lease.send({ type: 'host-lease.scope', scope: scopeOfRole(role) });
   }
 
   hosting(role: string | undefined, running: number): void {
-    this.actor.send({ type: 'host-lease.hosting', scope: scopeOfRole(role), running } as Message);
+    this.lease.send({ type: 'host-lease.hosting', scope: scopeOfRole(role), running });
   }
 
   subscribe(listener: () => void): () => void {

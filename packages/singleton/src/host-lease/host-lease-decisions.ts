@@ -1,6 +1,18 @@
 import { type Membership, oldestOf, SINGLETON_HOLDING } from '@doyen/cluster';
 import { type DecisionStep, type LogEffect, nodeKey } from '@doyen/core';
-import type { HostLeaseMessage, LeaseReply, LeaseRequest } from './host-lease-messages.js';
+import {
+  type FenceAnswer,
+  type HostLeaseMessage,
+  type LeaseAnswers,
+  type LeaseBatch,
+  type LeaseReply,
+  type LeaseRequest,
+  MAX_BATCH_FENCES,
+  MAX_BATCH_SCOPES,
+  ownerOfScope,
+  ownerScopeOf,
+  type ScopeRound,
+} from './host-lease-messages.js';
 
 /**
  * The host lease as pure functions of (context, event, now). Every member is a voter; the member
@@ -21,6 +33,23 @@ import type { HostLeaseMessage, LeaseReply, LeaseRequest } from './host-lease-me
  * exiting, plus members downed less than `downedCountsForMs` ago (the down-removal margin), so
  * that a side that downs the other cannot shrink its base below a majority the other side may
  * still count.
+ *
+ * OWNER SCOPES (the one fencing rule for singletons and partitions, see owner-leases.ts): the
+ * scope `owner:<key>` is granted by every voter to member `key` alone, while that member is up
+ * (or leaving, exiting) in the voter's view and the voter has not fenced it; the owner bids for
+ * it and renews it like any host. A member may ask the voters to FENCE another member's owner
+ * scope while that member is unreachable in its view, downed or removed: a voter answers `fenced`
+ * once it sees the owner gone too and its promise to it ran out (`leaseMs · (1 + maxClockDrift)`
+ * after its last grant, or after its first view if it never granted: a fresh voter may have a
+ * former incarnation's promises), and from then on never grants that owner its scope again (a
+ * tombstone, dropped when the owner leaves the membership). The asker counts the fence complete
+ * once a majority of its base answered `fenced` and the pause bound passed since (the unclean
+ * acquisition's wait): by then the owner's lease has ended at every node and an owner paused
+ * past it has woken and fenced itself. The owner, refused as fenced, knows it lost its scope.
+ *
+ * BATCHING: every scope a node bids for or holds, and every fence it asks, goes to a voter in one
+ * message per round (`batchEffects`); a round due for one scope takes along the others due
+ * within half a renewal period, so their rounds stay in step.
  */
 
 export interface HostLeasePolicy {
@@ -43,7 +72,18 @@ export interface Grant {
   readonly released: boolean;
   /** The latest bid refused while bound: granted at once when the holder releases. */
   readonly waiting?: { readonly from: string; readonly round: number };
+  /**
+   * This voter moved the scope off a host whose grant expired (not released) until then plus the
+   * pause bound: that host may be paused with its old mandate, so until this time no grant is
+   * clean, not even after a release by the host that came next (it may have released before it
+   * ever waited the pause bound out).
+   */
+  readonly taintedUntil?: number;
 }
+
+/** The taint a grant carries forward at `now` (see Grant.taintedUntil). */
+const taintOf = (grant: Grant | undefined, now: number): { taintedUntil?: number } =>
+  grant?.taintedUntil !== undefined && now < grant.taintedUntil ? { taintedUntil: grant.taintedUntil } : {};
 
 /** What this node knows of its own bid for, or hold of, one scope. */
 export interface Hold {
@@ -82,6 +122,44 @@ export interface HostLeaseContext {
   readonly downedAt: Readonly<Record<string, number>>;
   /** What was last reported to the placement. */
   readonly reported: Placement;
+  /** This node hosts entities: it bids for and renews its own owner scope. */
+  readonly ownerWanted: boolean;
+  /** A voter refused our owner scope as fenced: this incarnation never holds it again. */
+  readonly ownerFenced: boolean;
+  /** Fences this node asked for, by the fenced member's key (completed ones kept: monotonic). */
+  readonly fences: Readonly<Record<string, Fence>>;
+  /** The voter's tombstones: owners it fenced and never grants their scope again. */
+  readonly tombstones: Readonly<Record<string, Tombstone>>;
+  /** What was last reported of our own owner lease. */
+  readonly reportedOwn: OwnLease;
+}
+
+/** This node's own owner lease as its clock reads it: held while readyAt ≤ now < heldUntil. */
+export interface OwnLease {
+  readonly heldUntil: number | null;
+  readonly readyAt: number | null;
+}
+
+/** This node's fence of one member's owner scope. */
+export interface Fence {
+  /** The voters that answered `fenced` (a voter's `fenced` is for good: it keeps a tombstone). */
+  readonly answers: Readonly<Record<string, true>>;
+  /** When it was last asked (our clock); null: not yet. */
+  readonly askedAt: number | null;
+  /** The soonest a voter that did not fence yet said its promise ends. */
+  readonly soonestAt: number | null;
+  /** When a majority of the base had answered `fenced`; null: not yet. */
+  readonly majorityAt: number | null;
+  /** From when the fence is complete: the majority plus the pause bound (on the fastest clock). */
+  readonly readyAt: number | null;
+  /** The fence completed (logged and counted once). */
+  readonly done: boolean;
+}
+
+export interface Tombstone {
+  readonly at: number;
+  /** The owner was in this voter's membership when fenced or since (else: the voter was behind). */
+  readonly known: boolean;
 }
 
 /**
@@ -92,6 +170,10 @@ export interface Placement {
   readonly mandates: Readonly<Record<string, boolean>>;
   readonly holders: Readonly<Record<string, string>>;
   readonly blockers: Readonly<Record<string, string>>;
+  /** Members whose owner scope this node's fences completed (in the order they completed). */
+  readonly fenced?: readonly string[];
+  /** A voter refused this node its own owner scope as fenced. */
+  readonly ownerFenced?: boolean;
 }
 
 export const initialHostLeaseContext: HostLeaseContext = {
@@ -103,12 +185,21 @@ export const initialHostLeaseContext: HostLeaseContext = {
   firstView: undefined,
   downedAt: {},
   reported: { mandates: {}, holders: {}, blockers: {} },
+  ownerWanted: false,
+  ownerFenced: false,
+  fences: {},
+  tombstones: {},
+  reportedOwn: { heldUntil: null, readyAt: null },
 };
 
 export type HostLeaseEvent =
   | { readonly type: 'host-lease.membership'; readonly membership: Membership }
   | { readonly type: 'host-lease.scope'; readonly scope: string }
   | { readonly type: 'host-lease.hosting'; readonly scope: string; readonly running: number }
+  /** This node hosts entities (or no longer does: every one of them stopped). */
+  | { readonly type: 'host-lease.want-own'; readonly active: boolean }
+  /** Fence member `key`'s owner scope (allowed while it is unreachable here, downed or removed). */
+  | { readonly type: 'host-lease.fence'; readonly key: string }
   /** The one timer: a round is due, a lease ends or a hold becomes ready. */
   | { readonly type: 'host-lease.wake' }
   | HostLeaseMessage;
@@ -123,14 +214,33 @@ export type HostLeaseEffect =
     }
   | { readonly kind: 'reply'; readonly to: string; readonly reply: Omit<LeaseReply, 'type' | 'from'> }
   | { readonly kind: 'release'; readonly to: readonly string[]; readonly scope: string }
+  /** Ask these voters to fence the owner scopes of `keys`. */
+  | { readonly kind: 'fence-request'; readonly to: readonly string[]; readonly keys: readonly string[] }
+  | { readonly kind: 'fence-answer'; readonly to: string; readonly answer: FenceAnswer }
+  /** Our own owner lease's bounds changed (each renewal): the owner leases check `holdsOwn()` by the clock. */
+  | ({ readonly kind: 'own-lease' } & OwnLease)
   /** What the placement knows changed: tell it. */
   | ({ readonly kind: 'placement' } & Placement)
   /** Counted in `doyen_singleton_lease_changes_total{scope,change}`. */
   | {
       readonly kind: 'count';
       readonly scope: string;
-      /** `scope-refused`: a request for a new scope beyond MAX_VOTER_SCOPES (counted with scope ''). */
-      readonly change: 'acquired' | 'lost' | 'released' | 'scope-refused';
+      /**
+       * `scope-refused`: a request for a new scope beyond MAX_VOTER_SCOPES (counted with scope '').
+       * Owner scopes are counted with scope `owner` (one label, whatever the member): `fenced`, a
+       * fence this node asked completed; `tombstone`, this voter fenced an owner; `owner-fenced`,
+       * this node learned it was fenced; `fence-refused`, a fence asked while the member is
+       * reachable here, or beyond MAX_FENCES.
+       */
+      readonly change:
+        | 'acquired'
+        | 'lost'
+        | 'released'
+        | 'scope-refused'
+        | 'fenced'
+        | 'tombstone'
+        | 'owner-fenced'
+        | 'fence-refused';
     };
 
 export interface HostLeaseStep extends DecisionStep<HostLeaseContext, HostLeaseEffect> {
@@ -191,7 +301,25 @@ function wants(policy: HostLeasePolicy, ctx: HostLeaseContext, scope: string): b
   if (!m) return false;
   const self = m.members.find((x) => nodeKey(x) === policy.selfKey);
   if (!self || !SINGLETON_HOLDING.includes(self.status)) return false;
+  const owner = ownerOfScope(scope);
+  if (owner !== undefined) return owner === policy.selfKey && ctx.ownerWanted && !ctx.ownerFenced;
   return intendedHost(m, scope) === policy.selfKey || (ctx.hosting[scope] ?? 0) > 0;
+}
+
+/** Member `key` is gone in this view: unreachable, downed or not a member (removed, or not yet known). */
+export function goneIn(m: Membership, key: string): boolean {
+  return m.unreachable.includes(key) || !m.members.some((x) => nodeKey(x) === key);
+}
+
+/** Whether this node's fence of `key`'s owner scope is complete at `now` (monotonic). */
+export function isFencedIn(ctx: HostLeaseContext, key: string, now: number): boolean {
+  const fence = ctx.fences[key];
+  return fence !== undefined && fence.readyAt !== null && now >= fence.readyAt;
+}
+
+/** Whether this node holds its own owner scope at `now` (the holder rule, same margins). */
+export function holdsOwnIn(policy: HostLeasePolicy, ctx: HostLeaseContext, now: number): boolean {
+  return mandateOf(ctx, ownerScopeOf(policy.selfKey), now);
 }
 
 /** Whether this node may run instances of `scope` now. */
@@ -210,7 +338,7 @@ export function mandateOf(ctx: HostLeaseContext, scope: string, now: number): bo
 
 /** A voter that never granted `scope`: bound to the host its first view names, from then. */
 function bornBound(ctx: HostLeaseContext, scope: string): Grant | undefined {
-  if (!ctx.firstView) return undefined;
+  if (!ctx.firstView || ownerOfScope(scope) !== undefined) return undefined;
   const holder = intendedHost(ctx.firstView.membership, scope);
   return holder === undefined ? undefined : { holder, at: ctx.firstView.at, released: false };
 }
@@ -229,7 +357,21 @@ export function vote(
   clean: boolean;
   freeInMs: number;
   holder: string | null;
+  fenced?: boolean;
 } {
+  const owner = ownerOfScope(scope);
+  if (owner !== undefined && !mayGrantOwner(ctx, owner, from)) {
+    // asked again at the ordinary pace: what blocks it is membership news, not a promise
+    const fenced = ctx.tombstones[owner] !== undefined;
+    return {
+      grants: ctx.grants,
+      granted: false,
+      clean: false,
+      freeInMs: policy.renewEveryMs,
+      holder: null,
+      fenced,
+    };
+  }
   const current = ctx.grants[scope] ?? bornBound(ctx, scope);
   const promiseEnds = current ? current.at + policy.leaseMs * (1 + policy.maxClockDrift) : 0;
   const free = !current || current.holder === from || current.released || now >= promiseEnds;
@@ -245,13 +387,62 @@ export function vote(
       holder: current && !free ? current.holder : null,
     };
   }
-  const clean = !current || current.holder === from || current.released;
+  const fresh = !current || current.holder === from || current.released;
+  const taint = fresh
+    ? taintOf(current, now)
+    : { taintedUntil: now + policy.pauseBoundMs * (1 + policy.maxClockDrift) };
+  const clean = fresh && taint.taintedUntil === undefined;
   return {
-    grants: { ...ctx.grants, [scope]: { holder: from, at: now, released: false } },
+    grants: { ...ctx.grants, [scope]: { holder: from, at: now, released: false, ...taint } },
     granted: true,
     clean,
     freeInMs: 0,
     holder: null,
+  };
+}
+
+/** An owner scope goes to its owner alone, while up (leaving, exiting) here and not fenced here. */
+function mayGrantOwner(ctx: HostLeaseContext, owner: string, from: string): boolean {
+  if (from !== owner || ctx.tombstones[owner] !== undefined) return false;
+  const m = ctx.membership;
+  const member = m?.members.find((x) => nodeKey(x) === owner);
+  return member !== undefined && SINGLETON_HOLDING.includes(member.status);
+}
+
+/**
+ * The voter's answer to a fence of `key`'s owner scope: fenced once `key` is gone in its view and
+ * its promise to `key` ran out (from its first view if it never granted it). Fencing writes the
+ * tombstone: from then on it never grants `key` its scope.
+ */
+export function fenceVote(
+  policy: HostLeasePolicy,
+  ctx: HostLeaseContext,
+  key: string,
+  now: number,
+): { tombstones: HostLeaseContext['tombstones']; answer: FenceAnswer; newTombstone: boolean } {
+  const { tombstones } = ctx;
+  const no = (freeInMs: number) => ({
+    tombstones,
+    answer: { key, fenced: false, freeInMs },
+    newTombstone: false,
+  });
+  if (tombstones[key] !== undefined)
+    return { tombstones, answer: { key, fenced: true, freeInMs: 0 }, newTombstone: false };
+  const m = ctx.membership;
+  const self = m?.members.find((x) => nodeKey(x) === policy.selfKey);
+  if (!m || !self || !SINGLETON_HOLDING.concat('joining').includes(self.status) || key === policy.selfKey)
+    return no(policy.renewEveryMs);
+  if (!goneIn(m, key)) return no(policy.renewEveryMs);
+  const grant = ctx.grants[ownerScopeOf(key)];
+  const lastGrant = grant && !grant.released ? grant.at : -Infinity;
+  const since = Math.max(lastGrant, ctx.firstView?.at ?? now);
+  const promiseEnds = since + policy.leaseMs * (1 + policy.maxClockDrift);
+  if (now < promiseEnds) return no(promiseEnds - now);
+  const known = m.members.some((x) => nodeKey(x) === key) || m.failed.some((x) => nodeKey(x) === key);
+  return {
+    tombstones: { ...tombstones, [key]: { at: now, known } },
+    answer: { key, fenced: true, freeInMs: 0 },
+    newTombstone: true,
   };
 }
 
@@ -329,12 +520,14 @@ function nextRoundAt(policy: HostLeasePolicy, hold: Hold, now: number): number {
 }
 
 /**
- * Brings every scope up to date at `now`: bids begin or end, rounds go out when due, leases are
- * (re)computed, acquisitions and losses are logged, changed mandates reported, and the next wake
- * computed.
+ * Brings every scope up to date at `now`: bids begin or end, rounds go out when due (with the
+ * fences this node asks), leases are (re)computed, acquisitions and losses are logged, fences
+ * complete, changed mandates reported, and the next wake computed.
  */
 function settle(policy: HostLeasePolicy, draft: Draft, now: number): HostLeaseStep {
   const scopes = new Set([...draft.context.scopes, ...Object.keys(draft.context.holds)]);
+  if (draft.context.ownerWanted) scopes.add(ownerScopeOf(policy.selfKey));
+  const wanted: string[] = [];
   for (const scope of scopes) {
     const hold = draft.context.holds[scope];
     if (!wants(policy, draft.context, scope)) {
@@ -359,11 +552,132 @@ function settle(policy: HostLeasePolicy, draft: Draft, now: number): HostLeaseSt
         },
       };
     }
-    if (now >= nextRoundAt(policy, draft.context.holds[scope]!, now)) sendRound(policy, draft, scope, now);
-    refreshHold(policy, draft, scope, now);
+    wanted.push(scope);
   }
+  dropVoidFences(draft);
+  dispatch(policy, draft, wanted, now);
+  for (const scope of wanted) refreshHold(policy, draft, scope, now);
+  completeFences(policy, draft, now);
+  reportOwn(policy, draft);
   reportPlacement(draft, now);
   return { ...draft, wakeInMs: nextWake(policy, draft.context, now) };
+}
+
+/**
+ * A round is due for some scope or fence: every scope due within half a renewal period goes
+ * along, and every fence not yet answered by a majority, so that one message per voter carries
+ * them all (`batchEffects`) and the scopes' rounds stay in step.
+ */
+function dispatch(policy: HostLeasePolicy, draft: Draft, wanted: readonly string[], now: number): void {
+  const { holds, fences } = draft.context;
+  const pending = Object.keys(fences).filter((k) => fences[k]!.majorityAt === null);
+  const due =
+    wanted.some((s) => now >= nextRoundAt(policy, holds[s]!, now)) ||
+    pending.some((k) => now >= nextFenceAt(policy, fences[k]!, now));
+  if (!due) return;
+  const soon = now + policy.renewEveryMs / 2;
+  for (const scope of wanted)
+    if (nextRoundAt(policy, draft.context.holds[scope]!, now) <= soon) sendRound(policy, draft, scope, now);
+  if (pending.length > 0) askFences(policy, draft, pending, now);
+}
+
+function nextFenceAt(policy: HostLeasePolicy, fence: Fence, now: number): number {
+  if (fence.askedAt === null) return now;
+  const retry =
+    fence.soonestAt === null
+      ? policy.renewEveryMs
+      : Math.min(policy.renewEveryMs, Math.max(policy.minRetryMs, fence.soonestAt - fence.askedAt));
+  return fence.askedAt + retry;
+}
+
+/** Asks every voter (ourselves first) to fence the owner scopes of `keys`. */
+function askFences(policy: HostLeasePolicy, draft: Draft, keys: readonly string[], now: number): void {
+  for (const key of keys) {
+    draft.context = {
+      ...draft.context,
+      fences: {
+        ...draft.context.fences,
+        [key]: { ...draft.context.fences[key]!, askedAt: now, soonestAt: null },
+      },
+    };
+    const own = fenceVote(policy, draft.context, key, now);
+    noteTombstone(draft, own);
+    recordFenceAnswer(draft, policy.selfKey, own.answer, now);
+  }
+  const to = votersOf(policy, draft.context.membership!);
+  if (to.length > 0) draft.effects.push({ kind: 'fence-request', to, keys });
+}
+
+function noteTombstone(draft: Draft, vote: ReturnType<typeof fenceVote>): void {
+  draft.context = { ...draft.context, tombstones: vote.tombstones };
+  if (!vote.newTombstone) return;
+  draft.effects.push(
+    { kind: 'count', scope: 'owner', change: 'tombstone' },
+    log(
+      'host-lease.owner-tombstoned',
+      { owner: vote.answer.key },
+      `owner scope of ${vote.answer.key} fenced by this voter: it is never granted it again`,
+    ),
+  );
+}
+
+function recordFenceAnswer(draft: Draft, voter: string, answer: FenceAnswer, now: number): void {
+  const fence = draft.context.fences[answer.key];
+  if (!fence || fence.majorityAt !== null) return;
+  const next: Fence = answer.fenced
+    ? { ...fence, answers: { ...fence.answers, [voter]: true } }
+    : {
+        ...fence,
+        soonestAt: Math.min(fence.soonestAt ?? Number.POSITIVE_INFINITY, now + answer.freeInMs),
+      };
+  draft.context = { ...draft.context, fences: { ...draft.context.fences, [answer.key]: next } };
+}
+
+/** A pending fence whose member is back (reachable and a member here) is dropped: asked only while it is gone. */
+function dropVoidFences(draft: Draft): void {
+  const m = draft.context.membership;
+  if (!m) return;
+  let fences = draft.context.fences;
+  for (const [key, fence] of Object.entries(fences)) {
+    if (fence.majorityAt !== null || goneIn(m, key)) continue;
+    const { [key]: _, ...rest } = fences;
+    fences = rest;
+    draft.effects.push(
+      log('host-lease.fence-dropped', { owner: key }, `fence of ${key} dropped: it is reachable again`),
+    );
+  }
+  if (fences !== draft.context.fences) draft.context = { ...draft.context, fences };
+}
+
+function reportOwn(policy: HostLeasePolicy, draft: Draft): void {
+  const hold = draft.context.holds[ownerScopeOf(policy.selfKey)];
+  const own: OwnLease = { heldUntil: hold?.heldUntil ?? null, readyAt: hold?.readyAt ?? null };
+  const { reportedOwn } = draft.context;
+  if (own.heldUntil === reportedOwn.heldUntil && own.readyAt === reportedOwn.readyAt) return;
+  draft.context = { ...draft.context, reportedOwn: own };
+  draft.effects.push({ kind: 'own-lease', ...own });
+}
+
+/** A majority of the base answered `fenced`: complete after the pause bound (real time). */
+function completeFences(policy: HostLeasePolicy, draft: Draft, now: number): void {
+  if (Object.keys(draft.context.fences).length === 0) return;
+  const base = baseOf(policy, draft.context, now);
+  const need = Math.floor(base.length / 2) + 1;
+  for (const [key, fence] of Object.entries(draft.context.fences)) {
+    let next = fence;
+    if (fence.majorityAt === null && base.filter((k) => fence.answers[k]).length >= need) {
+      next = { ...fence, majorityAt: now, readyAt: now + policy.pauseBoundMs * (1 + policy.maxClockDrift) };
+    }
+    if (!next.done && next.readyAt !== null && now >= next.readyAt) {
+      next = { ...next, done: true };
+      draft.effects.push(
+        { kind: 'count', scope: 'owner', change: 'fenced' },
+        log('host-lease.fenced', { owner: key }, `owner scope of ${key} fenced: its lease ended everywhere`),
+      );
+    }
+    if (next !== fence)
+      draft.context = { ...draft.context, fences: { ...draft.context.fences, [key]: next } };
+  }
 }
 
 function refreshHold(policy: HostLeasePolicy, draft: Draft, scope: string, now: number): void {
@@ -381,7 +695,7 @@ function refreshHold(policy: HostLeasePolicy, draft: Draft, scope: string, now: 
     const waitMs = hold.unclean ? policy.pauseBoundMs * (1 + policy.maxClockDrift) : 0;
     next = { ...hold, heldUntil: until, readyAt: now + waitMs, blockedBy: null };
     draft.effects.push(
-      { kind: 'count', scope, change: 'acquired' },
+      { kind: 'count', scope: countedScope(scope), change: 'acquired' },
       log(
         'host-lease.acquired',
         { scope, clean: !hold.unclean, readyInMs: waitMs },
@@ -395,7 +709,7 @@ function refreshHold(policy: HostLeasePolicy, draft: Draft, scope: string, now: 
   } else if (hold.readyAt !== null) {
     next = { ...hold, heldUntil: null, readyAt: null, unclean: false, acks: {} };
     draft.effects.push(
-      { kind: 'count', scope, change: 'lost' },
+      { kind: 'count', scope: countedScope(scope), change: 'lost' },
       log('host-lease.lost', { scope }, `lease of scope '${scope}' lost: no majority renewed it in time`),
     );
   } else if (hold.heldUntil !== until) {
@@ -404,9 +718,21 @@ function refreshHold(policy: HostLeasePolicy, draft: Draft, scope: string, now: 
   if (next !== hold) draft.context = { ...draft.context, holds: { ...draft.context.holds, [scope]: next } };
 }
 
-/** No longer wanted: give the lease back (our instances of it are stopped) so the next host need not wait. */
+/** The metric's scope label: owner scopes share one (a label per member incarnation would grow without end). */
+const countedScope = (scope: string): string => (ownerOfScope(scope) === undefined ? scope : 'owner');
+
+/**
+ * No longer wanted: give the lease back (our instances of it are stopped) so the next host need
+ * not wait. Our own owner scope refused as fenced is not given back: the voters refuse it anyway.
+ */
 function release(policy: HostLeasePolicy, draft: Draft, scope: string): void {
   const { [scope]: hold, ...holds } = draft.context.holds;
+  if (ownerOfScope(scope) !== undefined && draft.context.ownerFenced) {
+    draft.context = { ...draft.context, holds };
+    if (hold?.readyAt !== null && hold?.readyAt !== undefined)
+      draft.effects.push({ kind: 'count', scope: countedScope(scope), change: 'lost' });
+    return;
+  }
   const own = draft.context.grants[scope];
   const grants =
     own && own.holder === policy.selfKey
@@ -417,14 +743,14 @@ function release(policy: HostLeasePolicy, draft: Draft, scope: string): void {
   if (to.length > 0) draft.effects.push({ kind: 'release', to, scope });
   if (hold?.readyAt !== null && hold?.readyAt !== undefined) {
     draft.effects.push(
-      { kind: 'count', scope, change: 'released' },
+      { kind: 'count', scope: countedScope(scope), change: 'released' },
       log('host-lease.released', { scope }, `lease of scope '${scope}' released`),
     );
   }
 }
 
 function reportPlacement(draft: Draft, now: number): void {
-  const { reported } = draft.context;
+  const { reported, ownerFenced } = draft.context;
   const scopes = new Set([
     ...draft.context.scopes,
     ...Object.keys(draft.context.holds),
@@ -438,7 +764,8 @@ function reportPlacement(draft: Draft, now: number): void {
   }
   const holders: Record<string, string> = {};
   for (const [scope, grant] of Object.entries(draft.context.grants)) {
-    if (grant.released) continue;
+    // owner scopes are granted to their owners alone: nothing for the placement to route by
+    if (grant.released || ownerOfScope(scope) !== undefined) continue;
     holders[scope] = grant.holder;
     if (reported.holders[scope] !== grant.holder) changed = true;
   }
@@ -450,9 +777,14 @@ function reportPlacement(draft: Draft, now: number): void {
     if (reported.blockers[scope] !== hold.blockedBy) changed = true;
   }
   if (Object.keys(reported.blockers).some((scope) => blockers[scope] === undefined)) changed = true;
+  const fenced = Object.keys(draft.context.fences).filter((k) => draft.context.fences[k]!.done);
+  if (fenced.length !== (reported.fenced?.length ?? 0)) changed = true;
+  if (ownerFenced !== (reported.ownerFenced ?? false)) changed = true;
   if (!changed) return;
-  draft.context = { ...draft.context, reported: { mandates, holders, blockers } };
-  draft.effects.push({ kind: 'placement', mandates, holders, blockers });
+  // singleton-only nodes report what they always did
+  const owner = fenced.length > 0 || ownerFenced ? { fenced, ownerFenced } : {};
+  draft.context = { ...draft.context, reported: { mandates, holders, blockers, ...owner } };
+  draft.effects.push({ kind: 'placement', mandates, holders, blockers, ...owner });
 }
 
 function nextWake(policy: HostLeasePolicy, ctx: HostLeaseContext, now: number): number | null {
@@ -461,6 +793,10 @@ function nextWake(policy: HostLeasePolicy, ctx: HostLeaseContext, now: number): 
     soonest = Math.min(soonest, nextRoundAt(policy, hold, now));
     if (hold.heldUntil !== null && hold.heldUntil > now) soonest = Math.min(soonest, hold.heldUntil);
     if (hold.readyAt !== null && hold.readyAt > now) soonest = Math.min(soonest, hold.readyAt);
+  }
+  for (const fence of Object.values(ctx.fences)) {
+    if (fence.majorityAt === null) soonest = Math.min(soonest, nextFenceAt(policy, fence, now));
+    else if (!fence.done && fence.readyAt !== null) soonest = Math.min(soonest, fence.readyAt);
   }
   return soonest === Infinity ? null : Math.max(0, soonest - now);
 }
@@ -499,8 +835,40 @@ export function decide(
       const firstView = ctx.firstView ?? { membership: event.membership, at: now };
       draft.context = { ...ctx, membership: event.membership, downedAt, firstView };
       draft.context = { ...draft.context, holds: acksOfMembersOnly(draft.context) };
+      pruneOwnerState(policy, draft, now);
       break;
     }
+    case 'host-lease.want-own':
+      if (ctx.ownerWanted !== event.active) draft.context = { ...ctx, ownerWanted: event.active };
+      break;
+    case 'host-lease.fence':
+      startFence(policy, draft, event.key);
+      break;
+    case 'host-lease.batch':
+      for (const r of event.requests)
+        answer(
+          policy,
+          draft,
+          { type: 'host-lease.request', from: event.from, scope: r.scope, round: r.round },
+          now,
+        );
+      for (const key of event.fences) {
+        const v = fenceVote(policy, draft.context, key, now);
+        noteTombstone(draft, v);
+        draft.effects.push({ kind: 'fence-answer', to: event.from, answer: v.answer });
+      }
+      // a member asking fences of ever new keys must not grow the tombstones without end
+      if (
+        Object.keys(draft.context.tombstones).length >
+        MAX_UNKNOWN_TOMBSTONES + (ctx.membership?.members.length ?? 0)
+      )
+        pruneOwnerState(policy, draft, now);
+      break;
+    case 'host-lease.answers':
+      for (const r of event.replies)
+        takeReply(policy, draft, { type: 'host-lease.reply', from: event.from, ...r }, now);
+      for (const a of event.fences) recordFenceAnswer(draft, event.from, a, now);
+      break;
     case 'host-lease.scope':
       if (!ctx.scopes.includes(event.scope)) draft.context = { ...ctx, scopes: [...ctx.scopes, event.scope] };
       break;
@@ -513,9 +881,7 @@ export function decide(
       answer(policy, draft, event, now);
       break;
     case 'host-lease.reply':
-      if (event.granted) recordGrant(draft, event.scope, event.from, event.round, event.clean);
-      else if (ctx.holds[event.scope]?.round === event.round)
-        noteRefusal(policy, draft, event.scope, now + event.freeInMs, event.holder);
+      takeReply(policy, draft, event, now);
       break;
     case 'host-lease.release':
       takeRelease(policy, draft, event.from, event.scope, now);
@@ -524,30 +890,129 @@ export function decide(
   return settle(policy, draft, now);
 }
 
+function takeReply(policy: HostLeasePolicy, draft: Draft, reply: LeaseReply, now: number): void {
+  if (reply.granted) recordGrant(draft, reply.scope, reply.from, reply.round, reply.clean);
+  else if (draft.context.holds[reply.scope]?.round === reply.round)
+    noteRefusal(policy, draft, reply.scope, now + reply.freeInMs, reply.holder);
+  if (reply.fenced === true && reply.scope === ownerScopeOf(policy.selfKey) && !draft.context.ownerFenced) {
+    // fenced by one voter means fenced for good: that voter never grants it again
+    draft.context = { ...draft.context, ownerFenced: true };
+    draft.effects.push(
+      { kind: 'count', scope: 'owner', change: 'owner-fenced' },
+      {
+        kind: 'log',
+        level: 'warn',
+        event: 'host-lease.owner-fenced',
+        fields: { voter: reply.from },
+        msg: `this node's owner scope was fenced (voter ${reply.from}): it hosts no entity again in this incarnation`,
+      },
+    );
+  }
+}
+
+/** The most fences a node keeps (completed ones of members that left are dropped first). */
+export const MAX_FENCES = 1024;
+/** The most tombstones a voter keeps of owners it never saw as members (it was behind). */
+export const MAX_UNKNOWN_TOMBSTONES = 1024;
+
+/** Starts fencing `key`'s owner scope, if it is gone in this node's view (and not already fenced). */
+function startFence(policy: HostLeasePolicy, draft: Draft, key: string): void {
+  const ctx = draft.context;
+  if (ctx.fences[key] !== undefined) return;
+  const m = ctx.membership;
+  const refuse = (why: string) =>
+    draft.effects.push(
+      { kind: 'count', scope: 'owner', change: 'fence-refused' },
+      {
+        kind: 'log',
+        level: 'warn',
+        event: 'host-lease.fence-refused',
+        fields: { owner: key, reason: why },
+        msg: `fence of ${key} refused: ${why}`,
+      },
+    );
+  if (!m || key === policy.selfKey || !goneIn(m, key)) return void refuse('it is reachable here');
+  let fences = ctx.fences;
+  if (Object.keys(fences).length >= MAX_FENCES) {
+    const known = new Set([...m.members, ...m.failed].map(nodeKey));
+    const evict = Object.keys(fences).find((k) => fences[k]!.done && !known.has(k));
+    if (evict === undefined) return void refuse(`${MAX_FENCES} fences kept already`);
+    const { [evict]: _, ...rest } = fences;
+    fences = rest;
+  }
+  const fence: Fence = {
+    answers: {},
+    askedAt: null,
+    soonestAt: null,
+    majorityAt: null,
+    readyAt: null,
+    done: false,
+  };
+  draft.context = { ...ctx, fences: { ...fences, [key]: fence } };
+}
+
+/**
+ * Keeps the voter's owner state bounded by the membership: a tombstone goes once its owner left
+ * the membership (it is never granted again anyway; a key is one incarnation), a grant of an
+ * owner scope once its owner left and the promise ran out. A tombstone of an owner this voter
+ * never saw (it was behind) stays until the owner appears and leaves, the oldest dropped beyond
+ * MAX_UNKNOWN_TOMBSTONES.
+ */
+function pruneOwnerState(policy: HostLeasePolicy, draft: Draft, now: number): void {
+  const m = draft.context.membership!;
+  const members = new Set(m.members.map(nodeKey));
+  const known = new Set([...members, ...m.failed.map(nodeKey)]);
+  const tombstones: Record<string, Tombstone> = {};
+  const unknown: string[] = [];
+  for (const [key, t] of Object.entries(draft.context.tombstones)) {
+    const seen = t.known || known.has(key);
+    if (seen && !members.has(key)) continue;
+    tombstones[key] = seen === t.known ? t : { ...t, known: seen };
+    if (!seen) unknown.push(key);
+  }
+  unknown.sort((a, b) => tombstones[a]!.at - tombstones[b]!.at);
+  for (const key of unknown.slice(0, Math.max(0, unknown.length - MAX_UNKNOWN_TOMBSTONES)))
+    delete tombstones[key];
+  const promise = policy.leaseMs * (1 + policy.maxClockDrift);
+  let grants = draft.context.grants;
+  for (const [scope, grant] of Object.entries(grants)) {
+    const owner = ownerOfScope(scope);
+    if (owner === undefined || members.has(owner) || (!grant.released && now < grant.at + promise)) continue;
+    const { [scope]: _, ...rest } = grants;
+    grants = rest;
+  }
+  draft.context = { ...draft.context, tombstones, grants };
+}
+
 /** The holder gave the lease back: free at once, and the bid it kept waiting granted now. */
 function takeRelease(policy: HostLeasePolicy, draft: Draft, from: string, scope: string, now: number): void {
   const grant = draft.context.grants[scope];
   if (!grant || grant.holder !== from || grant.released) return;
   const waiting = grant.waiting;
+  const taint = taintOf(grant, now);
   if (!waiting || waiting.from === from) {
     draft.context = {
       ...draft.context,
-      grants: { ...draft.context.grants, [scope]: { holder: from, at: grant.at, released: true } },
+      grants: { ...draft.context.grants, [scope]: { holder: from, at: grant.at, released: true, ...taint } },
     };
     return;
   }
   draft.context = {
     ...draft.context,
-    grants: { ...draft.context.grants, [scope]: { holder: waiting.from, at: now, released: false } },
+    grants: {
+      ...draft.context.grants,
+      [scope]: { holder: waiting.from, at: now, released: false, ...taint },
+    },
   };
+  const clean = taint.taintedUntil === undefined;
   if (waiting.from === policy.selfKey) {
-    recordGrant(draft, scope, waiting.from, waiting.round, true);
+    recordGrant(draft, scope, waiting.from, waiting.round, clean);
     return;
   }
   draft.effects.push({
     kind: 'reply',
     to: waiting.from,
-    reply: { scope, round: waiting.round, granted: true, clean: true, freeInMs: 0, holder: null },
+    reply: { scope, round: waiting.round, granted: true, clean, freeInMs: 0, holder: null },
   });
 }
 
@@ -559,9 +1024,13 @@ export const MAX_VOTER_SCOPES = 64;
 
 function answer(policy: HostLeasePolicy, draft: Draft, request: LeaseRequest, now: number): void {
   const { grants } = draft.context;
-  const overCap = grants[request.scope] === undefined && Object.keys(grants).length >= MAX_VOTER_SCOPES;
+  // owner scopes are bounded by the membership (granted to members only, pruned when they leave)
+  const overCap =
+    grants[request.scope] === undefined &&
+    ownerOfScope(request.scope) === undefined &&
+    Object.keys(grants).filter((s) => ownerOfScope(s) === undefined).length >= MAX_VOTER_SCOPES;
   const v = overCap
-    ? { grants, granted: false, clean: false, freeInMs: policy.leaseMs, holder: null }
+    ? { grants, granted: false, clean: false, freeInMs: policy.leaseMs, holder: null, fenced: false }
     : vote(policy, draft.context, request.from, request.scope, request.round, now);
   if (overCap) draft.effects.push({ kind: 'count', scope: '', change: 'scope-refused' });
   draft.context = { ...draft.context, grants: v.grants };
@@ -575,6 +1044,112 @@ function answer(policy: HostLeasePolicy, draft: Draft, request: LeaseRequest, no
       clean: v.clean,
       freeInMs: v.freeInMs,
       holder: v.holder,
+      ...(v.fenced ? { fenced: true } : {}),
     },
   });
+}
+
+// ---- one message per voter and round -----------------------------------------------------------
+
+/** A wire message to one member, as the machine sends it (`batchEffects`). */
+export interface HostLeaseSend {
+  readonly kind: 'send';
+  readonly to: string;
+  readonly message: HostLeaseMessage;
+}
+
+type MessageEffect = Extract<
+  HostLeaseEffect,
+  { kind: 'request' | 'reply' | 'release' | 'fence-request' | 'fence-answer' }
+>;
+export type HostLeaseOutput = Exclude<HostLeaseEffect, MessageEffect> | HostLeaseSend;
+
+const chunks = <T>(items: readonly T[], size: number): T[][] => {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+};
+
+/**
+ * A step's effects with its messages grouped per member: every request and fence to one voter
+ * in one `host-lease.batch`, every answer to one member in one `host-lease.answers`. A lone
+ * request or reply of a singleton scope keeps its single form (what every release understands);
+ * releases stay single (rare). Other effects pass through in order, the messages after them.
+ */
+export function batchEffects(selfKey: string, effects: readonly HostLeaseEffect[]): HostLeaseOutput[] {
+  const out: HostLeaseOutput[] = [];
+  const asks = new Map<string, { requests: ScopeRound[]; fences: string[] }>();
+  const answers = new Map<string, { replies: Omit<LeaseReply, 'type' | 'from'>[]; fences: FenceAnswer[] }>();
+  const ask = (to: string) => asks.get(to) ?? asks.set(to, { requests: [], fences: [] }).get(to)!;
+  const answer = (to: string) => answers.get(to) ?? answers.set(to, { replies: [], fences: [] }).get(to)!;
+  const releases: HostLeaseSend[] = [];
+  for (const e of effects) {
+    switch (e.kind) {
+      case 'request':
+        for (const to of e.to) ask(to).requests.push({ scope: e.scope, round: e.round });
+        break;
+      case 'fence-request':
+        for (const to of e.to) ask(to).fences.push(...e.keys);
+        break;
+      case 'reply':
+        answer(e.to).replies.push(e.reply);
+        break;
+      case 'fence-answer':
+        answer(e.to).fences.push(e.answer);
+        break;
+      case 'release':
+        for (const to of e.to)
+          releases.push({
+            kind: 'send',
+            to,
+            message: { type: 'host-lease.release', from: selfKey, scope: e.scope },
+          });
+        break;
+      default:
+        out.push(e);
+    }
+  }
+  for (const [to, { requests, fences }] of asks) {
+    const [only] = requests;
+    if (fences.length === 0 && requests.length === 1 && ownerOfScope(only!.scope) === undefined) {
+      out.push({ kind: 'send', to, message: { type: 'host-lease.request', from: selfKey, ...only! } });
+      continue;
+    }
+    const rs = chunks(requests, MAX_BATCH_SCOPES);
+    const fs = chunks(fences, MAX_BATCH_FENCES);
+    for (let i = 0; i < Math.max(rs.length, fs.length); i++) {
+      const message: LeaseBatch = {
+        type: 'host-lease.batch',
+        from: selfKey,
+        requests: rs[i] ?? [],
+        fences: fs[i] ?? [],
+      };
+      out.push({ kind: 'send', to, message });
+    }
+  }
+  for (const [to, { replies, fences }] of answers) {
+    const [only] = replies;
+    if (
+      fences.length === 0 &&
+      replies.length === 1 &&
+      ownerOfScope(only!.scope) === undefined &&
+      !only!.fenced
+    ) {
+      out.push({ kind: 'send', to, message: { type: 'host-lease.reply', from: selfKey, ...only! } });
+      continue;
+    }
+    const rs = chunks(replies, MAX_BATCH_SCOPES);
+    const fs = chunks(fences, MAX_BATCH_FENCES);
+    for (let i = 0; i < Math.max(rs.length, fs.length); i++) {
+      const message: LeaseAnswers = {
+        type: 'host-lease.answers',
+        from: selfKey,
+        replies: rs[i] ?? [],
+        fences: fs[i] ?? [],
+      };
+      out.push({ kind: 'send', to, message });
+    }
+  }
+  out.push(...releases);
+  return out;
 }
