@@ -96,7 +96,7 @@ describe('demo script parser', () => {
     expect(e.errors.map((x) => x.line)).toEqual([2, 3, 4, 5, 6, 7, 8]);
     const lines = e.message.split('\n');
     expect(lines[0]).toBe(
-      'tour.demo:2: kil athens: unknown command "kil"; commands: wait, wait-until, expect, kill, restart, remove, resume, pause, add, split, heal, partition, echo',
+      'tour.demo:2: kil athens: unknown command "kil"; commands: wait, wait-until, expect, kill, restart, remove, resume, pause, add, split, heal, partition, echo, carts',
     );
     expect(lines[1]).toBe('tour.demo:3: wait forever: usage: wait DURATION (e.g. wait 3s)');
     expect(lines[2]).toMatch(/^tour\.demo:4: expect members four: members needs a number of nodes/);

@@ -71,4 +71,18 @@ describe('partition demo, scripted (real node processes)', () => {
     expect(output).toMatch(/election\.leader\s+\S+ leads \(quorum, term \d+\)/);
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);
+
+  // the cart tour: sharded carts under load through a kill -9 and a rolling restart (cart-book.ts
+  // says what "exact" means); in this file too, for the same reason
+  it('runs scripts/carts.demo: every cart exact after a kill -9, none restarted empty by a rolling restart', async () => {
+    const { code, output } = await runDemo(['--script', 'apps/partition-demo/scripts/carts.demo']);
+    expect(code, output.split('\n').slice(-60).join('\n')).toBe(0);
+    expect(output).toMatch(/script carts\.demo passed/);
+    // the kill -9 check saw carts restart empty (the killed node's), the planned moves' none
+    expect(output).toMatch(
+      /carts exact, (?:\d+ within their unanswered adds, )?[1-9]\d* restarted empty after a crash/,
+    );
+    const logDir = /all nodes stopped; logs in (.+)$/m.exec(output)![1]!.trim();
+    rmSync(logDir, { recursive: true, force: true });
+  }, 240_000);
 });

@@ -48,6 +48,9 @@ describe('allocator decisions', () => {
       membershipVersion: 7,
       memberKeys: ['m00', 'm01'],
       waiting: ['m01', 'm02'],
+      members: members([0, 1]),
+      all: ['m00', 'm01', 'm02'],
+      retiring: [],
     });
     expect(step.effects).toEqual([
       { kind: 'adopt', table },

@@ -1,5 +1,5 @@
 import { Cluster, type ClusterConfig, nodeOf } from '../../packages/cluster/src/index.js';
-import type { NodeAddress } from '../../packages/core/src/index.js';
+import type { Logger, NodeAddress } from '../../packages/core/src/index.js';
 import { type WireConfig, WsTransport } from '../../packages/wire/src/index.js';
 
 export interface ClusterNode {
@@ -19,12 +19,15 @@ export async function startClusterNode(
   wire: Partial<WireConfig> = {},
   /** Another loopback address (127.0.0.x) makes the node a distinct source address to its peers. */
   host = '127.0.0.1',
+  /** Where the node logs (default nowhere). */
+  logger?: Logger,
 ): Promise<ClusterNode> {
   const transport = await WsTransport.start({
     cluster: 'it',
     host,
     port,
     wire: { secret: 's', ...wire },
+    ...(logger ? { logger } : {}),
   });
   const cluster = Cluster.start(
     transport.system,

@@ -60,6 +60,8 @@ export interface ManagedNode {
   readonly name: string;
   readonly port: number;
   readonly httpPort: number;
+  /** The port the node's app listens on (named to it in `appPortEnv`), when the demo gives one. */
+  readonly appPort: number | undefined;
   /** `127.0.0.1:port`, the address members know it by. */
   readonly address: string;
   state: ProcState;
@@ -92,6 +94,8 @@ export interface ClusterProcessesOptions {
   readonly host?: string;
   /** Extra `doyen node` arguments for every node. */
   readonly nodeArgs?: readonly string[];
+  /** Gives each node a free port of its own for its app, in this environment variable. */
+  readonly appPortEnv?: string;
   /** How long a node may take to come up before `start`/`add` gives up waiting (it keeps running). */
   readonly upTimeoutMs?: number;
   readonly onLine?: (line: LogLine) => void;
@@ -273,13 +277,14 @@ export class ClusterProcesses {
 
   private async create(): Promise<ManagedNode> {
     const index = this.nodes.length;
-    const [port, freeHttp] = await freePorts(2, this.host);
+    const [port, freeHttp, appPort] = await freePorts(3, this.host);
     const httpPort = this.options.httpBase !== undefined ? this.options.httpBase + index : freeHttp!;
     const node: ManagedNode = {
       index,
       name: nodeName(index),
       port: port!,
       httpPort,
+      appPort: this.options.appPortEnv ? appPort : undefined,
       address: `${this.host}:${port}`,
       state: 'exited',
       pid: undefined,
@@ -348,6 +353,9 @@ export class ClusterProcesses {
         FORCE_COLOR: '0',
         DOYEN_SECRET: this.options.secret,
         DOYEN_HTTP_TOKEN: this.options.httpToken,
+        ...(this.options.appPortEnv && node.appPort
+          ? { [this.options.appPortEnv]: String(node.appPort) }
+          : {}),
       },
       onLine: (line) => this.take(node, line),
     });

@@ -3,12 +3,16 @@
  * the actions keys and scripts use (by node name) and the view model of the screen.
  */
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { describeCheck } from './cart-book.js';
+import { CartLoad } from './cart-load.js';
 import { ClusterProcesses, type LogLine, type ManagedNode } from './cluster-processes.js';
 import { type CheckResult, type Condition, check } from './conditions.js';
 import { type DemoEvent, EventLog } from './events.js';
+import { HandOffTally } from './hand-off-tally.js';
 import { nameResolver, type ObservedNode, observe } from './observe.js';
-import { type NodeSnapshot, Poller } from './poller.js';
-import type { ScriptTarget } from './script.js';
+import { entitiesOf, type NodeSnapshot, Poller } from './poller.js';
+import type { CartsStep, ScriptTarget } from './script.js';
 import type { ViewModel, ViewRow } from './view.js';
 
 export interface DemoOptions {
@@ -18,11 +22,18 @@ export interface DemoOptions {
   readonly httpBase?: number;
   readonly nodeArgs?: readonly string[];
   readonly pollMs?: number;
+  /** The cart load `carts start` drives without numbers (default 200 carts, 100 adds/s). */
+  readonly carts?: { readonly count: number; readonly rate: number };
   /** Every new event (plain output prints them). */
   readonly onEvent?: (event: DemoEvent) => void;
 }
 
 const HOST = '127.0.0.1';
+
+/** Every node runs the cart app: a sharded `cart` entity and its HTTP front (on this variable's port). */
+const CART_APP = fileURLToPath(new URL('./cart-app.mjs', import.meta.url));
+const CART_PORT_ENV = 'DOYEN_DEMO_CART_PORT';
+export const DEFAULT_CARTS = { count: 200, rate: 100 } as const;
 
 /** This run's cluster secret and management token: random, handed to the nodes in their environment. */
 const SECRET = randomBytes(16).toString('hex');
@@ -62,11 +73,16 @@ export class Demo implements ScriptTarget {
   selected = 0;
   lastAction: string | undefined;
   script: ViewModel['script'];
+  /** The cart load, once started. */
+  cartLoad: CartLoad | undefined;
+  private lastCartCheck: string | undefined;
+  private readonly handOffs: HandOffTally;
   private readonly uids = new Map<string, Set<string>>();
 
   constructor(private readonly options: DemoOptions) {
     this.clusterName = options.clusterName ?? 'partition-demo';
     this.events = new EventLog(options.onEvent ? { onEvent: options.onEvent } : {});
+    this.handOffs = new HandOffTally({ onBurst: (text) => this.events.addDemo(text) });
     this.processes = new ClusterProcesses({
       clusterName: this.clusterName,
       secret: SECRET,
@@ -74,7 +90,8 @@ export class Demo implements ScriptTarget {
       logDir: options.logDir,
       host: HOST,
       ...(options.httpBase !== undefined ? { httpBase: options.httpBase } : {}),
-      ...(options.nodeArgs ? { nodeArgs: options.nodeArgs } : {}),
+      nodeArgs: [...(options.nodeArgs ?? []), '--app', CART_APP],
+      appPortEnv: CART_PORT_ENV,
       onLine: (line) => this.onLine(line),
       onChange: (node) => this.onProcessChange(node),
     });
@@ -98,6 +115,7 @@ export class Demo implements ScriptTarget {
 
   async shutdown(): Promise<void> {
     this.poller.stop();
+    await this.cartLoad?.stop();
     await this.processes.stopAll(5000);
   }
 
@@ -169,6 +187,58 @@ export class Demo implements ScriptTarget {
     return node.name;
   }
 
+  /**
+   * The cart load: `start` drives it (made on first use; the same carts on later starts), `stop`
+   * waits for every answer, `check` stops it, asks every cart and compares (cart-book.ts).
+   */
+  async cartsStep(step: CartsStep): Promise<string> {
+    if (step.action === 'start') {
+      const count =
+        step.count ?? this.cartLoad?.book.ids.length ?? this.options.carts?.count ?? DEFAULT_CARTS.count;
+      const rate = step.rate ?? this.cartLoad?.rate ?? this.options.carts?.rate ?? DEFAULT_CARTS.rate;
+      // one set of carts per run: its books hold what each cart acknowledged
+      if (this.cartLoad && count !== this.cartLoad.book.ids.length)
+        throw new Error(`the demo drives ${this.cartLoad.book.ids.length} carts already`);
+      this.cartLoad ??= this.newLoad(count, rate);
+      this.cartLoad.rate = rate;
+      this.cartLoad.start();
+      this.action(`cart load: ${count} carts, ${rate} adds/s`);
+      return `driving ${count} carts at ${rate} adds/s`;
+    }
+    const load = this.cartLoad;
+    if (!load) throw new Error('no cart load yet: carts start first');
+    await load.stop();
+    if (step.action === 'stop') {
+      const t = load.book.totals();
+      this.action('cart load stopped');
+      return `load stopped: ${t.acked} adds acknowledged, ${t.unanswered} unanswered`;
+    }
+    const result = load.book.check(await load.read());
+    const text = describeCheck(result);
+    this.lastCartCheck = text;
+    this.events.addDemo(`carts: ${text}`, Date.now(), result.problems.length ? 'error' : 'info');
+    if (result.problems.length) throw new Error(text);
+    if (step.noLoss && result.restartedEmpty)
+      throw new Error(`${text}: planned moves only since the last check, yet carts restarted empty`);
+    return text;
+  }
+
+  carts(step: CartsStep): Promise<string> {
+    return this.cartsStep(step);
+  }
+
+  private newLoad(count: number, rate: number): CartLoad {
+    return new CartLoad({
+      carts: count,
+      rate,
+      host: HOST,
+      fronts: () =>
+        this.processes.nodes.flatMap((n) =>
+          n.state === 'running' && n.appPort ? [{ name: n.name, port: n.appPort }] : [],
+        ),
+    });
+  }
+
   /** Blackholes traffic between the two sides, on every running node of each side. */
   async partition(a: readonly string[], b: readonly string[]): Promise<void> {
     for (const name of [...a, ...b]) this.processes.get(name);
@@ -228,6 +298,7 @@ export class Demo implements ScriptTarget {
         age: r?.member?.age,
         incarnation: this.uids.get(n.name)?.size,
         partitions: r?.partitions,
+        entities: alive ? entitiesOf(this.poller.snapshot(n.name).shards) : undefined,
         coordinator: r?.isCoordinator ?? false,
         allocator: r?.runsAllocator ?? false,
         sees,
@@ -258,6 +329,13 @@ export class Demo implements ScriptTarget {
       lastAction: this.lastAction,
       keys: extra.keys,
       logDir: this.options.logDir,
+      carts: this.cartLoad && {
+        carts: this.cartLoad.book.ids.length,
+        rate: this.cartLoad.rate,
+        running: this.cartLoad.running,
+        totals: this.cartLoad.book.totals(),
+        lastCheck: this.lastCartCheck,
+      },
     };
   }
 
@@ -287,6 +365,7 @@ export class Demo implements ScriptTarget {
   private onLine(line: LogLine): void {
     const name = line.node.name;
     if (line.json) {
+      if (this.handOffs.line(name, line.json)) return;
       const nameOf = nameResolver(this.observedNodes());
       this.events.addLogLine(name, line.json, line.at, nameOf);
       if (line.json.event === 'fault.enabled') this.reapplyFault(name);

@@ -15,14 +15,14 @@ import { basename, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { coordinatorNodeArgs } from './coordinator-args.js';
-import { Demo } from './demo.js';
+import { DEFAULT_CARTS, Demo } from './demo.js';
 import type { DemoEvent } from './events.js';
 import { KEY_HELP, type KeyAction, listenKeys } from './keys.js';
 import { parseScript, runScript, ScriptError, type ScriptLine, type ScriptResult } from './script.js';
 import { formatClock, formatDuration, renderView } from './view.js';
 
 const USAGE = `usage: pnpm demo [--nodes N] [--script FILE] [--http-base PORT] [--no-tty] [--logs DIR]
-                 [--coordinator emergent|quorum|etcd] [--etcd URL,…]
+                 [--coordinator emergent|quorum|etcd] [--etcd URL,…] [--carts N] [--cart-rate R]
 
   --nodes N          nodes to start (default 5): athens, byzantium, cyrene, delphi, ephesus, …
   --script FILE      run a demo script (apps/partition-demo/scripts/ci.demo), then stop;
@@ -33,6 +33,10 @@ const USAGE = `usage: pnpm demo [--nodes N] [--script FILE] [--http-base PORT] [
   --coordinator M    emergent (default: the oldest coordinates), quorum (an elected leader that
                      acts only while a majority acknowledges it) or etcd (the holder of an etcd
                      key's lease; --etcd gives the URLs)
+  --carts N          carts the demo drives (default 200; 0: none). Every node runs a sharded
+                     \`cart\` entity; without --script the load starts once the nodes are up,
+                     with one the script starts it (carts start)
+  --cart-rate R      adds per second over all carts (default 100)
 
 keys: ${KEY_HELP}`;
 
@@ -43,6 +47,8 @@ interface Args {
   readonly tty: boolean;
   readonly logs: string | undefined;
   readonly nodeArgs: readonly string[];
+  readonly carts: number;
+  readonly cartRate: number;
 }
 
 function usageError(message: string): never {
@@ -63,6 +69,8 @@ function parseDemoArgs(argv: readonly string[], isTty: boolean): Args {
         logs: { type: 'string' },
         coordinator: { type: 'string' },
         etcd: { type: 'string' },
+        carts: { type: 'string' },
+        'cart-rate': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -92,6 +100,8 @@ function parseDemoArgs(argv: readonly string[], isTty: boolean): Args {
     httpBase: int('http-base', values['http-base'], 1, 65_000),
     tty: isTty && values['no-tty'] !== true,
     logs: values.logs as string | undefined,
+    carts: int('carts', values.carts, 0, 100_000) ?? DEFAULT_CARTS.count,
+    cartRate: int('cart-rate', values['cart-rate'], 1, 100_000) ?? DEFAULT_CARTS.rate,
   };
 }
 
@@ -144,6 +154,7 @@ async function main(): Promise<void> {
     nodes: args.nodes,
     logDir,
     nodeArgs: args.nodeArgs,
+    ...(args.carts > 0 ? { carts: { count: args.carts, rate: args.cartRate } } : {}),
     ...(args.httpBase !== undefined ? { httpBase: args.httpBase } : {}),
     onEvent: (e) => print(eventLine(e)),
   });
@@ -302,6 +313,8 @@ async function run(
   await demo.start();
   if (finishing()) return; // quit while starting
   await demo.poller.pollAll();
+  // without a script the carts start with the cluster; a script starts them when it wants
+  if (!script && args.carts > 0) print(`  ${await demo.cartsStep({ op: 'carts', action: 'start' })}`);
   print(`\n${renderView(demo.model(), { width: 120 })}\n`);
 
   if (script) {

@@ -15,6 +15,22 @@ import type {
 
 export type { ClusterView, MemberView, PartitionsView, SingletonView };
 
+/** What the demo reads of `GET /cluster/shards`: per entity type, entities per partition held here. */
+export interface ShardsView {
+  readonly regions: readonly {
+    readonly typeName: string;
+    readonly shards: readonly { readonly numEntities: number }[];
+  }[];
+}
+
+/** Entities running on a node, all types, from its shards view. */
+export function entitiesOf(shards: ShardsView | null | undefined): number | undefined {
+  if (!shards || !Array.isArray(shards.regions)) return undefined;
+  let n = 0;
+  for (const r of shards.regions) for (const s of r.shards ?? []) n += s.numEntities ?? 0;
+  return n;
+}
+
 export interface NodeSnapshot {
   /** When `cluster` was last read successfully (0: never). */
   readonly at: number;
@@ -22,6 +38,8 @@ export interface NodeSnapshot {
   /** `null`: the endpoint answered 404 (not there); `undefined`: no answer yet. */
   readonly singletons: readonly SingletonView[] | null | undefined;
   readonly partitions: PartitionsView | null | undefined;
+  /** `GET /cluster/shards` (sharded entities here), same conventions. */
+  readonly shards?: ShardsView | null | undefined;
   /** The last failure (connection refused, timeout), cleared by the next success. */
   readonly error: string | undefined;
   readonly errorAt: number;
@@ -112,10 +130,11 @@ export class Poller {
     const previous = this.snapshot(target.name);
     let next: NodeSnapshot;
     try {
-      const [cluster, singletons, partitions] = await Promise.all([
+      const [cluster, singletons, partitions, shards] = await Promise.all([
         getJson(`${base}/cluster`, timeout),
         getJson(`${base}/singletons`, timeout).catch(() => previous.singletons),
         getJson(`${base}/partitions`, timeout).catch(() => previous.partitions),
+        getJson(`${base}/cluster/shards`, timeout).catch(() => previous.shards),
       ]);
       if (cluster === null) throw new Error('GET /cluster: 404');
       next = {
@@ -123,6 +142,7 @@ export class Poller {
         cluster: cluster as ClusterView,
         singletons: singletons as NodeSnapshot['singletons'],
         partitions: partitions as NodeSnapshot['partitions'],
+        shards: shards as NodeSnapshot['shards'],
         error: undefined,
         errorAt: 0,
       };

@@ -15,6 +15,11 @@
  *   split                            partition the running nodes into two halves
  *   heal                             undo every partition
  *   echo some text                   print a line
+ *   carts start [N [RATE]]           drive N carts (default 200) at RATE adds/s (default 100)
+ *   carts stop                       stop the load; wait for every answer
+ *   carts check [no-loss]            stop the load, ask every cart, compare with what was
+ *                                    acknowledged (cart-book.ts); no-loss: and none restarted
+ *                                    empty since the last check (planned moves only)
  *
  * Conditions: `converged N`, `members N`, `coordinator NAME`, `singleton-on NAME`,
  * `partitions-balanced`, `status NAME up|joining|leaving|exiting|down|absent`.
@@ -28,7 +33,14 @@ export type Step =
   | { readonly op: 'pause'; readonly node: string; readonly ms: number | undefined }
   | { readonly op: 'add' | 'split' | 'heal' }
   | { readonly op: 'partition'; readonly sides: readonly [readonly string[], readonly string[]] }
-  | { readonly op: 'echo'; readonly text: string };
+  | { readonly op: 'echo'; readonly text: string }
+  | CartsStep;
+
+/** `carts start [N [RATE]]`, `carts stop`, `carts check [no-loss]`. */
+export type CartsStep =
+  | { readonly op: 'carts'; readonly action: 'start'; readonly count?: number; readonly rate?: number }
+  | { readonly op: 'carts'; readonly action: 'stop' }
+  | { readonly op: 'carts'; readonly action: 'check'; readonly noLoss: boolean };
 
 export interface ScriptLine {
   /** 1-based line number in the file. */
@@ -74,6 +86,7 @@ const USAGE: Record<string, string> = {
   heal: 'heal',
   partition: 'partition A,B | C,D',
   echo: 'echo TEXT',
+  carts: 'carts start [N [RATE]] | carts stop | carts check [no-loss]',
 };
 const CONDITIONS =
   'converged N, members N, coordinator NODE, singleton-on NODE, partitions-balanced, status NODE STATUS';
@@ -168,9 +181,31 @@ export function parseStep(text: string): Step | string {
     }
     case 'echo':
       return { op, text: words.join(' ') };
+    case 'carts':
+      return parseCarts(words);
     default:
       return `unknown command ${JSON.stringify(op)}; commands: ${Object.keys(USAGE).join(', ')}`;
   }
+}
+
+function parseCarts(words: readonly string[]): CartsStep | string {
+  const [action, ...rest] = words;
+  const int = (w: string | undefined) =>
+    w !== undefined && /^[1-9]\d{0,5}$/.test(w) ? Number(w) : undefined;
+  if (action === 'start' && rest.length <= 2) {
+    const [count, rate] = rest.map(int);
+    if (rest.some((w) => int(w) === undefined)) return `usage: ${USAGE.carts}`;
+    return {
+      op: 'carts',
+      action,
+      ...(count !== undefined ? { count } : {}),
+      ...(rate !== undefined ? { rate } : {}),
+    };
+  }
+  if (action === 'stop' && rest.length === 0) return { op: 'carts', action };
+  if (action === 'check' && (rest.length === 0 || (rest.length === 1 && rest[0] === 'no-loss')))
+    return { op: 'carts', action, noLoss: rest.length === 1 };
+  return `usage: ${USAGE.carts}`;
 }
 
 /** Parses a whole script; throws a ScriptError listing every bad line with its number. */
@@ -200,6 +235,8 @@ export interface ScriptTarget {
   split(): Promise<void>;
   heal(): Promise<void>;
   check(condition: Condition): CheckResult;
+  /** The cart load (`carts …`): resolves with what to log, throws when a check fails. */
+  carts?(step: CartsStep): Promise<string>;
 }
 
 export interface ScriptResult {
@@ -302,6 +339,10 @@ export async function runScript(
           break;
         case 'echo':
           log(`  ${s.text}`, 'ok');
+          break;
+        case 'carts':
+          if (!target.carts) throw new Error('this demo drives no carts');
+          log(`  ${await target.carts(s)}`, 'ok');
           break;
       }
     } catch (error) {

@@ -3,6 +3,7 @@
  * table, fault), one row per node, the recent events, and the status/keys lines. The same text
  * goes to a terminal (with colours, cut to its size) and to plain output (CI logs).
  */
+import type { CartTotals } from './cart-book.js';
 import type { DemoEvent } from './events.js';
 import type { Balance } from './observe.js';
 
@@ -20,6 +21,8 @@ export interface ViewRow {
   /** How many incarnations (uids) the demo has seen for it. */
   readonly incarnation: number | undefined;
   readonly partitions: number | undefined;
+  /** Sharded entities running on it (`GET /cluster/shards`), when it answers that. */
+  readonly entities?: number | undefined;
   readonly coordinator: boolean;
   readonly allocator: boolean;
   /** What the node itself sees: `5 up, athens`; `(no answer)` when it does not answer. */
@@ -56,6 +59,17 @@ export interface ViewModel {
   /** Show the keys line (interactive mode). */
   readonly keys: string | undefined;
   readonly logDir: string | undefined;
+  /** The cart load, when the demo drives one. */
+  readonly carts?: CartsLine | undefined;
+}
+
+/** The cart load's line: its totals, and the last check's outcome. */
+export interface CartsLine {
+  readonly carts: number;
+  readonly rate: number;
+  readonly running: boolean;
+  readonly totals: CartTotals;
+  readonly lastCheck: string | undefined;
 }
 
 export interface RenderOptions {
@@ -167,6 +181,13 @@ const COLUMNS: readonly Column[] = [
     cell: (r) => ({ text: r.partitions === undefined ? '-' : String(r.partitions) }),
   },
   {
+    header: 'entities',
+    width: 9,
+    // the first to go in a narrow terminal
+    drop: 1,
+    cell: (r) => ({ text: r.entities === undefined ? '-' : String(r.entities) }),
+  },
+  {
     header: 'coord',
     width: 6,
     drop: 0,
@@ -264,6 +285,18 @@ export function renderView(model: ViewModel, options: RenderOptions = {}): strin
       label('partitions'),
       `table v${t.version}: ${t.partitionCount} over ${t.members} up members, ${spread}${unassigned}${strays}  `,
       t.balanced ? ['balanced', 'green'] : ['unbalanced', 'yellow', 'bold'],
+    );
+  }
+  const k = model.carts;
+  if (k) {
+    const t = k.totals;
+    const lost = t.restartedEmpty
+      ? `, ${t.restartedEmpty} restarted empty after crashes (${t.lostAcked} acked adds lost)`
+      : '';
+    add(
+      label('carts'),
+      `${k.carts} carts, ${k.running ? `${k.rate} adds/s` : 'load stopped'}: ${t.acked} adds acked, ${t.inFlight} in flight, ${t.unanswered} unanswered${lost}`,
+      ...(k.lastCheck ? ([[`  check: ${k.lastCheck}`, 'dim']] as [string, Paint][]) : []),
     );
   }
   if (model.fault) {

@@ -14,5 +14,9 @@ export const DEAD_LETTER_REASONS = [
   /** Sent by path (no uid) while no member runs at that address. */
   'no-member-at-address',
   'system-terminated',
+  /** Sharding: held for a partition not active anywhere known, and pushed out by newer ones. */
+  'sharding-buffer-full',
+  /** Sharding: refused (unknown entity type, bad id, message type not registered, hop limit). */
+  'sharding-refused',
 ] as const;
 export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];

@@ -3,6 +3,8 @@ import { DoyenError, type Logger } from '@doyen/core';
 /**
  * The phases of a graceful stop, in order (Akka's CoordinatedShutdown, condensed):
  * - `before-leave`: the app stops taking new work (unbind its own servers, pause consumers);
+ *   the node RETIRES: still up, it gets a partition table without it and hands its partitions
+ *   off (their entities' state and held messages travel to the new owners);
  * - `leave`: the node leaves the cluster and waits until it is removed — the singletons it ran
  *   are handed over on the way (the new oldest asks for them, proxies drain, then it starts);
  * - `hand-over`: confirms no singleton instance still runs here;

@@ -1,12 +1,6 @@
 import { type Logger, RateLimitedLog, silentLogger, toError, withDeadline } from '@doyen/core';
 import type { Etcd3, Lease as Etcd3Lease, IRequestOp, Watcher } from 'etcd3';
-
-/**
- * etcd3 (and its gRPC stack) costs ~200 ms to load: it is loaded on first use, so a node that
- * never talks to etcd starts without it.
- */
-let etcd3: Promise<typeof import('etcd3')> | undefined;
-const loadEtcd3 = () => (etcd3 ??= import('etcd3'));
+import { etcdClientOptions, loadEtcd3 } from './etcd-client.js';
 
 import {
   LeaseConfigError,
@@ -116,12 +110,8 @@ export class EtcdLeasedKey implements LeasedKey {
         'onLost listener threw',
       ),
     );
-    this.clientOptions = {
-      hosts: [...options.endpoints],
-      dialTimeout: timeoutMs,
-      // Unary calls get a deadline; watch streams live on (keep-alives pass their own).
-      defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + timeoutMs }),
-    };
+    // unary calls get a deadline; watch streams live on (keep-alives pass their own)
+    this.clientOptions = etcdClientOptions(options.endpoints, timeoutMs);
   }
 
   /** The etcd client, created on first use. */

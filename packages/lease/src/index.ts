@@ -1,3 +1,4 @@
+export * from './etcd-client.js';
 export * from './etcd-lease.js';
 export * from './etcd-leased-key.js';
 export * from './key-lease.js';

@@ -21,4 +21,5 @@ export {
 } from './partition-table.js';
 export * from './service/allocator-machine.js';
 export * from './service/partition-service.js';
+export * from './service/retirement.js';
 export * from './service/table-authority.js';

@@ -4,13 +4,18 @@ import { allocate } from '../allocate.js';
 import type { AllocateOptions, PartitionMember } from '../inputs.js';
 import { movedPartitions } from '../movement.js';
 import type { PartitionTable } from '../partition-table.js';
-import type { TableAck } from './allocator-messages.js';
+import type { RetireRequest, TableAck } from './allocator-messages.js';
 
 /**
  * The partition allocator's decisions as pure functions of (context, event): when to allocate,
  * the next table with its effects as data (adopt it here, log, publish it), the acks collected,
  * and the resend to whoever has not acknowledged in time. The machine (allocator-machine.ts)
  * wires them to its states and delay; its one action `run` executes the effects.
+ *
+ * RETIRING members (a node about to leave asked for it, while still up) are left out of every
+ * table this allocator computes, so their partitions move off them in a planned hand-off before
+ * they leave; a member drops out of the set once it is no longer up. Unless every eligible up
+ * member retires: the last one keeps its partitions (there is no one to hand them to).
  */
 
 /** The membership as the allocator needs it, sent by the machine's membership feed. */
@@ -26,7 +31,7 @@ export interface MembersEvent {
   readonly known: PartitionTable | undefined;
 }
 
-export type AllocatorEvent = MembersEvent | TableAck;
+export type AllocatorEvent = MembersEvent | TableAck | RetireRequest;
 
 export interface AllocatorContext {
   /** The last table this allocator computed (at first: the one this node knew when it started). */
@@ -37,10 +42,23 @@ export interface AllocatorContext {
   readonly memberKeys: readonly string[];
   /** Members that have not acknowledged `table` yet. */
   readonly waiting: readonly string[];
+  /** The up members (with roles) and every live member, as of the last membership event. */
+  readonly members: readonly PartitionMember[];
+  readonly all: readonly string[];
+  /** Up members that asked to own nothing (they are about to leave), sorted. */
+  readonly retiring: readonly string[];
 }
 
 export function initialAllocatorContext(known: PartitionTable | undefined): AllocatorContext {
-  return { table: known, membershipVersion: 0, memberKeys: [], waiting: [] };
+  return {
+    table: known,
+    membershipVersion: 0,
+    memberKeys: [],
+    waiting: [],
+    members: [],
+    all: [],
+    retiring: [],
+  };
 }
 
 /** What a decision depends on besides the context. */
@@ -91,6 +109,30 @@ export function allAcked(ctx: AllocatorContext): boolean {
   return ctx.waiting.length === 0;
 }
 
+/** A retire request this allocator has not yet acted on (self only: the wire checked `from`). */
+export function retireNew(ctx: AllocatorContext, event: AllocatorEvent): boolean {
+  return (
+    event.type === 'partitions.retire' &&
+    !ctx.retiring.includes(event.from) &&
+    ctx.members.some((m) => m.key === event.from)
+  );
+}
+
+/**
+ * The members a table is computed over: the up members minus the retiring ones, unless that
+ * leaves no member eligible for the role (then the retiring keep theirs: someone must own them).
+ */
+export function ownersPool(
+  members: readonly PartitionMember[],
+  retiring: readonly string[],
+  role: string | undefined,
+): readonly PartitionMember[] {
+  if (retiring.length === 0) return members;
+  const staying = members.filter((m) => !retiring.includes(m.key));
+  const eligible = (m: PartitionMember) => role === undefined || m.roles.includes(role);
+  return staying.some(eligible) ? staying : members;
+}
+
 // ---- steps -----------------------------------------------------------------------------------
 
 /**
@@ -103,16 +145,55 @@ export function allocateFor(
   event: AllocatorEvent,
 ): AllocatorStep {
   if (event.type !== 'allocator.members') return same(ctx);
-  const before = ctx.table ?? event.known;
-  const next = allocate(before, event.members, policy.options);
+  // a retiring member that is no longer up (leaving, down, removed) needs no exclusion any more
+  const retiring = ctx.retiring.filter((k) => event.members.some((m) => m.key === k));
+  return tableFor(policy, { ...ctx, retiring }, event.members, event.all, event.version, event.known);
+}
+
+/**
+ * A member asks to own nothing before it leaves: the table without it (its partitions drain to
+ * the others), adopted and published like any other; logged `partitions.retiring`.
+ */
+export function retire(policy: AllocatorPolicy, ctx: AllocatorContext, event: AllocatorEvent): AllocatorStep {
+  if (event.type !== 'partitions.retire' || !retireNew(ctx, event)) return same(ctx);
+  const retiring = [...ctx.retiring, event.from].sort();
+  const step = tableFor(policy, { ...ctx, retiring }, ctx.members, ctx.all, ctx.membershipVersion, undefined);
+  const kept = ownersPool(ctx.members, retiring, policy.options.role) === ctx.members;
+  const log: AllocatorEffect = {
+    kind: 'log',
+    level: 'info',
+    event: 'partitions.retiring',
+    fields: { member: event.from, kept },
+    msg: kept
+      ? `${event.from} retires, but no other member may own partitions: it keeps them`
+      : `${event.from} retires: its partitions move to the other members`,
+  };
+  return { context: step.context, effects: [log, ...step.effects] };
+}
+
+/** The balanced table over the owners pool, with minimal movement from the last one known. */
+function tableFor(
+  policy: AllocatorPolicy,
+  ctx: AllocatorContext,
+  members: readonly PartitionMember[],
+  all: readonly string[],
+  membershipVersion: number,
+  known: PartitionTable | undefined,
+): AllocatorStep {
+  const before = ctx.table ?? known;
+  const pool = ownersPool(members, ctx.retiring, policy.options.role);
+  const next = allocate(before, pool, policy.options);
   const moved = before ? movedPartitions(before, next).length : next.owners.filter(Boolean).length;
-  const others = event.all.filter((k) => k !== policy.selfKey);
+  const others = all.filter((k) => k !== policy.selfKey);
   return {
     context: {
       table: next,
-      membershipVersion: event.version,
-      memberKeys: sortedKeys(event.members),
+      membershipVersion,
+      memberKeys: sortedKeys(members),
       waiting: others,
+      members,
+      all,
+      retiring: ctx.retiring,
     },
     effects: [
       { kind: 'adopt', table: next },
@@ -120,10 +201,10 @@ export function allocateFor(
         kind: 'log',
         level: 'info',
         event: 'partitions.allocated',
-        fields: { version: next.version, members: event.members.length, moved },
-        msg: `allocated ${policy.options.partitionCount} partitions over ${event.members.length} members (${moved} moved)`,
+        fields: { version: next.version, members: pool.length, moved },
+        msg: `allocated ${policy.options.partitionCount} partitions over ${pool.length} members (${moved} moved)`,
       },
-      { kind: 'publish', to: others, table: next, membershipVersion: event.version },
+      { kind: 'publish', to: others, table: next, membershipVersion },
     ],
   };
 }

@@ -14,6 +14,8 @@ import {
   membersChanged,
   membersEventOf,
   resendToMissing,
+  retire,
+  retireNew,
   takeAck,
 } from './allocator-decisions.js';
 import type { TableMessage } from './allocator-messages.js';
@@ -33,8 +35,10 @@ export interface AllocatorInput {
  * The fixed-partition allocator, a cluster singleton: on every change of the up members it
  * computes a balanced table with minimal movement from the previous one (the last table this
  * node knows, so a new allocator after a failover continues from it), publishes it to every
- * member and collects acknowledgements: stable → publishing → stable. The logic closes over the
- * node's system, cluster and partition service: the instance runs on whichever node is oldest.
+ * member and collects acknowledgements: stable → publishing → stable. A member about to leave
+ * asks to retire (`partitions.retire`): the next table leaves it out while it is still up. The
+ * logic closes over the node's system, cluster and partition service: the instance runs on
+ * whichever node is oldest.
  * Decisions are the pure functions of allocator-decisions.ts; the action `run` executes their
  * effects.
  */
@@ -80,6 +84,7 @@ export function allocatorLogic(input: AllocatorInput) {
     guards: {
       membersChanged: ({ context, event }) => membersChanged(context, event),
       allAcked: ({ context }) => allAcked(context),
+      retireNew: ({ context, event }) => retireNew(context, event),
     },
   });
 
@@ -101,6 +106,12 @@ export function allocatorLogic(input: AllocatorInput) {
         actions: apply((c, e) => allocateFor(policy, c, e)),
       },
       'partitions.ack': { actions: apply(takeAck) },
+      // a member about to leave: the table without it, published like a membership change's
+      'partitions.retire': {
+        guard: 'retireNew',
+        target: '.publishing',
+        actions: apply((c, e) => retire(policy, c, e)),
+      },
     },
     states: {
       stable: {},

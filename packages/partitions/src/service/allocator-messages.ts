@@ -17,6 +17,17 @@ export interface TableAck {
   readonly from: string;
 }
 
+/**
+ * Member -> allocator: "compute a table in which I own nothing" (Akka's shard regions hand off
+ * before cluster-leave): sent by a node about to leave, while it is still up, so its partitions
+ * move away in a planned hand-off instead of being recreated after its membership ends. Re-sent
+ * until the table shows it retired; a member may retire only itself.
+ */
+export interface RetireRequest {
+  readonly type: 'partitions.retire';
+  readonly from: string;
+}
+
 /** A table from the network: checked whole (its invariants span fields), then copied. */
 const readTable: Read<PartitionTable> = (value, path) => {
   const problem = validateTable(value);
@@ -34,6 +45,7 @@ const readTable: Read<PartitionTable> = (value, path) => {
  * At the boundary a table comes from a member (or to a joiner, which judges it once it has a
  * view); which member hosts the allocator is judged by the receiving service, at the table's
  * own membership. An ack only ends the allocator's wait for its own sender, whoever that is now.
+ * A retire request comes from a member and speaks for its sender only.
  */
 export function registerAllocatorMessages(types: MessageTypes): void {
   types.register(
@@ -47,5 +59,10 @@ export function registerAllocatorMessages(types: MessageTypes): void {
   types.register(
     'partitions.ack',
     schema<TableAck>({ version: read.count, from: read.memberKey }, (m) => [m.from], 'anyone'),
+  );
+  // a member speaks only for itself: the connection must be `from`'s
+  types.register(
+    'partitions.retire',
+    schema<RetireRequest>({ from: read.memberKey }, (m) => [m.from], 'member'),
   );
 }

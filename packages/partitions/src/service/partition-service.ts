@@ -73,6 +73,11 @@ export class PartitionService {
     return partitionOf(key, this.partitionCount);
   }
 
+  /** The member key of the node hosting the allocator in `membership`, as this node sees it. */
+  allocatorHostIn(membership: Membership): string | undefined {
+    return this.allocatorHost(membership);
+  }
+
   /** Member key (`host:port#uid`) owning `key`'s partition, if the table assigns one. */
   ownerOf(key: string | Uint8Array): string | undefined {
     const owner = this.current?.owners[this.partitionOf(key)];

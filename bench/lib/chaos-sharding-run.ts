@@ -1,0 +1,352 @@
+// One run of the sharding chaos runner: five hosting `doyen node` processes and one sender node (no
+// role: it only routes), each a host of its own in a network namespace (test/support/netns.ts's
+// topology), the CLI from its TypeScript sources under tsx with the chaos app (chaos-sharding-app.ts).
+// The sender sends sequence-numbered asks to every entity while the seeded plan plays its faults
+// (kill -9 + restart, SIGSTOP past the detector, symmetric and one-way nftables cuts, graceful
+// leaves + joins), each followed by a quiet period once the cluster is whole again; at the end
+// (healed, whole, quiet) the sender probes every entity once, and the checker reads the logs.
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { UNSAFE_SKIP_FENCE_ENV } from '../../packages/sharding/src/partition-keeper/unsafe-skip-fence.js';
+import type { ProcessFate } from '../../packages/testkit/src/instance-overlaps.js';
+import { NodeProcess } from '../../packages/testkit/src/node-process.js';
+import { secretEnv } from '../../test/support/cli-process.js';
+import type { Topology } from '../../test/support/netns.js';
+import {
+  type ChaosFaultWindow,
+  type ChaosLine,
+  type ChaosPause,
+  type ChaosVerdict,
+  checkChaosRun,
+} from './chaos-sharding-checker.js';
+import {
+  CHAOS_ASK_TIMEOUT_ENV,
+  CHAOS_ENTITIES_ENV,
+  CHAOS_LEASE_ENV,
+  CHAOS_PROBE_DONE_EVENT,
+  CHAOS_SEND_EVERY_ENV,
+  CHAOS_SENDER_ENV,
+  PROBE_ROUNDS,
+  PROBE_SIGNAL,
+  START_LOAD_SIGNAL,
+} from './chaos-sharding-protocol.js';
+import {
+  type ChaosFault,
+  chaosPlan,
+  describeChaosFault,
+  HOSTING_SLOTS,
+  isPlanned,
+  type PlannedChaosFault,
+} from './chaos-sharding-schedule.js';
+
+const CLI_SOURCE = fileURLToPath(new URL('../../packages/doyen/src/cli.ts', import.meta.url));
+const CHAOS_APP = fileURLToPath(new URL('./chaos-sharding-app.ts', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const PORT = 2552;
+const HTTP_PORT = 8558;
+
+/** The hosts of a chaos topology: five hosting nodes, then the sender. */
+export const CHAOS_HOSTS = ['n1', 'n2', 'n3', 'n4', 'n5', 'sender'] as const;
+const SENDER = HOSTING_SLOTS;
+
+export interface ChaosRunOptions {
+  readonly topo: Topology;
+  readonly seed: number;
+  /** Faults per run (the seed picks them). */
+  readonly faults: number;
+  readonly entities: number;
+  /** Whether the hosting nodes run the keeper without its fence (the positive control). */
+  readonly unsafeSkipFence: boolean;
+  readonly sendEveryMs?: number;
+  /** Play these faults instead of the seed's (the positive control picks its own). */
+  readonly plan?: readonly PlannedChaosFault[];
+  /** The nodes' lease length (`hostLease.leaseMs`), ms; default the node's own. */
+  readonly leaseMs?: number;
+  /** More environment for the process of one host slot (0-4 hosting, 5 the sender). */
+  readonly envOf?: (slot: number) => Readonly<Record<string, string>>;
+  readonly askTimeoutMs?: number;
+  /** How long to wait for the cluster to be whole again after a fault, ms. */
+  readonly wholeTimeoutMs?: number;
+  readonly log: (line: string) => void;
+  /** Where to write every process's log lines (JSON lines with `proc`), for a failing run's evidence. */
+  readonly logFile?: string;
+}
+
+export interface ChaosRunResult {
+  readonly seed: number;
+  readonly verdict: ChaosVerdict;
+  readonly played: readonly string[];
+  readonly runMs: number;
+  /** Why the run could not be completed (not a verdict: the cluster never formed, a probe hung). */
+  readonly error: string | undefined;
+}
+
+interface Proc {
+  readonly name: string;
+  readonly slot: number;
+  readonly process: NodeProcess;
+  killedAt?: number;
+}
+
+/** Log lines that say the cluster is not settled yet. */
+const UNSETTLING = new Set(['member.unreachable', 'member.downed', 'node.restart', 'sharding.lease-lost']);
+/** How long nothing unsettling may be logged before the load starts, and before the probe. */
+const SETTLE_QUIET_MS = 4_000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Everything one run started, and what the checker needs of it. */
+class ChaosCluster {
+  readonly procs: Proc[] = [];
+  readonly current: (Proc | undefined)[] = CHAOS_HOSTS.map(() => undefined);
+  readonly pauses: ChaosPause[] = [];
+  readonly faults: ChaosFaultWindow[] = [];
+  private readonly started = CHAOS_HOSTS.map(() => 0);
+
+  constructor(
+    private readonly o: ChaosRunOptions,
+    private readonly cluster: string,
+  ) {}
+
+  private host(slot: number) {
+    return this.o.topo.host(CHAOS_HOSTS[slot]!);
+  }
+
+  start(slot: number): Proc {
+    const h = this.host(slot);
+    const sender = slot === SENDER;
+    const seeds = CHAOS_HOSTS.slice(0, HOSTING_SLOTS).map((n) => `${this.o.topo.host(n).ip}:${PORT}`);
+    const name = `${CHAOS_HOSTS[slot]}.p${++this.started[slot]!}`;
+    const process = NodeProcess.spawn({
+      command: 'ip',
+      args: [
+        ...['netns', 'exec', h.ns, globalThis.process.execPath],
+        ...['--conditions=@doyen/source', '--import', import.meta.resolve('tsx'), CLI_SOURCE],
+        ...['node', '--cluster', this.cluster, '--host', h.ip, '--port', String(PORT)],
+        ...['--seeds', seeds.join(','), '--http-port', String(HTTP_PORT), '--http-host', h.ip],
+        ...['--name', CHAOS_HOSTS[slot]!, '--app', CHAOS_APP],
+      ],
+      cwd: ROOT,
+      env: {
+        ...secretEnv(),
+        DOYEN_LOG_LEVEL: 'info',
+        [CHAOS_ENTITIES_ENV]: String(this.o.entities),
+        [CHAOS_ASK_TIMEOUT_ENV]: String(this.o.askTimeoutMs ?? 8_000),
+        [CHAOS_SEND_EVERY_ENV]: String(this.o.sendEveryMs ?? 20),
+        ...(this.o.leaseMs !== undefined ? { [CHAOS_LEASE_ENV]: String(this.o.leaseMs) } : {}),
+        ...(sender ? { [CHAOS_SENDER_ENV]: '1' } : {}),
+        ...(this.o.unsafeSkipFence && !sender ? { [UNSAFE_SKIP_FENCE_ENV]: '1' } : {}),
+        ...this.o.envOf?.(slot),
+      },
+      onLine: ({ json, text }) => {
+        if (json === undefined && text.trim()) this.o.log(`[${name}] ${text}`);
+      },
+    });
+    const proc: Proc = { name, slot, process };
+    this.procs.push(proc);
+    this.current[slot] = proc;
+    return proc;
+  }
+
+  view(slot: number): Promise<any> {
+    const h = this.host(slot);
+    return this.o.topo.getJson(h.name, `http://${h.ip}:${HTTP_PORT}/cluster`, 3_000);
+  }
+
+  /** Every slot runs, and the sender sees all six up and reachable. */
+  async whole(): Promise<boolean> {
+    if (!this.current.every((p) => p?.process.running)) return false;
+    const v = await this.view(SENDER);
+    const up = (v?.members ?? []).filter((m: any) => m.status === 'up' && m.reachable);
+    return v?.status === 'up' && up.length === CHAOS_HOSTS.length && v.members.length === CHAOS_HOSTS.length;
+  }
+
+  async waitWhole(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (await this.whole()) return true;
+      await sleep(400);
+    }
+    return false;
+  }
+
+  /**
+   * Whole, every process at the same (newest) table, and nothing unsettling logged anywhere for
+   * `quietMs`: no member unreachable or downed, no restart in place, no owner lease lost.
+   */
+  async settled(quietMs: number): Promise<boolean> {
+    const since = Date.now() - quietMs;
+    const versions = new Set<number>();
+    for (const p of this.current) {
+      if (!p) return false;
+      let version = -1;
+      for (const e of p.process.events()) {
+        if (UNSETTLING.has(String(e.event)) && (e.time as number) >= since) return false;
+        if (e.event === 'partitions.table') version = Math.max(version, Number(e.version));
+      }
+      versions.add(version);
+    }
+    return versions.size === 1 && !versions.has(-1) && (await this.whole());
+  }
+
+  async waitSettled(quietMs: number, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (await this.settled(quietMs)) return true;
+      await sleep(500);
+    }
+    return false;
+  }
+
+  async waitUp(slot: number, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if ((await this.view(slot))?.status === 'up') return true;
+      await sleep(400);
+    }
+    return false;
+  }
+
+  kill(slot: number): Promise<unknown> {
+    const p = this.current[slot];
+    if (!p?.process.running) return Promise.resolve();
+    p.killedAt = p.process.kill9();
+    return p.process.exited;
+  }
+
+  async leave(slot: number): Promise<void> {
+    const p = this.current[slot];
+    if (!p?.process.running) return;
+    const timer = setTimeout(() => (p.killedAt = Date.now()), 30_000);
+    await p.process.stop(30_000);
+    clearTimeout(timer);
+  }
+
+  async pause(slot: number, ms: number): Promise<void> {
+    const p = this.current[slot];
+    if (!p?.process.running) return;
+    const stoppedAt = Date.now();
+    p.process.pause();
+    await sleep(ms);
+    p.process.resume();
+    this.pauses.push({ proc: p.name, stoppedAt, continuedAt: Date.now() });
+  }
+
+  async play(fault: ChaosFault): Promise<void> {
+    const names = (slots: readonly number[]) => slots.map((s) => CHAOS_HOSTS[s]!);
+    const topo = this.o.topo;
+    switch (fault.kind) {
+      case 'kill':
+        await this.kill(fault.slot);
+        await sleep(fault.downMs);
+        this.start(fault.slot);
+        return;
+      case 'leave':
+        await this.leave(fault.slot);
+        this.start(fault.slot);
+        return;
+      case 'pause':
+        await this.pause(fault.slot, fault.ms);
+        return;
+      case 'partition': {
+        const rest = CHAOS_HOSTS.filter((_, i) => !fault.side.includes(i));
+        await topo.partition(names(fault.side), rest);
+        await sleep(fault.ms);
+        await topo.heal();
+        return;
+      }
+      case 'one-way':
+        await topo.dropOneWay(names(fault.from), names(fault.to));
+        await sleep(fault.ms);
+        await topo.heal();
+        return;
+    }
+  }
+
+  /** Every line every process logged, by process, in its order. */
+  lines(): ChaosLine[] {
+    return this.procs.flatMap((p) => p.process.events().map((json) => ({ proc: p.name, json })));
+  }
+
+  fates(): ProcessFate[] {
+    return this.procs.flatMap((p): ProcessFate[] => {
+      if (p.killedAt !== undefined) return [{ node: p.name, kind: 'killed', t: p.killedAt }];
+      if (p.process.exitedAt !== undefined) return [{ node: p.name, kind: 'exited', t: p.process.exitedAt }];
+      return [];
+    });
+  }
+
+  async killAll(): Promise<void> {
+    await Promise.all(
+      this.procs.map(async (p) => {
+        if (!p.process.running) return;
+        p.process.kill9();
+        await Promise.race([p.process.exited, sleep(5_000)]);
+      }),
+    );
+  }
+}
+
+/** One seeded run; tears down its processes (the topology stays, healed, for the next run). */
+export async function runChaos(o: ChaosRunOptions): Promise<ChaosRunResult> {
+  const t0 = Date.now();
+  const cluster = new ChaosCluster(o, `chaos-${o.seed}`);
+  const played: string[] = [];
+  const wholeTimeoutMs = o.wholeTimeoutMs ?? 45_000;
+  const askTimeoutMs = o.askTimeoutMs ?? 8_000;
+  let error: string | undefined;
+  let until = Date.now();
+  try {
+    cluster.start(0);
+    if (!(await cluster.waitUp(0, 60_000))) throw new Error('n1 did not come up');
+    for (let slot = 1; slot < CHAOS_HOSTS.length; slot++) cluster.start(slot);
+    if (!(await cluster.waitWhole(90_000))) throw new Error('the six nodes did not form a cluster');
+    if (!(await cluster.waitSettled(SETTLE_QUIET_MS, 60_000)))
+      o.log(`seed ${o.seed}: the cluster did not settle after forming (load started anyway)`);
+    cluster.current[SENDER]!.process.signal(START_LOAD_SIGNAL);
+    await sleep(2_000);
+    for (const { fault, quietMs } of o.plan ?? chaosPlan(o.seed, o.faults)) {
+      const what = describeChaosFault(fault);
+      const start = Date.now();
+      o.log(`seed ${o.seed}: ${what}`);
+      await cluster.play(fault);
+      const whole = await cluster.waitWhole(wholeTimeoutMs);
+      const end = Date.now();
+      cluster.faults.push({ what, planned: isPlanned(fault), start, end });
+      played.push(
+        `${what}: whole again after ${((end - start) / 1000).toFixed(1)} s${whole ? '' : ' (NOT whole)'}`,
+      );
+      if (!whole) o.log(`seed ${o.seed}: not whole ${wholeTimeoutMs} ms after ${what}`);
+      await sleep(quietMs);
+    }
+    await o.topo.heal();
+    for (let slot = 0; slot < CHAOS_HOSTS.length; slot++)
+      if (!cluster.current[slot]?.process.running) cluster.start(slot);
+    if (!(await cluster.waitSettled(SETTLE_QUIET_MS, wholeTimeoutMs)))
+      error = 'not settled at the end (probe sent anyway)';
+    const sender = cluster.current[SENDER]!.process;
+    sender.signal(PROBE_SIGNAL);
+    const done = await sender.waitForEvent(CHAOS_PROBE_DONE_EVENT, PROBE_ROUNDS * askTimeoutMs + 10_000);
+    if (!done) error = 'the probe did not finish';
+    // the last acks and log lines of the entities
+    await sleep(500);
+  } catch (e) {
+    error = (e as Error).message;
+  } finally {
+    until = Date.now();
+    await cluster.killAll();
+    await o.topo.heal().catch(() => {});
+  }
+  const lines = cluster.lines();
+  if (o.logFile)
+    writeFileSync(o.logFile, lines.map((l) => JSON.stringify({ proc: l.proc, ...l.json })).join('\n') + '\n');
+  const verdict = checkChaosRun({
+    lines,
+    fates: cluster.fates(),
+    faults: cluster.faults,
+    pauses: cluster.pauses,
+    until,
+    askTimeoutMs,
+  });
+  return { seed: o.seed, verdict, played, runMs: until - t0, error };
+}

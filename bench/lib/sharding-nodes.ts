@@ -1,0 +1,249 @@
+// The sharding bench's processes: hosting node slots (`doyen node --roles shard`, fixed ports, a
+// restart starts a new process at the same ports) and the load generator's node (no role), all
+// running the CLI from its TypeScript sources under tsx with bench/lib/sharding-app.ts, as the soak
+// bench does. Keeps what the figures need from the logs: entity activations and stops (for the
+// overlap check), partition activations (for moves) and every process's fate.
+import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { InstanceLogLine, ProcessFate } from '../../packages/testkit/src/instance-overlaps.js';
+import { NodeProcess } from '../../packages/testkit/src/node-process.js';
+import { LOAD_PORT_ENV, SHARD_ROLE } from './sharding-protocol.js';
+
+const CLI_SOURCE = fileURLToPath(new URL('../../packages/doyen/src/cli.ts', import.meta.url));
+const APP = fileURLToPath(new URL('./sharding-app.ts', import.meta.url));
+/** Set to a directory to keep every process's log there (`<proc>.log`), for looking into a run. */
+const LOG_DIR = process.env.SHARDING_BENCH_LOG_DIR;
+const ENTITY_LINE = /"event":"sharding\.(activated|passivated)"/;
+
+/** One entity's start or stop as the overlap check reads it. */
+export interface EntityLine extends InstanceLogLine {
+  readonly entityId: string;
+}
+
+export interface ShardsView {
+  readonly activePartitions: readonly number[];
+}
+
+export class ShardingProcesses {
+  readonly nodes: (NodeProcess | undefined)[];
+  readonly procs: string[];
+  readonly entityLines: EntityLine[] = [];
+  /** `sharding.partition-activated` lines: which partition became active where, when. */
+  readonly partitionActivations: { proc: string; partition: number; t: number }[] = [];
+  readonly fates: ProcessFate[] = [];
+  /** Wall-clock ms at which each process started. */
+  readonly startedAt = new Map<string, number>();
+  load: NodeProcess | undefined;
+  private readonly started: number[];
+  private readonly killedAt = new Map<NodeProcess, number>();
+
+  constructor(
+    private readonly options: {
+      readonly cluster: string;
+      readonly ports: readonly number[];
+      readonly httpPorts: readonly number[];
+      readonly loadPorts: { readonly port: number; readonly httpPort: number; readonly control: number };
+      readonly secret: string;
+      /** The ports the nodes are told as seeds (the first one forms the cluster). */
+      readonly seeds: readonly number[];
+    },
+  ) {
+    this.nodes = options.ports.map(() => undefined);
+    this.procs = options.ports.map(() => '');
+    this.started = options.ports.map(() => 0);
+  }
+
+  address(slot: number): string {
+    return `127.0.0.1:${this.options.ports[slot]}`;
+  }
+
+  running(): number[] {
+    return this.nodes.flatMap((n, slot) => (n?.running ? [slot] : []));
+  }
+
+  /**
+   * The seeds a new process is told: the running hosting nodes when there are any (a restarted
+   * first seed would otherwise form a cluster of its own), else every slot, the first forming it.
+   */
+  private seeds(): string {
+    const running = this.running();
+    const ports = running.length > 0 ? running.map((s) => this.options.ports[s]!) : this.options.seeds;
+    return ports.map((p) => `127.0.0.1:${p}`).join(',');
+  }
+
+  private spawn(
+    proc: string,
+    port: number,
+    httpPort: number,
+    roles: string | undefined,
+    env: Record<string, string>,
+  ) {
+    const args = [
+      '--conditions=@doyen/source',
+      '--import',
+      import.meta.resolve('tsx'),
+      CLI_SOURCE,
+      'node',
+      '--cluster',
+      this.options.cluster,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--http-port',
+      String(httpPort),
+      '--http-host',
+      '127.0.0.1',
+      '--seeds',
+      this.seeds(),
+      '--app',
+      APP,
+      ...(roles ? ['--roles', roles] : []),
+    ];
+    const owned = NodeProcess.spawn({
+      args,
+      env: { DOYEN_SECRET: this.options.secret, DOYEN_LOG_LEVEL: 'info', ...env },
+      http: { host: '127.0.0.1', port: httpPort },
+      keepLogs: false,
+      onLine: ({ json, text }) => {
+        // per-entity lines would be gigabytes at 50k entities: those stay out of the files
+        if (LOG_DIR && !ENTITY_LINE.test(text)) appendFileSync(join(LOG_DIR, `${proc}.log`), `${text}\n`);
+        if (json) this.onLine(proc, json);
+        else if (text.trim()) process.stderr.write(`[${proc}] ${text}\n`);
+      },
+    });
+    this.startedAt.set(proc, Date.now());
+    void owned.exited.then(() => {
+      const killed = this.killedAt.get(owned);
+      this.fates.push(
+        killed !== undefined
+          ? { node: proc, kind: 'killed', t: killed }
+          : { node: proc, kind: 'exited', t: owned.exitedAt ?? Date.now() },
+      );
+    });
+    return owned;
+  }
+
+  private onLine(proc: string, json: Record<string, any>): void {
+    const event = json.event;
+    if (event === 'sharding.activated' || event === 'sharding.passivated') {
+      // the testkit's checker speaks of singletons: an entity id is one here
+      const started = event === 'sharding.activated';
+      this.entityLines.push({
+        node: proc,
+        entityId: json.entityId,
+        line: {
+          event: started ? 'singleton.started' : 'singleton.stopped',
+          singleton: json.entityId,
+          time: json.time,
+        },
+      });
+    } else if (event === 'sharding.partition-activated' && typeof json.partition === 'number') {
+      this.partitionActivations.push({ proc, partition: json.partition, t: json.time });
+    } else if (typeof json.level === 'number' && json.level >= 50) {
+      process.stderr.write(`[${proc}] ${json.event ?? ''} ${json.msg ?? ''}\n`);
+    }
+  }
+
+  /**
+   * Starts a hosting node in `slot`, again (up to `attempts`) when a start fails (on a loaded
+   * machine a join can time out: `node.join-failed`); resolves once one logged `node.started`.
+   */
+  async start(slot: number, timeoutMs = 60_000, attempts = 3): Promise<NodeProcess> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.startOnce(slot, timeoutMs);
+      } catch (error) {
+        if (attempt >= attempts) throw error;
+        process.stderr.write(
+          `${error instanceof Error ? error.message : String(error)}: starting it again\n`,
+        );
+        await this.kill(slot);
+      }
+    }
+  }
+
+  private async startOnce(slot: number, timeoutMs: number): Promise<NodeProcess> {
+    if (this.nodes[slot]?.running) throw new Error(`slot n${slot} still runs ${this.procs[slot]}`);
+    const proc = `n${slot}.p${++this.started[slot]!}`;
+    const node = this.spawn(proc, this.options.ports[slot]!, this.options.httpPorts[slot]!, SHARD_ROLE, {});
+    this.nodes[slot] = node;
+    this.procs[slot] = proc;
+    if (!(await node.waitForLine((l) => l.json?.event === 'node.started', timeoutMs)))
+      throw new Error(`${proc} did not log node.started within ${timeoutMs} ms`);
+    return node;
+  }
+
+  /** Starts the load generator's node (proxy-only) and waits for its control port. */
+  async startLoad(timeoutMs = 60_000): Promise<void> {
+    const { port, httpPort, control } = this.options.loadPorts;
+    this.load = this.spawn('load', port, httpPort, undefined, { [LOAD_PORT_ENV]: String(control) });
+    if (!(await this.load.waitForLine((l) => l.json?.event === 'node.started', timeoutMs)))
+      throw new Error(`the load node did not log node.started within ${timeoutMs} ms`);
+  }
+
+  /** kill -9 of the slot's process; resolves with the kill time once it has exited. */
+  async kill(slot: number): Promise<number> {
+    const node = this.nodes[slot];
+    if (!node?.running) return Date.now();
+    const t = node.kill9();
+    this.killedAt.set(node, t);
+    await node.exited;
+    return t;
+  }
+
+  /** SIGTERM (graceful leave: partitions handed off), kill -9 after `graceMs`. */
+  async stop(slot: number, graceMs = 30_000): Promise<void> {
+    const node = this.nodes[slot];
+    if (!node?.running) return;
+    const timer = setTimeout(() => this.killedAt.set(node, Date.now()), graceMs);
+    await node.stop(graceMs);
+    clearTimeout(timer);
+  }
+
+  async killAll(): Promise<void> {
+    await Promise.all(this.nodes.map((_, slot) => this.kill(slot)));
+    if (this.load?.running) {
+      this.load.kill9();
+      await this.load.exited;
+    }
+  }
+
+  /** A slot's GET /cluster/shards, or undefined. */
+  shards(slot: number): Promise<ShardsView | undefined> {
+    return this.nodes[slot]?.running
+      ? this.nodes[slot]!.getJson<ShardsView>('/cluster/shards')
+      : Promise.resolve(undefined);
+  }
+
+  /** The running slots' members as one node sees them (GET /cluster), oldest first. */
+  async membersByAge(slot: number): Promise<{ address: string; age: number; roles: readonly string[] }[]> {
+    const view = await this.nodes[slot]?.getJson<{
+      members: { address: string; age: number; status: string; roles: string[] }[];
+    }>('/cluster');
+    return (view?.members ?? []).filter((m) => m.status === 'up').sort((a, b) => a.age - b.age);
+  }
+
+  /** `host:port` of the owner per partition, as `slot` sees the table. */
+  async owners(slot: number): Promise<{ version: number; owners: string[] } | undefined> {
+    return this.nodes[slot]?.getJson<{ version: number; owners: string[] }>('/partitions');
+  }
+
+  slotOf(address: string): number {
+    return this.options.ports.findIndex((p) => `127.0.0.1:${p}` === address);
+  }
+
+  /** POST to the load generator's control port. */
+  async control<T>(path: string, body: unknown = {}, timeoutMs = 600_000): Promise<T> {
+    const res = await fetch(`http://127.0.0.1:${this.options.loadPorts.control}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const json = (await res.json()) as T & { error?: string };
+    if (!res.ok) throw new Error(`load ${path}: ${json.error ?? res.status}`);
+    return json;
+  }
+}

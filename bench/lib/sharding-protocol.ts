@@ -1,0 +1,101 @@
+// What the sharding bench's processes share: the sharded counter every node registers (a
+// `fromTransition` entity that checks the per-sender sequence numbers of what it counts), the
+// plain sink actor the same-run remote tell baseline sends to, their message types, and the
+// settings the bench hands the nodes through the environment.
+import { type ActorRef, fromTransition, type Message } from '../../packages/core/src/index.js';
+
+/** The entity type name, the role that hosts it, and the plain sink's actor name. */
+export const COUNTER_TYPE = 'counter';
+export const SHARD_ROLE = 'shard';
+export const SINK_NAME = 'sharding-bench-sink';
+export const SINK_PATH = `/user/${SINK_NAME}`;
+
+/** Every message type the bench sends or answers with: registered on every node. */
+export const BENCH_MESSAGE_TYPES = ['sb.add', 'sb.added', 'sb.get', 'sb.state', 'sb.tell'] as const;
+
+export type CounterEvent =
+  | { readonly type: 'sb.add'; readonly seq: number; readonly replyTo?: ActorRef<AddedReply> }
+  | { readonly type: 'sb.get'; readonly replyTo: ActorRef<StateReply> }
+  | { readonly type: 'sb.tell' };
+
+export interface CounterState {
+  readonly count: number;
+  /**
+   * The first sequence number this entity's state saw (0: none yet). Above 1, the state began
+   * after earlier messages were counted elsewhere: it was lost (restarted without its snapshot).
+   */
+  readonly first: number;
+  /** The highest sequence number counted (the load generator is each entity's one sender). */
+  readonly last: number;
+  /** Messages that did not come as `last + 1`: reordered, repeated or after a lost one. */
+  readonly outOfOrder: number;
+  readonly tells: number;
+}
+
+export interface AddedReply extends Message {
+  readonly type: 'sb.added';
+  readonly seq: number;
+}
+
+export interface StateReply extends Message, CounterState {
+  readonly type: 'sb.state';
+}
+
+/** The sharded counter: `sb.add` counts and answers, `sb.get` answers the state, `sb.tell` counts silently. */
+export const counterLogic = fromTransition(
+  (state: CounterState, event: CounterEvent): CounterState => {
+    switch (event.type) {
+      case 'sb.add': {
+        const fresh = state.first === 0;
+        const next: CounterState = {
+          ...state,
+          count: state.count + 1,
+          first: fresh ? event.seq : state.first,
+          last: Math.max(state.last, event.seq),
+          // a fresh state cannot judge order: its predecessor's messages are not in it
+          outOfOrder: state.outOfOrder + (fresh || event.seq === state.last + 1 ? 0 : 1),
+        };
+        event.replyTo?.send({ type: 'sb.added', seq: event.seq } satisfies AddedReply);
+        return next;
+      }
+      case 'sb.get':
+        event.replyTo.send({ type: 'sb.state', ...state } satisfies StateReply);
+        return state;
+      case 'sb.tell':
+        entityTells.count++;
+        return { ...state, tells: state.tells + 1 };
+      default:
+        return state;
+    }
+  },
+  { count: 0, first: 0, last: 0, outOfOrder: 0, tells: 0 } satisfies CounterState,
+);
+
+/**
+ * `sb.tell`s every counter entity of this process handled: the sink reports it, so the tell
+ * comparison ends both of its sides with one ask per node (an ask per entity would weigh on the
+ * sharded side only). A bench's shortcut, not a pattern: entities share nothing in an app.
+ */
+export const entityTells = { count: 0 };
+
+/**
+ * The plain actor of the remote tell baseline: counts `sb.tell`; `sb.get` answers its own tells
+ * and, as `count`, the tells this process's counter entities handled.
+ */
+export const sinkLogic = fromTransition(
+  (state: CounterState, event: CounterEvent): CounterState => {
+    if (event.type === 'sb.tell') return { ...state, tells: state.tells + 1 };
+    if (event.type === 'sb.get')
+      event.replyTo.send({ type: 'sb.state', ...state, count: entityTells.count } satisfies StateReply);
+    return state;
+  },
+  { count: 0, first: 0, last: 0, outOfOrder: 0, tells: 0 } satisfies CounterState,
+);
+
+/** The environment variable that makes a node the load generator, holding its control port. */
+export const LOAD_PORT_ENV = 'SHARDING_BENCH_LOAD_PORT';
+
+/** Entity `i` of the bench's population. */
+export function entityId(i: number): string {
+  return `e-${i}`;
+}

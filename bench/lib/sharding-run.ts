@@ -1,0 +1,580 @@
+// One run of the sharding bench: the scenarios on real `doyen node` processes (ShardingProcesses)
+// with the load generator's node, and the in-process memory / local cold activation child.
+// Each scenario returns raw figures; bench/sharding.ts takes medians over runs and sets targets.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { partitionOf } from '../../packages/partitions/src/index.js';
+import {
+  findInstanceOverlaps,
+  instanceIntervals,
+  type ProcessFate,
+} from '../../packages/testkit/src/instance-overlaps.js';
+import { freePorts } from './free-ports.js';
+import { type EntityLine, ShardingProcesses } from './sharding-nodes.js';
+import { entityId } from './sharding-protocol.js';
+import { median, percentile } from './stats.js';
+
+export const PARTITIONS = 271;
+const HOSTING_SLOTS = 6;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export interface ShardingRunOptions {
+  /** Hosting nodes of the rolling restart and the kills (the issue's figure: 5). */
+  readonly nodes: number;
+  /** Rolling restart orders: 1 (oldest last) or 2 (then oldest first). */
+  readonly orders: number;
+  /** The population under steady load through the rolling restarts. */
+  readonly entities: number;
+  /** Steady load, asks per second (round robin over the population). */
+  readonly rate: number;
+  /** Entities whose added latency the kill -9 of the oldest is measured on. */
+  readonly measured: number;
+  /** Entities of the killed owner probed for their first answer. */
+  readonly probed: number;
+  /** Cold activations per measurement (local and from another node), at `coldRate`/s. */
+  readonly cold: number;
+  readonly coldRate: number;
+  /** Entities activated in one node for the memory figure. */
+  readonly memoryEntities: number;
+  /** Tells per round of the throughput comparison, and rounds. */
+  readonly tells: number;
+  readonly tellRounds: number;
+  /** The quiet steady load before a fault whose median latency is the baseline. */
+  readonly baselineMs: number;
+  /** How long after the kill -9 of the oldest the added latency is measured. */
+  readonly killWindowMs: number;
+  /** How long after each restart the table must be active everywhere and balanced (else it is noted). */
+  readonly settleMs: number;
+  /** Skip the 3 → 6 scale-out (it needs a fresh cluster). */
+  readonly skipScale: boolean;
+  readonly log: (line: string) => void;
+}
+
+export interface ShardingRunFigures {
+  /** A scenario that failed: its figures are missing (null in the JSON), the others stand. */
+  errors: string[];
+  rolling?: {
+    addedP99Ms: number;
+    addedMaxMs: number;
+    baselineP50Ms: number;
+    samples: number;
+    failedAsks: number;
+    durationS: number;
+    lost: number;
+    duplicated: number;
+    outOfOrder: number;
+    unanswered: number;
+    /** Entities whose state was lost: restarted without their snapshot (a recovery, not a hand-off). */
+    stateResets: number;
+    overlaps: number;
+    overlapExamples: string[];
+    /** Restarts after which the table was not active everywhere and balanced within `settleMs`. */
+    unbalanced: string[];
+    /** Why the restarts stopped early (a node that could not rejoin), when they did. */
+    aborted?: string;
+  };
+  killNonOwner?: {
+    addedP99Ms: number;
+    addedMaxMs: number;
+    baselineP50Ms: number;
+    samples: number;
+    failedAsks: number;
+  };
+  killOwner?: {
+    recoveryP50Ms: number;
+    recoveryP99Ms: number;
+    recoveryMaxMs: number;
+    probed: number;
+    unrecovered: number;
+  };
+  scale?: { balancedAfterUpMs: number; movedMoreThanOnce: number; moves: number };
+  cold: {
+    localP50Ms: number;
+    localP99Ms: number;
+    remoteP50Ms: number;
+    remoteP99Ms: number;
+    remoteFailed: number;
+  };
+  memory: {
+    entities: number;
+    rssBytes: number;
+    heapBytes: number;
+    bytesPerEntity: number;
+    entitiesPerGB: number;
+  };
+  tell: {
+    shardedPerS: number;
+    plainPerS: number;
+    ratio: number;
+    deliveredSharded: number;
+    deliveredPlain: number;
+  };
+}
+
+interface Samples {
+  next: number;
+  t: number[];
+  ms: (number | null)[];
+  errors: Record<string, number>;
+}
+
+/** Added latency of the samples sent in [from, to): each latency minus the baseline's median. */
+function addedLatency(
+  s: Samples,
+  baseline: { from: number; to: number },
+  window: { from: number; to: number },
+  timeoutMs: number,
+) {
+  const base: number[] = [];
+  const during: number[] = [];
+  let failed = 0;
+  s.t.forEach((t, k) => {
+    const ms = s.ms[k];
+    if (ms === null || ms === undefined) return;
+    if (t >= baseline.from && t < baseline.to && ms >= 0) base.push(ms);
+    if (t >= window.from && t < window.to) {
+      if (ms < 0) failed++;
+      during.push(ms < 0 ? timeoutMs : ms);
+    }
+  });
+  const baselineP50Ms = base.length ? median(base) : 0;
+  const added = during.map((ms) => Math.max(0, ms - baselineP50Ms));
+  return {
+    addedP99Ms: added.length ? percentile(added, 99) : Number.NaN,
+    addedMaxMs: added.length ? added.reduce((a, b) => Math.max(a, b)) : Number.NaN,
+    baselineP50Ms,
+    samples: added.length,
+    failedAsks: failed,
+  };
+}
+
+export async function runSharding(options: ShardingRunOptions): Promise<ShardingRunFigures> {
+  const { log } = options;
+  const ports = await freePorts(HOSTING_SLOTS * 2 + 3);
+  const hostPorts = ports.slice(0, HOSTING_SLOTS);
+  const procs = new ShardingProcesses({
+    cluster: 'sharding-bench',
+    ports: hostPorts,
+    httpPorts: ports.slice(HOSTING_SLOTS, HOSTING_SLOTS * 2),
+    loadPorts: {
+      port: ports[HOSTING_SLOTS * 2]!,
+      httpPort: ports[HOSTING_SLOTS * 2 + 1]!,
+      control: ports[HOSTING_SLOTS * 2 + 2]!,
+    },
+    secret: randomBytes(12).toString('hex'),
+    seeds: hostPorts,
+  });
+  try {
+    const { cold: coldLocal, ...memory } = await runMemoryChild(options);
+    log(`memory: ${memory.entities} entities, RSS ${(memory.rssBytes / 2 ** 20).toFixed(0)} MB`);
+    // the hosting nodes, the first forms the cluster, then the load generator's node
+    const slots = Array.from({ length: options.nodes }, (_, s) => s);
+    await procs.start(0);
+    await Promise.all(slots.slice(1).map((slot) => procs.start(slot)));
+    await procs.startLoad();
+    await mustBalance(procs, slots, 90_000);
+    log(`${options.nodes} nodes up, ${PARTITIONS} partitions active and balanced`);
+
+    const coldRemote = await procs.control<{ ms: number[]; failed: number }>('/cold', {
+      prefix: 'cold-',
+      count: options.cold,
+      rate: options.coldRate,
+    });
+    const cold = {
+      localP50Ms: median(coldLocal),
+      localP99Ms: percentile(coldLocal, 99),
+      remoteP50Ms: coldRemote.ms.length ? median(coldRemote.ms) : Number.NaN,
+      remoteP99Ms: coldRemote.ms.length ? percentile(coldRemote.ms, 99) : Number.NaN,
+      remoteFailed: coldRemote.failed,
+    };
+    log(
+      `cold activation: local p99 ${cold.localP99Ms.toFixed(2)} ms, from another node p99 ${cold.remoteP99Ms.toFixed(2)} ms`,
+    );
+
+    const tp = await procs.control<{
+      sharded: number[];
+      plain: number[];
+      delivered: { sharded: number; plain: number };
+    }>('/throughput', { entities: 1000, messages: options.tells, rounds: options.tellRounds });
+    const tell = {
+      shardedPerS: median(tp.sharded),
+      plainPerS: median(tp.plain),
+      ratio: median(tp.sharded) / median(tp.plain),
+      deliveredSharded: tp.delivered.sharded,
+      deliveredPlain: tp.delivered.plain,
+    };
+    log(
+      `tell: sharded ${tell.shardedPerS.toFixed(0)}/s, plain remote ${tell.plainPerS.toFixed(0)}/s (×${tell.ratio.toFixed(2)})`,
+    );
+
+    const errors: string[] = [];
+    const scenario = async <T>(name: string, run: () => Promise<T>): Promise<T | undefined> => {
+      try {
+        return await run();
+      } catch (error) {
+        const message = `${name}: ${error instanceof Error ? error.message : String(error)}`;
+        errors.push(message);
+        log(`FAILED ${message}`);
+        return undefined;
+      }
+    };
+    const rolling = await scenario('rolling restart', () => rollingRestart(procs, options));
+    const killNonOwner = await scenario('kill -9 of the oldest', () => killOldest(procs, options));
+    const killOwner = await scenario('kill -9 of an owner', () => killAnOwner(procs, options));
+    await procs.killAll();
+    const scale = options.skipScale ? undefined : await scenario('scale 3 → 6', () => scaleOut(procs, log));
+    const figures: ShardingRunFigures = { errors, cold, memory, tell };
+    if (rolling) figures.rolling = rolling;
+    if (killNonOwner) figures.killNonOwner = killNonOwner;
+    if (killOwner) figures.killOwner = killOwner;
+    if (scale) figures.scale = scale;
+    return figures;
+  } finally {
+    await procs.killAll();
+  }
+}
+
+/**
+ * Polls the slots' GET /cluster/shards until every partition is active once and the slots are
+ * within ±1: the time it was so, or (after `timeoutMs`) undefined and what stood in the way.
+ */
+async function waitBalanced(
+  procs: ShardingProcesses,
+  slots: readonly number[],
+  timeoutMs: number,
+  everyMs = 200,
+): Promise<{ at: number | undefined; detail: string }> {
+  const deadline = Date.now() + timeoutMs;
+  const ideal = PARTITIONS / slots.length;
+  for (;;) {
+    const views = await Promise.all(slots.map((s) => procs.shards(s)));
+    const counts = views.map((v) => v?.activePartitions.length ?? -1);
+    const distinct = new Set(views.flatMap((v) => v?.activePartitions ?? []));
+    if (
+      distinct.size === PARTITIONS &&
+      counts.reduce((a, b) => a + b, 0) === PARTITIONS &&
+      counts.every((c) => Math.abs(c - ideal) <= 1)
+    )
+      return { at: Date.now(), detail: '' };
+    if (Date.now() > deadline) {
+      const table = await procs.owners(slots[0]!);
+      const inactive = (table?.owners ?? []).flatMap((o, p) =>
+        distinct.has(p) ? [] : [`${p}@n${procs.slotOf(o)}`],
+      );
+      return {
+        at: undefined,
+        detail:
+          `not balanced within ${timeoutMs} ms: active per slot ${slots.map((s, k) => `n${s} ${counts[k]}`).join(', ')}; ` +
+          `table v${table?.version}: ${inactive.length} partitions active nowhere (partition@owner) ${inactive.slice(0, 12).join(' ')}${inactive.length > 12 ? ' …' : ''}`,
+      };
+    }
+    await sleep(everyMs);
+  }
+}
+
+/** waitBalanced for set-up steps: the bench cannot go on without it. */
+async function mustBalance(
+  procs: ShardingProcesses,
+  slots: readonly number[],
+  timeoutMs: number,
+): Promise<void> {
+  const { at, detail } = await waitBalanced(procs, slots, timeoutMs);
+  if (at === undefined) throw new Error(detail);
+}
+
+/** The hosting slots, oldest member first (as slot `asSeenBy` sees the membership). */
+async function slotsByAge(procs: ShardingProcesses, asSeenBy: number): Promise<number[]> {
+  const members = await procs.membersByAge(asSeenBy);
+  return members
+    .filter((m) => m.roles.includes('shard'))
+    .map((m) => procs.slotOf(m.address))
+    .filter((s) => s >= 0);
+}
+
+async function rollingRestart(
+  procs: ShardingProcesses,
+  options: ShardingRunOptions,
+): Promise<ShardingRunFigures['rolling']> {
+  const { log } = options;
+  const timeoutMs = 5000;
+  const act = await procs.control<{ answered: number; failed: number }>('/activate', {
+    count: options.entities,
+    rate: Math.max(options.coldRate, 2000),
+  });
+  log(`${act.answered} entities active (${act.failed} asks failed)`);
+  const { next: from } = await procs.control<Samples>('/samples?from=1000000000');
+  await procs.control('/steady', { count: options.entities, rate: options.rate, timeoutMs });
+  const baseline = { from: Date.now(), to: 0 };
+  await sleep(options.baselineMs);
+  baseline.to = Date.now();
+  const window = { from: Date.now(), to: 0 };
+  const running = procs.running();
+  const unbalanced: string[] = [];
+  let aborted: string | undefined;
+  restarts: for (const order of (['oldest last', 'oldest first'] as const).slice(0, options.orders)) {
+    const byAge = await slotsByAge(procs, running[0]!);
+    const sequence = order === 'oldest last' ? [...byAge].reverse() : byAge;
+    for (const slot of sequence) {
+      // the node to ask about the cluster must not be the one restarting
+      const t0 = Date.now();
+      await procs.stop(slot);
+      try {
+        await procs.start(slot);
+      } catch (error) {
+        // the cluster did not take the node back: measured as far as it went
+        aborted = `${order}, n${slot}: ${error instanceof Error ? error.message : String(error)}`;
+        log(`rolling restart aborted (${aborted})`);
+        break restarts;
+      }
+      const { at, detail } = await waitBalanced(procs, running, options.settleMs);
+      if (at === undefined) {
+        unbalanced.push(`after ${procs.procs[slot]}: ${detail}`);
+        log(`rolling restart (${order}): ${procs.procs[slot]} back, ${detail}`);
+      } else log(`rolling restart (${order}): ${procs.procs[slot]} back, balanced after ${at - t0} ms`);
+    }
+  }
+  window.to = Date.now();
+  // a little load after the last restart: what was held by then shows in the samples
+  await sleep(Math.min(2000, options.baselineMs));
+  await procs.control('/steady/stop', { waitMs: timeoutMs * 2 });
+  const samples = await procs.control<Samples>(`/samples?from=${from}`);
+  const latency = addedLatency(samples, baseline, window, timeoutMs);
+  for (const [error, n] of Object.entries(samples.errors)) log(`  ask failed ×${n}: ${error}`);
+  const verdict = await procs.control<{
+    checked: number;
+    lost: number;
+    duplicated: number;
+    outOfOrder: number;
+    unanswered: number;
+    stateResets: number;
+    countedBeforeReset: number;
+  }>('/verify', { count: options.entities, rate: 5000 });
+  const overlaps = entityOverlaps(procs.entityLines, procs.fates, Date.now());
+  log(
+    `rolling restart: added p99 ${latency.addedP99Ms.toFixed(1)} ms, max ${latency.addedMaxMs.toFixed(1)} ms; ` +
+      `lost ${verdict.lost}, duplicated ${verdict.duplicated}, out of order ${verdict.outOfOrder}, overlaps ${overlaps.count}; ` +
+      `${verdict.stateResets} entities restarted without their state (${verdict.countedBeforeReset} counts gone with it)`,
+  );
+  return {
+    ...latency,
+    durationS: (window.to - window.from) / 1000,
+    lost: verdict.lost,
+    duplicated: verdict.duplicated,
+    outOfOrder: verdict.outOfOrder,
+    unanswered: verdict.unanswered,
+    stateResets: verdict.stateResets,
+    overlaps: overlaps.count,
+    overlapExamples: overlaps.examples,
+    unbalanced,
+    ...(aborted !== undefined ? { aborted } : {}),
+  };
+}
+
+/**
+ * Overlapping activations per entity id: the testkit's instance-overlaps checker, each entity id
+ * taken for one "singleton", on the nodes' sharding.activated / sharding.passivated lines and the
+ * processes' deaths (one machine, one clock). Grouped by id: one entity's intervals are few.
+ */
+export function entityOverlaps(
+  lines: readonly EntityLine[],
+  fates: readonly ProcessFate[],
+  until: number,
+): { count: number; examples: string[] } {
+  const byEntity = new Map<string, EntityLine[]>();
+  for (const l of lines) {
+    let mine = byEntity.get(l.entityId);
+    if (!mine) byEntity.set(l.entityId, (mine = []));
+    mine.push(l);
+  }
+  let count = 0;
+  const examples: string[] = [];
+  for (const [id, mine] of byEntity) {
+    const overlaps = findInstanceOverlaps(instanceIntervals(mine, fates, until));
+    count += overlaps.length;
+    for (const o of overlaps.slice(0, Math.max(0, 3 - examples.length)))
+      examples.push(`${id}: ${o.a.node} and ${o.b.node} both active for ${o.overlapMs} ms`);
+  }
+  return { count, examples };
+}
+
+/** Entity indices (of the population) whose partition `keep` accepts in the table `slot` sees. */
+async function entitiesWhere(
+  procs: ShardingProcesses,
+  slot: number,
+  population: number,
+  want: number,
+  keep: (owner: string) => boolean,
+) {
+  const table = await procs.owners(slot);
+  if (!table) throw new Error('no partition table');
+  const picked: number[] = [];
+  for (let i = 0; i < population && picked.length < want; i++)
+    if (keep(table.owners[partitionOf(entityId(i), PARTITIONS)]!)) picked.push(i);
+  return picked;
+}
+
+async function killOldest(
+  procs: ShardingProcesses,
+  options: ShardingRunOptions,
+): Promise<ShardingRunFigures['killNonOwner']> {
+  const timeoutMs = 5000;
+  const byAge = await slotsByAge(procs, procs.running()[0]!);
+  const oldest = byAge[0]!;
+  const witness = byAge[byAge.length - 1]!;
+  const measured = await entitiesWhere(
+    procs,
+    witness,
+    options.entities,
+    options.measured,
+    (o) => o !== procs.address(oldest),
+  );
+  const { next: from } = await procs.control<Samples>('/samples?from=1000000000');
+  await procs.control('/steady', { indices: measured, rate: options.rate, timeoutMs });
+  const baseline = { from: Date.now(), to: 0 };
+  await sleep(options.baselineMs);
+  baseline.to = Date.now();
+  const killedAt = await procs.kill(oldest);
+  // through the detection, the downing, the allocator's failover and the new table
+  await sleep(options.killWindowMs);
+  const window = { from: killedAt, to: Date.now() };
+  await procs.control('/steady/stop', { waitMs: timeoutMs * 2 });
+  const samples = await procs.control<Samples>(`/samples?from=${from}`);
+  const figures = addedLatency(samples, baseline, window, timeoutMs);
+  options.log(
+    `kill -9 of the oldest (${procs.procs[oldest]}), ${measured.length} entities elsewhere: added p99 ${figures.addedP99Ms.toFixed(1)} ms, max ${figures.addedMaxMs.toFixed(1)} ms`,
+  );
+  await procs.start(oldest);
+  const settled = await waitBalanced(procs, procs.running(), options.settleMs);
+  if (settled.at === undefined) options.log(`after the oldest's restart: ${settled.detail}`);
+  return figures;
+}
+
+async function killAnOwner(
+  procs: ShardingProcesses,
+  options: ShardingRunOptions,
+): Promise<ShardingRunFigures['killOwner']> {
+  const byAge = await slotsByAge(procs, procs.running()[0]!);
+  // the youngest: its kill moves no singleton, only its partitions
+  const victim = byAge[byAge.length - 1]!;
+  const probedIdx = await entitiesWhere(
+    procs,
+    byAge[0]!,
+    options.entities,
+    options.probed,
+    (o) => o === procs.address(victim),
+  );
+  const killedAt = await procs.kill(victim);
+  const probe = await procs.control<{ recoveredMs: number[]; unrecovered: number }>('/probe', {
+    indices: probedIdx,
+    since: killedAt,
+    everyMs: 50,
+    timeoutMs: 250,
+    durationMs: 30_000,
+  });
+  const r = probe.recoveredMs;
+  const figures = {
+    recoveryP50Ms: r.length ? median(r) : Number.NaN,
+    recoveryP99Ms: r.length ? percentile(r, 99) : Number.NaN,
+    recoveryMaxMs: r.length ? r.reduce((a, b) => Math.max(a, b)) : Number.NaN,
+    probed: probedIdx.length,
+    unrecovered: probe.unrecovered,
+  };
+  options.log(
+    `kill -9 of an owner (${procs.procs[victim]}): its entities answer again after p50 ${figures.recoveryP50Ms.toFixed(0)} ms, ` +
+      `p99 ${figures.recoveryP99Ms.toFixed(0)} ms (${figures.unrecovered} of ${figures.probed} never)`,
+  );
+  // the last scenario on this cluster: the scale-out starts a fresh one
+  return figures;
+}
+
+/** A fresh cluster of 3, then 3 more started at once: balanced ±1 how long after the last is up; repeat moves. */
+async function scaleOut(
+  procs: ShardingProcesses,
+  log: (line: string) => void,
+): Promise<NonNullable<ShardingRunFigures['scale']>> {
+  await procs.start(0);
+  await Promise.all([1, 2].map((s) => procs.start(s)));
+  await mustBalance(procs, [0, 1, 2], 90_000);
+  const startedAt = Date.now();
+  await Promise.all([3, 4, 5].map((s) => procs.start(s)));
+  const all = [0, 1, 2, 3, 4, 5];
+  let upAt: number | undefined;
+  const deadline = Date.now() + 60_000;
+  while (upAt === undefined) {
+    const views = await Promise.all(all.map((s) => procs.membersByAge(s)));
+    if (views.every((m) => m.length === 6)) upAt = Date.now();
+    else if (Date.now() > deadline) throw new Error('the 6 nodes were not all up within 60 s');
+    else await sleep(50);
+  }
+  const balanced = await waitBalanced(procs, all, 60_000, 50);
+  if (balanced.at === undefined) log(`scale 3 → 6: ${balanced.detail}`);
+  const balancedAt = balanced.at ?? Number.NaN;
+  // moves settle: a late second move would come right after
+  await sleep(2000);
+  // a move is an activation on another process than the partition's previous one (a lease blip
+  // re-activates a partition where it was: not a move)
+  const where = new Map<number, string>();
+  const perPartition = new Map<number, number>();
+  for (const a of [...procs.partitionActivations].sort((x, y) => x.t - y.t)) {
+    const before = where.get(a.partition);
+    where.set(a.partition, a.proc);
+    if (a.t < startedAt || before === undefined || before === a.proc) continue;
+    perPartition.set(a.partition, (perPartition.get(a.partition) ?? 0) + 1);
+  }
+  const figures = {
+    balancedAfterUpMs: Math.max(0, balancedAt - upAt),
+    movedMoreThanOnce: [...perPartition.values()].filter((n) => n > 1).length,
+    moves: [...perPartition.values()].reduce((a, b) => a + b, 0),
+  };
+  log(
+    `scale 3 → 6: balanced ${figures.balancedAfterUpMs} ms after all were up; ${figures.moves} moves, ${figures.movedMoreThanOnce} partitions moved more than once`,
+  );
+  return figures;
+}
+
+/** The one-node child: local cold activations, then `memoryEntities` active entities' RSS. */
+async function runMemoryChild(
+  options: ShardingRunOptions,
+): Promise<ShardingRunFigures['memory'] & { cold: number[] }> {
+  const [port] = await freePorts(1);
+  const child = spawn(
+    process.execPath,
+    [
+      '--conditions=@doyen/source',
+      '--max-old-space-size=4096',
+      '--import',
+      import.meta.resolve('tsx'),
+      fileURLToPath(new URL('./sharding-memory-child.ts', import.meta.url)),
+      String(options.memoryEntities),
+      String(options.cold),
+      String(options.coldRate),
+      String(port),
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString('utf8');
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  const line = out.split('\n').find((l) => l.startsWith('{"entities"'));
+  if (!line) throw new Error(`the memory child printed no result (exit ${code})`);
+  const r = JSON.parse(line) as {
+    entities: number;
+    rss: number;
+    heapUsed: number;
+    rssBefore: number;
+    cold: number[];
+  };
+  const perEntity = (r.rss - r.rssBefore) / options.memoryEntities;
+  return {
+    entities: r.entities,
+    rssBytes: r.rss,
+    heapBytes: r.heapUsed,
+    bytesPerEntity: perEntity,
+    // the node's own RSS once, then the entities' share of the rest of a GB
+    entitiesPerGB: Math.floor((1e9 - r.rssBefore) / perEntity),
+    cold: r.cold,
+  };
+}

@@ -1,0 +1,267 @@
+// `pnpm bench sharding [--runs 1] [--entities 10000] [--rate 500] [--memory-entities 300000] [--cold 2000]
+// [--cold-rate 5000] [--tells 50000] [--tell-rounds 3] [--measured 2000] [--probed 300] [--nodes 5] [--orders 2]
+// [--no-scale] [--smallest]`:
+// the figures of issue 29, each beside its target, medians over --runs. Real `doyen node` processes on
+// 127.0.0.1 (the CLI from source under tsx, `--app bench/lib/sharding-app.ts`, which registers a sharded
+// `fromTransition` counter with `handOverSnapshot`); five hosting nodes (`--roles shard`, partitions owned
+// by that role) and a load generator: a sixth, proxy-only node (no role) that sends to the entities from
+// outside the hosting nodes and measures every latency (bench/lib/sharding-load.ts). Per run:
+//   1. local cold activation (first message to a fresh id, ask round trip) at --cold-rate/s, and the RSS of
+//      --memory-entities active counters: a one-node cluster in a child process.
+//   2. cold activation from another node: the load node asks fresh ids at --cold-rate/s.
+//   3. sharded tell to 1000 entities across the 5 nodes vs plain remote tell to one actor per node, same
+//      run, alternating rounds of --tells messages (each round ends with an ask to every target).
+//   4. rolling restart under steady load (--rate asks/s round robin over --entities activated entities):
+//      SIGTERM and restart of each node, youngest first (oldest last), then oldest first, each waited until
+//      271 partitions are active and balanced ±1 again. Added latency = latency − the median of the 5 s
+//      before (failed asks count as their 5 s timeout). Then every entity's count against what was sent
+//      (lost, duplicated, out of per-sender order) and overlapping activations per entity id (the testkit's
+//      instance-overlaps checker on the nodes' sharding.activated / sharding.passivated lines and the
+//      processes' deaths).
+//   5. kill -9 of the oldest node; added latency on --measured entities none of whose partitions it owns,
+//      over the --kill-window-ms (12 s) after the kill. It is restarted and the table rebalanced.
+//   6. kill -9 of the youngest owner; --probed of its entities asked every 50 ms (250 ms timeout) from the
+//      kill on: the time until each answers again.
+//   7. scale 3 → 6 (a fresh cluster): 3 nodes started at once; time from all 6 up to 271 active partitions
+//      balanced ±1; partitions activated more than once from the start of the scale-out.
+// --smallest: 2 nodes, one restart order, a few hundred entities, a small memory figure, no scale-out: the
+// test's configuration (its figures are not the issue's).
+import { installSignalCleanup, liveProcesses } from './lib/node-processes.js';
+import { runSharding, type ShardingRunFigures } from './lib/sharding-run.js';
+import { median, printResult } from './lib/stats.js';
+import { formatFigure, formatTable } from './lib/table.js';
+import { startWatchdog } from './lib/watchdog.js';
+
+const argv = process.argv.slice(2);
+const smallest = argv.includes('--smallest');
+const noScale = argv.includes('--no-scale') || smallest;
+const numeric = parseFlags(argv.filter((a) => a !== '--smallest' && a !== '--no-scale'));
+const opt = (name: string, normal: number, small: number) => numeric[name] ?? (smallest ? small : normal);
+const runs = opt('runs', 1, 1);
+const options = {
+  nodes: opt('nodes', 5, 2),
+  orders: opt('orders', 2, 1),
+  entities: opt('entities', 10_000, 400),
+  rate: opt('rate', 500, 200),
+  measured: opt('measured', 2000, 100),
+  probed: opt('probed', 300, 30),
+  cold: opt('cold', 2000, 200),
+  coldRate: opt('cold-rate', 5000, 5000),
+  memoryEntities: opt('memory-entities', 300_000, 2000),
+  tells: opt('tells', 50_000, 2000),
+  tellRounds: opt('tell-rounds', 3, 1),
+  settleMs: opt('settle-ms', 20_000, 5000),
+  baselineMs: opt('baseline-ms', 5000, 1000),
+  killWindowMs: opt('kill-window-ms', 12_000, 2000),
+  skipScale: noScale,
+  log: (line: string) => process.stderr.write(`${line}\n`),
+};
+
+// a default run takes ~4 minutes on 2 cores; every wait inside has its own bound
+startWatchdog('sharding', 15 * runs);
+installSignalCleanup();
+const startedAt = performance.now();
+
+const results: ShardingRunFigures[] = [];
+for (let r = 0; r < runs; r++) {
+  options.log(`run ${r + 1}/${runs}`);
+  results.push(await runSharding(options));
+}
+
+const med = (pick: (f: ShardingRunFigures) => number | undefined) => {
+  const xs = results.map(pick).filter((x): x is number => x !== undefined && !Number.isNaN(x));
+  return xs.length ? median(xs) : Number.NaN;
+};
+
+interface Figure {
+  readonly value: number;
+  readonly target: number;
+  /** `max`: the value must be at most the target; `min`: at least. */
+  readonly kind: 'max' | 'min';
+  readonly unit: string;
+  readonly label: string;
+}
+
+const figures: Record<string, Figure> = {
+  rollingAddedP99Ms: {
+    value: med((f) => f.rolling?.addedP99Ms),
+    target: 250,
+    kind: 'max',
+    unit: 'ms',
+    label: `rolling restart of ${options.nodes} nodes: added latency p99`,
+  },
+  rollingAddedMaxMs: {
+    value: med((f) => f.rolling?.addedMaxMs),
+    target: 1000,
+    kind: 'max',
+    unit: 'ms',
+    label: 'rolling restart: added latency max',
+  },
+  rollingLost: {
+    value: med((f) => f.rolling?.lost),
+    target: 0,
+    kind: 'max',
+    unit: '',
+    label: 'rolling restart: messages lost',
+  },
+  rollingDuplicated: {
+    value: med((f) => f.rolling?.duplicated),
+    target: 0,
+    kind: 'max',
+    unit: '',
+    label: 'rolling restart: messages duplicated',
+  },
+  rollingOutOfOrder: {
+    value: med((f) => f.rolling?.outOfOrder),
+    target: 0,
+    kind: 'max',
+    unit: '',
+    label: 'rolling restart: out of per-sender order',
+  },
+  rollingUnanswered: {
+    value: med((f) => f.rolling?.unanswered),
+    target: 0,
+    kind: 'max',
+    unit: '',
+    label: 'rolling restart: entities not answering the final check',
+  },
+  rollingOverlaps: {
+    value: med((f) => f.rolling?.overlaps),
+    target: 0,
+    kind: 'max',
+    unit: '',
+    label: 'overlapping activations (all phases up to then)',
+  },
+  killNonOwnerAddedP99Ms: {
+    value: med((f) => f.killNonOwner?.addedP99Ms),
+    target: 20,
+    kind: 'max',
+    unit: 'ms',
+    label: 'kill -9 of the oldest, on entities it does not host: added p99',
+  },
+  killOwnerRecoveryP99Ms: {
+    value: med((f) => f.killOwner?.recoveryP99Ms),
+    target: 3000,
+    kind: 'max',
+    unit: 'ms',
+    label: 'kill -9 of an owner: its entities answer again, p99',
+  },
+  ...(noScale
+    ? {}
+    : {
+        scaleBalancedMs: {
+          value: med((f) => f.scale?.balancedAfterUpMs),
+          target: 2000,
+          kind: 'max',
+          unit: 'ms',
+          label: 'scale 3 → 6: balanced ±1 after the last join is up',
+        } as Figure,
+        scaleMovedTwice: {
+          value: med((f) => f.scale?.movedMoreThanOnce),
+          target: 0,
+          kind: 'max',
+          unit: '',
+          label: 'scale 3 → 6: partitions moved more than once',
+        } as Figure,
+      }),
+  coldLocalP99Ms: {
+    value: med((f) => f.cold.localP99Ms),
+    target: 1,
+    kind: 'max',
+    unit: 'ms',
+    label: `cold activation, local, at ${options.coldRate}/s: p99`,
+  },
+  coldRemoteP99Ms: {
+    value: med((f) => f.cold.remoteP99Ms),
+    target: 3,
+    kind: 'max',
+    unit: 'ms',
+    label: `cold activation from another node, at ${options.coldRate}/s: p99`,
+  },
+  entitiesPerGB: {
+    value: med((f) => f.memory.entitiesPerGB),
+    target: 300_000,
+    kind: 'min',
+    unit: '',
+    label: 'active fromTransition entities in 1 GB RSS (one node)',
+  },
+  shardedVsRemoteTell: {
+    value: med((f) => f.tell.ratio),
+    target: 0.7,
+    kind: 'min',
+    unit: '×',
+    label: `sharded tell across ${options.nodes} nodes vs plain remote tell`,
+  },
+};
+
+const met = (f: Figure) => (f.kind === 'max' ? f.value <= f.target : f.value >= f.target);
+const show = (x: number, unit: string) =>
+  Number.isNaN(x)
+    ? '-'
+    : `${formatFigure(x, Math.abs(x) < 10 && x !== Math.round(x) ? 2 : 0)}${unit ? ` ${unit}` : ''}`;
+console.log(
+  formatTable([
+    ['figure', `median of ${runs}`, 'target', 'met'],
+    ...Object.values(figures).map((f) => [
+      f.label,
+      show(f.value, f.unit),
+      `${f.kind === 'max' ? '≤' : '≥'} ${show(f.target, f.unit)}`,
+      met(f) ? 'yes' : 'NO',
+    ]),
+  ]),
+);
+const missed = Object.entries(figures)
+  .filter(([, f]) => !met(f))
+  .map(([k]) => k);
+const json: Record<string, unknown> = {};
+for (const [key, f] of Object.entries(figures)) {
+  json[key] = Number.isNaN(f.value) ? null : Math.round(f.value * 1000) / 1000;
+  json[`${key}Target`] = f.target;
+  // beside its target as a ratio (value / target; for "at least" figures above 1 is met)
+  json[`${key}VsTarget`] =
+    f.target === 0 || Number.isNaN(f.value) ? null : Math.round((f.value / f.target) * 1000) / 1000;
+}
+const tookS = Math.round((performance.now() - startedAt) / 100) / 10;
+console.log(`\ntook ${tookS} s; targets missed: ${missed.join(', ') || 'none'}`);
+printResult({
+  bench: 'sharding',
+  runs,
+  options: { ...options, log: undefined },
+  ...json,
+  targetsMissed: missed,
+  errors: results.flatMap((r) => r.errors),
+  perRun: results,
+  tookS,
+  nodeProcessesLeft: liveProcesses(),
+});
+
+function parseFlags(args: readonly string[]): Record<string, number> {
+  const known = new Set([
+    'baseline-ms',
+    'kill-window-ms',
+    'settle-ms',
+    'nodes',
+    'orders',
+    'runs',
+    'entities',
+    'rate',
+    'measured',
+    'probed',
+    'cold',
+    'cold-rate',
+    'memory-entities',
+    'tells',
+    'tell-rounds',
+  ]);
+  const flags: Record<string, number> = {};
+  for (let i = 0; i < args.length; i += 2) {
+    const name = args[i]!.replace(/^--/, '');
+    const value = Number(args[i + 1]);
+    if (!known.has(name) || !Number.isInteger(value) || value <= 0)
+      throw new Error(
+        `usage: pnpm bench sharding [--${[...known].join(' N] [--')} N] [--no-scale] [--smallest] (got ${args[i]} ${args[i + 1]})`,
+      );
+    flags[name] = value;
+  }
+  return flags;
+}

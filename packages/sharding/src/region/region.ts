@@ -1,0 +1,589 @@
+import {
+  type ActorRef,
+  type ActorSystem,
+  type DeadLetterReason,
+  type Message,
+  nodeOfKey,
+  RateLimitedLog,
+} from '@doyen/core';
+import { partitionOf } from '@doyen/partitions';
+import { type EntityType, entityIdProblem } from '../entity-type.js';
+import type {
+  DeactivationReason,
+  DrainMarkerPayload,
+  HandOffCargo,
+  KeeperHost,
+} from '../partition-keeper/keeper-host.js';
+import type { RememberChange } from '../remember/remember-store.js';
+import { RememberedEntities, type RememberOptions } from '../remember/remembered-entities.js';
+import { EntityHosting, type EntitySnapshot } from './entity-hosting.js';
+import { PartitionBuffers } from './partition-buffers.js';
+import {
+  type EntityEnvelope,
+  MAX_HOPS,
+  REGION_NAME,
+  REGION_PATH,
+  registerRegionMessages,
+} from './region-messages.js';
+import type { RoutedMessage } from './routed-message.js';
+import type { ShardingMetrics } from './sharding-metrics.js';
+
+/** The newest table as the region routes by it: its version and the owner key per partition. */
+export interface RoutingTable {
+  readonly version: number;
+  readonly owners: readonly string[];
+}
+
+/** Why a message for an entity was refused or dropped (the `reason` of `sharding.refused`). */
+export type RefusalReason =
+  | 'unknown-entity-type'
+  | 'invalid-entity-id'
+  | 'unregistered-message'
+  | 'invalid-message'
+  | 'wrong-partition'
+  | 'hop-limit'
+  | 'no-host';
+
+export interface RegionOptions {
+  readonly partitionCount: number;
+  /** This node's member key (`host:port#uid`): partitions owned by it in the table are its own. */
+  readonly selfKey: string;
+  /** Remember entities: the store and the restart rate (types with `remember` need it). */
+  readonly remember?: RememberOptions;
+}
+
+/** Where the region reports to the partition keeper (set once the keeper is started). */
+export interface RegionListener {
+  /** Every entity of `partition` stopped after `drain`: its cargo is ready (`takeCargo`). */
+  regionDrained(partition: number): void;
+  /** A keeper message that came on the entity path (a drain marker), in arrival order. */
+  received(message: Message): void;
+}
+
+interface Draining {
+  readonly forwarded: RoutedMessage[];
+  readonly startedAt: number;
+  timer: unknown;
+  /** Set once every entity stopped: the cargo's snapshots. */
+  snapshots: readonly EntitySnapshot[] | undefined;
+}
+
+/** How often a drain looks again whether its entities have worked off their mailboxes. */
+const DRAIN_POLL_MS = 1;
+
+/**
+ * One node's sharding runtime: routes every entity message by `partitionOf(id)` and the newest
+ * table this node holds (no lookup on the message path), hosts the entities of the partitions
+ * active here, and keeps messages per partition while no active owner is known. Which
+ * partitions are active is decided elsewhere (the partition keeper): it calls `activate`,
+ * `drain`, `takeCargo`, `deactivate`, `startBuffering`, `flush` and `sendMarker` (KeeperHost).
+ */
+export class Region implements KeeperHost {
+  private readonly types = new Map<
+    string,
+    { readonly type: EntityType; hosting: EntityHosting | undefined }
+  >();
+  private table: RoutingTable | undefined;
+  private readonly active = new Set<number>();
+  private readonly draining = new Map<number, Draining>();
+  /** Partitions the keeper told this node to hold messages for (moving): not routed until flushed. */
+  private readonly holding = new Set<number>();
+  /** Deactivated with the token kept here: messages held until activate, drain or reroute. */
+  private readonly suspended = new Set<number>();
+  /**
+   * Per suspended partition, its entities' persisted snapshots (types with `handOverSnapshot`)
+   * taken when the owner lease lapsed: the token stayed here, so they are the partition's state,
+   * restored on re-activation or carried by the next hand-off (a fenced node never resumes).
+   */
+  private readonly lapsed = new Map<number, EntitySnapshot[]>();
+  private readonly buffers: PartitionBuffers;
+  private readonly refusedLog: RateLimitedLog;
+  private readonly inbox: ActorRef;
+  private readonly watcher: ActorRef;
+  /** The region ref of each owner, made once (not per message); renewed with each table. */
+  private regionRefs = new Map<string, ActorRef>();
+  private activationSeq = 0;
+  /** Per active partition, which activation it is: restarts of an earlier one are void. */
+  private readonly partitionActivations = new Map<number, number>();
+  private partitionActivationSeq = 0;
+  /** Remembered ids and their restarts; undefined without a remember store. */
+  readonly remembered: RememberedEntities | undefined;
+  private closed = false;
+  private listener: RegionListener | undefined;
+
+  constructor(
+    readonly system: ActorSystem,
+    private readonly metrics: ShardingMetrics,
+    private readonly options: RegionOptions,
+  ) {
+    registerRegionMessages(system.messageTypes);
+    this.refusedLog = new RateLimitedLog(system.logger, () => system.clock.now(), 5);
+    this.buffers = new PartitionBuffers(
+      (name) => this.types.get(name)?.type.bufferSize ?? 1000,
+      (m) => this.dropped(m, 'sharding-buffer-full', 'buffer-full'),
+    );
+    this.inbox = system.functionRef(REGION_NAME, (m, sender) => this.onInbox(m, sender), 'user');
+    this.watcher = system.functionRef(`${REGION_NAME}-watch`, (m) => this.onTerminated(m), 'system');
+    this.remembered = options.remember
+      ? new RememberedEntities(system, options.remember, metrics, {
+          isActive: (p, activation) => this.active.has(p) && this.partitionActivations.get(p) === activation,
+          restart: (type, p, id) => this.types.get(type)?.hosting?.restartRemembered(id, p) ?? false,
+        })
+      : undefined;
+  }
+
+  /** The partition keeper that drives this region (it is started after the region). */
+  listen(listener: RegionListener): void {
+    this.listener = listener;
+  }
+
+  // ---- registration and views -------------------------------------------------------------
+
+  addType(type: EntityType, hosts: boolean): void {
+    const activations = { next: () => ++this.activationSeq };
+    const remembered = this.remembered;
+    const context = {
+      tableVersion: () => this.table?.version ?? 0,
+      watcher: this.watcher,
+      ...(remembered ? { remember: (c: RememberChange) => remembered.changed(c) } : {}),
+    };
+    const hosting = hosts
+      ? new EntityHosting(this.system, type, context, this.metrics, activations)
+      : undefined;
+    this.types.set(type.name, { type, hosting });
+    this.metrics.active(type.name, 0);
+  }
+
+  typeOf(name: string): EntityType | undefined {
+    return this.types.get(name)?.type;
+  }
+
+  /** Per registered type: whether this node hosts it, and entities per partition held here. */
+  view(): { type: EntityType; hosts: boolean; counts: Map<number, number> }[] {
+    return [...this.types.values()].map(({ type, hosting }) => ({
+      type,
+      hosts: hosting !== undefined,
+      counts: hosting?.countsByPartition() ?? new Map(),
+    }));
+  }
+
+  activePartitions(): number[] {
+    return [...this.active].sort((a, b) => a - b);
+  }
+
+  /** Partitions with messages held here (moving, or waiting for an activation), ascending. */
+  bufferedPartitions(): number[] {
+    return this.buffers.partitions().sort((a, b) => a - b);
+  }
+
+  /** Partitions whose hand-off is under way here (drain begun, cargo not yet taken). */
+  drainingPartitions(): number[] {
+    return [...this.draining.keys()].sort((a, b) => a - b);
+  }
+
+  tableVersion(): number {
+    return this.table?.version ?? 0;
+  }
+
+  /** Messages held here now (every partition). */
+  bufferedCount(): number {
+    return this.buffers.size;
+  }
+
+  /** Whether the entity runs on this node now (tests and tools). */
+  isRunning(entityType: string, entityId: string): boolean {
+    return this.types.get(entityType)?.hosting?.has(entityId) ?? false;
+  }
+
+  /** Entities of `entityType` running here (tests and tools). */
+  activeCount(entityType: string): number {
+    return this.types.get(entityType)?.hosting?.size ?? 0;
+  }
+
+  // ---- the message path -------------------------------------------------------------------
+
+  /**
+   * Validates and routes a message from this node's app. Returns the refusal reason (the
+   * caller turns it into a typed error) or undefined once the message is on its way.
+   */
+  send(
+    entityType: string,
+    entityId: string,
+    payload: Message,
+    sender: ActorRef | undefined,
+  ): RefusalReason | undefined {
+    const refusal = this.refusalOf(entityType, entityId, payload);
+    if (refusal) return refusal;
+    const partition = partitionOf(entityId, this.options.partitionCount);
+    this.route({ entityType, entityId, partition, payload, sender, hops: 0 });
+    return undefined;
+  }
+
+  private refusalOf(entityType: string, entityId: unknown, payload: Message): RefusalReason | undefined {
+    const registered = this.types.get(entityType);
+    if (!registered) return 'unknown-entity-type';
+    if (entityIdProblem(entityId) !== undefined) return 'invalid-entity-id';
+    const allowed = registered.type.messages;
+    if (allowed && !allowed.has(payload.type)) return 'unregistered-message';
+    return undefined;
+  }
+
+  /** Local delivery, holding, or an envelope to the owner: decided per message from local state only. */
+  private route(m: RoutedMessage): void {
+    const p = m.partition;
+    if (this.active.has(p)) {
+      this.deliver(m);
+      return;
+    }
+    const draining = this.draining.get(p);
+    if (draining) {
+      draining.forwarded.push(m);
+      return;
+    }
+    const owner = this.table?.owners[p];
+    if (this.holding.has(p) || this.suspended.has(p) || !owner || owner === this.options.selfKey) {
+      this.hold(m);
+      return;
+    }
+    this.sendTo(owner, m);
+  }
+
+  private hold(m: RoutedMessage): void {
+    this.buffers.push(m);
+    this.metrics.buffered(this.buffers.size);
+  }
+
+  private sendTo(ownerKey: string, m: RoutedMessage): void {
+    const envelope: EntityEnvelope = {
+      type: 'sharding.envelope',
+      entityType: m.entityType,
+      entityId: m.entityId,
+      partition: m.partition,
+      version: this.table?.version ?? 0,
+      hops: m.hops,
+      payload: m.payload,
+      ...(m.sender ? { sender: m.sender } : {}),
+    };
+    this.regionOf(ownerKey).send(envelope, this.inbox);
+  }
+
+  private regionOf(memberKey: string): ActorRef {
+    let ref = this.regionRefs.get(memberKey);
+    if (!ref)
+      this.regionRefs.set(memberKey, (ref = this.system.remoteRef(nodeOfKey(memberKey), REGION_PATH)));
+    return ref;
+  }
+
+  private deliver(m: RoutedMessage): void {
+    const hosting = this.types.get(m.entityType)?.hosting;
+    if (!hosting) {
+      // an owner without the type's role: the roles of the type and of the partitions disagree
+      this.refuse(m, 'no-host', 'this node owns the partition but does not host the type (role)');
+      return;
+    }
+    hosting.deliver(m.entityId, m.partition, m.payload, m.sender);
+  }
+
+  private onInbox(message: Message, sender: string | undefined): void {
+    if (this.closed) return;
+    if (message.type !== 'sharding.envelope') {
+      this.listener?.received(message);
+      return;
+    }
+    const e = message as unknown as EntityEnvelope;
+    // a payload type the app registered with a schema is rebuilt from it, as any message is
+    const parsed = this.system.messageTypes.has(e.payload.type)
+      ? this.system.messageTypes.parse(e.payload, undefined)
+      : ({ ok: true, message: e.payload } as const);
+    const m: RoutedMessage = {
+      entityType: e.entityType,
+      entityId: e.entityId,
+      partition: e.partition,
+      payload: parsed.ok ? parsed.message : e.payload,
+      sender: e.sender,
+      hops: e.hops,
+    };
+    if (!parsed.ok) {
+      this.refuse(m, 'invalid-message', parsed.detail);
+      return;
+    }
+    const refusal = this.refusalOf(e.entityType, e.entityId, e.payload);
+    if (refusal) {
+      this.refuse(m, refusal, `from ${sender ?? 'unknown'}`);
+      return;
+    }
+    if (partitionOf(e.entityId, this.options.partitionCount) !== e.partition) {
+      this.refuse(m, 'wrong-partition', `partition ${e.partition} is not the id's`);
+      return;
+    }
+    const p = e.partition;
+    if (this.active.has(p) || this.draining.has(p) || this.suspended.has(p)) {
+      this.route(m);
+      return;
+    }
+    const owner = this.table?.owners[p];
+    // ours, or the sender knows a newer table than ours: held until activation or our next table
+    if (!owner || owner === this.options.selfKey || e.version > (this.table?.version ?? 0)) {
+      this.hold(m);
+      return;
+    }
+    if (e.hops >= MAX_HOPS) {
+      this.refuse(m, 'hop-limit', `forwarded ${e.hops} times`);
+      return;
+    }
+    this.sendTo(owner, { ...m, hops: e.hops + 1 });
+  }
+
+  // ---- the table --------------------------------------------------------------------------
+
+  /**
+   * A newer table: routing follows it from now on. Messages held only because no owner was
+   * known (no table yet, or unassigned) go to their owner in the new table; what this node held
+   * as the owner is the keeper's to move (`reroute`, `drain`).
+   */
+  adoptTable(table: RoutingTable): void {
+    if (this.table && table.version <= this.table.version) return;
+    const previous = this.table;
+    this.table = table;
+    // members gone from the table drop out of the cache
+    this.regionRefs = new Map();
+    for (const p of this.buffers.partitions()) {
+      const owner = table.owners[p];
+      const before = previous?.owners[p];
+      if (this.holding.has(p) || this.suspended.has(p) || before) continue;
+      if (!owner || owner === this.options.selfKey) continue;
+      for (const m of this.buffers.take(p)) this.sendTo(owner, m);
+    }
+    this.metrics.buffered(this.buffers.size);
+  }
+
+  // ---- what the partition keeper tells the region (KeeperHost) ----------------------------
+
+  /**
+   * Partition `p` is active here: entities handed over start from their snapshots, the messages
+   * the former owner kept come first, then what this node held, each in arrival order.
+   */
+  activate(partition: number, version: number, cargo: HandOffCargo): void {
+    if (this.closed || this.active.has(partition)) return;
+    this.active.add(partition);
+    this.partitionActivations.set(partition, ++this.partitionActivationSeq);
+    this.holding.delete(partition);
+    this.suspended.delete(partition);
+    for (const s of [...this.takeLapsed(partition), ...cargo.snapshots]) {
+      const hosting = this.types.get(s.entityType)?.hosting;
+      if (hosting && partitionOf(s.entityId, this.options.partitionCount) === partition)
+        hosting.restore(s.entityId, partition, s.snapshot);
+    }
+    for (const m of cargo.forwarded) this.route(m);
+    for (const m of this.buffers.take(partition)) this.route(m);
+    this.metrics.buffered(this.buffers.size);
+    // what was remembered restarts behind what came with the partition, paced
+    const remembering = [...this.types.values()].filter((t) => t.type.remember && t.hosting);
+    if (this.remembered && remembering.length > 0)
+      this.remembered.partitionActivated(
+        remembering.map((t) => t.type.name),
+        partition,
+        this.partitionActivationSeq,
+      );
+    // the keeper logs the partition's activation; this line says what came with it
+    this.system.logger.debug(
+      {
+        event: 'sharding.cargo-restored',
+        partition,
+        version,
+        snapshots: cargo.snapshots.length,
+        forwarded: cargo.forwarded.length,
+      },
+      `partition ${partition}: ${cargo.snapshots.length} entities restored, ${cargo.forwarded.length} messages forwarded first`,
+    );
+  }
+
+  /**
+   * Stops taking messages for `p` (later ones are kept, in order, for the cargo), lets its
+   * entities finish what they accepted, stops them (snapshots with `handOverSnapshot`), then
+   * tells the keeper `regionDrained`.
+   */
+  drain(partition: number): void {
+    if (this.closed || this.draining.has(partition)) return;
+    this.active.delete(partition);
+    this.suspended.delete(partition);
+    // what was held for p here (owner, not active) goes first in the cargo
+    const draining: Draining = {
+      forwarded: this.buffers.take(partition),
+      startedAt: this.system.clock.now(),
+      timer: undefined,
+      snapshots: undefined,
+    };
+    this.metrics.buffered(this.buffers.size);
+    this.draining.set(partition, draining);
+    this.finishDrain(partition, draining);
+  }
+
+  private finishDrain(partition: number, draining: Draining): void {
+    draining.timer = undefined;
+    if (this.draining.get(partition) !== draining) return;
+    const hostings = this.hostings();
+    if (!hostings.every((h) => h.settled(partition))) {
+      draining.timer = this.system.clock.setTimeout(
+        () => this.finishDrain(partition, draining),
+        DRAIN_POLL_MS,
+      );
+      return;
+    }
+    draining.snapshots = [
+      ...this.takeLapsed(partition),
+      ...hostings.flatMap((h) => h.stopPartition(partition, 'hand-off')),
+    ];
+    this.metrics.handOff((this.system.clock.now() - draining.startedAt) / 1000);
+    this.listener?.regionDrained(partition);
+  }
+
+  /** The drained partition leaves: its snapshots and every message kept since the drain began. */
+  takeCargo(partition: number): HandOffCargo {
+    const draining = this.draining.get(partition);
+    if (!draining) return { snapshots: this.takeLapsed(partition), forwarded: [] };
+    if (draining.timer !== undefined) this.system.clock.clearTimeout(draining.timer);
+    this.draining.delete(partition);
+    const cargo = { snapshots: draining.snapshots ?? [], forwarded: draining.forwarded };
+    // the keeper logs the hand-off; this line says what goes with it
+    this.system.logger.debug(
+      {
+        event: 'sharding.cargo-taken',
+        partition,
+        version: this.tableVersion(),
+        snapshots: cargo.snapshots.length,
+        forwarded: cargo.forwarded.length,
+      },
+      `partition ${partition}: ${cargo.snapshots.length} snapshots and ${cargo.forwarded.length} messages go with it`,
+    );
+    return cargo;
+  }
+
+  /**
+   * Stops `p`'s entities at once, no hand-off, no snapshot. The token stays here: what a drain
+   * kept and what arrives from now on is held, in order, until `activate`, `drain` or `reroute`.
+   */
+  deactivate(partition: number, reason: DeactivationReason): void {
+    const wasActive = this.active.delete(partition);
+    const draining = this.draining.get(partition);
+    // a lapse keeps the partition's state with its token; a void token or a stopping node does not
+    const keep = reason === 'lease-lost';
+    const kept = keep ? this.takeLapsed(partition) : [];
+    if (!keep) this.lapsed.delete(partition);
+    if (draining) {
+      if (draining.timer !== undefined) this.system.clock.clearTimeout(draining.timer);
+      this.draining.delete(partition);
+      // held before what the buffer may already have: they arrived earlier
+      const later = this.buffers.take(partition);
+      for (const m of [...draining.forwarded, ...later]) this.buffers.push(m);
+      this.metrics.buffered(this.buffers.size);
+      // a drain that finished took its entities' snapshots already
+      if (keep) kept.push(...(draining.snapshots ?? []));
+    }
+    if (!wasActive && !draining) {
+      if (kept.length > 0) this.lapsed.set(partition, kept);
+      return;
+    }
+    this.suspended.add(partition);
+    const passivation = reason === 'stopped' ? 'stopped' : 'lease-lost';
+    for (const h of this.hostings()) kept.push(...h.stopPartition(partition, passivation));
+    if (kept.length > 0) this.lapsed.set(partition, kept);
+    this.system.logger.warn(
+      { event: 'sharding.deactivated', partition, reason, version: this.tableVersion(), kept: kept.length },
+      `partition ${partition} stopped here without hand-off (${reason})`,
+    );
+  }
+
+  /** Every partition active or draining here stops at once (this node may no longer run any). */
+  deactivateAll(reason: DeactivationReason): void {
+    for (const p of new Set([...this.active, ...this.draining.keys()])) this.deactivate(p, reason);
+  }
+
+  /** This incarnation was fenced: it never resumes a partition, so what lapses kept is dropped. */
+  forgetLapsed(): void {
+    this.lapsed.clear();
+  }
+
+  /** What a lapse kept of `partition` (see `lapsed`), forgotten here: it goes where the caller puts it. */
+  private takeLapsed(partition: number): EntitySnapshot[] {
+    const kept = this.lapsed.get(partition) ?? [];
+    this.lapsed.delete(partition);
+    return kept;
+  }
+
+  /** Held here as p's owner, which this node no longer is (no token): to the newest table's owner. */
+  reroute(partition: number): void {
+    this.suspended.delete(partition);
+    const held = this.buffers.take(partition);
+    this.metrics.buffered(this.buffers.size);
+    for (const m of held) this.route(m);
+  }
+
+  /** This node's own sends for `p` are held (it moves) until `flush`. */
+  startBuffering(partition: number): void {
+    this.holding.add(partition);
+  }
+
+  /** `p` is active at `owner`: what this node held for it goes there, in order. */
+  flush(partition: number, owner: string): void {
+    this.holding.delete(partition);
+    const held = this.buffers.take(partition);
+    this.metrics.buffered(this.buffers.size);
+    if (owner === this.options.selfKey) {
+      for (const m of held) this.route(m);
+      return;
+    }
+    for (const m of held) this.sendTo(owner, m);
+  }
+
+  /** The marker goes the way envelopes go (same lane, same actor), so it arrives behind them. */
+  sendMarker(to: string, marker: DrainMarkerPayload): void {
+    this.regionOf(to).send({ type: 'sharding.drain-marker', ...marker }, this.inbox);
+  }
+
+  private hostings(): EntityHosting[] {
+    return [...this.types.values()].flatMap((t) => (t.hosting ? [t.hosting] : []));
+  }
+
+  close(): void {
+    this.closed = true;
+    this.remembered?.close();
+    for (const [, d] of this.draining) if (d.timer !== undefined) this.system.clock.clearTimeout(d.timer);
+    this.draining.clear();
+    this.active.clear();
+    this.lapsed.clear();
+    for (const { hosting } of this.types.values()) hosting?.close();
+    this.system.removeFunctionRef(this.inbox);
+    this.system.removeFunctionRef(this.watcher);
+  }
+
+  // ---- refusals -----------------------------------------------------------------------------
+
+  private onTerminated(message: Message): void {
+    if (message.type !== 'doyen.terminated') return;
+    const ref = (message as unknown as { ref: ActorRef }).ref;
+    for (const { hosting } of this.types.values()) hosting?.terminated(ref);
+  }
+
+  private refuse(m: RoutedMessage, reason: RefusalReason, detail: string): void {
+    this.metrics.dropped(m.entityType, reason);
+    this.refusedLog.warn(
+      `refused:${reason}`,
+      {
+        event: 'sharding.refused',
+        reason,
+        entityType: String(m.entityType).slice(0, 64),
+        entityId: String(m.entityId).slice(0, 64),
+        messageType: String(m.payload.type).slice(0, 100),
+        detail,
+      },
+      `message for entity ${String(m.entityType).slice(0, 64)}/${String(m.entityId).slice(0, 64)} refused: ${reason}`,
+    );
+    this.system.deadLetter(this.inbox.id, m.payload, m.sender?.id, 'sharding-refused');
+  }
+
+  private dropped(m: RoutedMessage, deadLetter: DeadLetterReason, reason: string): void {
+    this.metrics.dropped(m.entityType, reason);
+    this.system.deadLetter(this.inbox.id, m.payload, m.sender?.id, deadLetter);
+  }
+}
