@@ -8,7 +8,7 @@ COPY . .
 RUN npx -y pnpm@10.34.9 install --frozen-lockfile \
  && npx tsc -b tsconfig.build.json && node packages/doyen/scripts/bundle-cli.mjs \
  && mkdir /packs \
- && for p in core wire cluster lease election singleton partitions doyen; do \
+ && for p in core wire cluster lease election singleton partitions sharding doyen; do \
       (cd packages/$p && npx -y pnpm@10.34.9 pack --pack-destination /packs); \
     done
 

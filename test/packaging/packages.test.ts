@@ -129,6 +129,10 @@ describe('npm pack contents', () => {
       expect(manifest.name).toBe(source.name);
       for (const f of ['package.json', 'LICENSE', 'dist/index.js', 'dist/index.d.ts', 'dist/index.js.map'])
         expect(files, f).toContain(f);
+      // the cluster console's page ships with the CLI (GET /console serves it from the package)
+      if (manifest.name === 'doyen')
+        for (const f of ['console/index.html', 'console/console.js', 'console/console.css'])
+          expect(files, f).toContain(f);
       // every export target is in the tarball
       for (const target of Object.values(manifest.exports as Record<string, unknown>)) {
         const paths = typeof target === 'string' ? [target] : Object.values(target as Record<string, string>);
@@ -137,7 +141,7 @@ describe('npm pack contents', () => {
       }
       for (const f of files) {
         expect(f, `${manifest.name}: unexpected file`).toMatch(
-          /^(dist\/|src\/|LICENSE$|package\.json$|config\.schema\.json$)/,
+          /^(dist\/|src\/|console\/|LICENSE$|package\.json$|config\.schema\.json$)/,
         );
         expect(f).not.toMatch(/tsbuildinfo|\.test\.|__tests__/);
       }

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Receptionist } from '../../packages/cluster/src/index.js';
 import type { Authority, MessageTypes } from '../../packages/core/src/index.js';
+import { registerConsoleMessages } from '../../packages/doyen/src/console/console-messages.js';
 import { definitionOf, ELECTION_ALGORITHMS } from '../../packages/election/src/index.js';
 import { PartitionService } from '../../packages/partitions/src/index.js';
+import { registerKeeperMessages } from '../../packages/sharding/src/partition-keeper/keeper-messages.js';
 import { ClusterSingletons } from '../../packages/singleton/src/index.js';
 import { type ClusterNode, freePorts, startClusterNode } from '../support/cluster-nodes.js';
 
@@ -41,12 +43,28 @@ const EXPECTED: Record<string, Authority> = {
   'host-lease.request': 'member',
   'host-lease.reply': 'member',
   'host-lease.release': 'member',
+  'host-lease.batch': 'member',
+  'host-lease.answers': 'member',
   'partitions.table': 'member',
   'partitions.ack': 'anyone',
+  'partitions.retire': 'member',
   'receptionist.listing': 'member',
+  'console.subscribe': 'member',
+  'console.update': 'member',
+  // the partition keeper: each speaks only for its sender (checked against the connection)
+  'sharding.token-query': 'member',
+  'sharding.token-answer': 'member',
+  'sharding.hand-off': 'member',
+  'sharding.drain-marker': 'member',
+  'sharding.active': 'member',
+  'sharding.hand-off-part': 'member',
+  'sharding.hand-off-probe': 'member',
+  'sharding.hand-off-receipt': 'member',
+  'sharding.marker-request': 'member',
 };
 
-const PROTOCOL = /^(doyen|membership|heartbeat|sbc|singleton|host-lease|partitions|election|receptionist)\./;
+const PROTOCOL =
+  /^(doyen|membership|heartbeat|sbc|singleton|host-lease|partitions|election|receptionist|console|sharding)\./;
 
 describe('every protocol message type declares an authority', () => {
   let node: ClusterNode;
@@ -58,6 +76,8 @@ describe('every protocol message type declares an authority', () => {
     new ClusterSingletons(system, node.cluster);
     new PartitionService(system, node.cluster, 16);
     Receptionist.start(system, node.cluster);
+    registerConsoleMessages(system.messageTypes);
+    registerKeeperMessages(system.messageTypes);
     for (const algorithm of ELECTION_ALGORITHMS)
       definitionOf(algorithm).registerMessages(system.messageTypes);
     types = system.messageTypes;

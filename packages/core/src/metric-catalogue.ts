@@ -172,7 +172,7 @@ export const DOYEN_METRICS: readonly MetricDefinition[] = [
   },
   {
     name: 'doyen_singleton_lease_changes_total',
-    help: 'Host leases acquired, lost (no majority renewed in time) and released, per scope; requests for scopes beyond the voter cap refused',
+    help: 'Host leases acquired, lost (no majority renewed in time) and released, per scope (owner scopes as scope "owner"); requests for scopes beyond the voter cap refused; owner fences completed, voter tombstones, this node fenced, fences refused',
     kind: 'counter',
     labelNames: ['scope', 'change'],
   },
@@ -224,6 +224,74 @@ export const DOYEN_METRICS: readonly MetricDefinition[] = [
     kind: 'gauge',
     labelNames: ['lease'],
   },
+  // sharding
+  {
+    name: 'doyen_sharding_active_entities',
+    help: 'Entities running on this node, per entity type',
+    kind: 'gauge',
+    labelNames: ['type'],
+  },
+  {
+    name: 'doyen_sharding_activations_total',
+    help: 'Entities started on this node, per entity type',
+    kind: 'counter',
+    labelNames: ['type'],
+  },
+  {
+    name: 'doyen_sharding_passivations_total',
+    help: 'Entities stopped on this node, per entity type and reason (idle, cap, hand-off, lease-lost, stopped)',
+    kind: 'counter',
+    labelNames: ['type', 'reason'],
+  },
+  {
+    name: 'doyen_sharding_handoff_duration_seconds',
+    help: 'From the start of a partition drain on this node to its entities stopped and its hand-off ready',
+    kind: 'histogram',
+  },
+  {
+    name: 'doyen_sharding_buffered_messages',
+    help: 'Messages held on this node for partitions not active anywhere it knows',
+    kind: 'gauge',
+  },
+  {
+    name: 'doyen_sharding_dropped_messages_total',
+    help: 'Messages for entities dropped on this node, per entity type and reason',
+    kind: 'counter',
+    labelNames: ['type', 'reason'],
+  },
+  {
+    name: 'doyen_sharding_remembered_restarts_total',
+    help: 'Remembered entities restarted on this node after their partition became active here, per entity type',
+    kind: 'counter',
+    labelNames: ['type'],
+  },
+  {
+    name: 'doyen_sharding_remember_store_failures_total',
+    help: 'Failed calls to the remember-entities store on this node (retried with backoff), per operation (write, list)',
+    kind: 'counter',
+    labelNames: ['operation'],
+    zeros: [{ operation: 'write' }, { operation: 'list' }],
+  },
+  {
+    name: 'doyen_sharding_remember_pending_writes',
+    help: 'Remember-entities changes (id added or removed) on this node not yet written to the store',
+    kind: 'gauge',
+  },
+  {
+    name: 'doyen_sharding_keeper_events_total',
+    help: 'Partition keeper events on this node: tokens created, void or duplicate, hand-offs, activations, own lease lost, refused input',
+    kind: 'counter',
+    labelNames: ['event'],
+    zeros: [
+      'token-created',
+      'token-void',
+      'token-duplicate',
+      'handed-off',
+      'activated',
+      'lease-lost',
+      'refused',
+    ].map((event) => ({ event })),
+  },
   // management (doyen)
   { name: 'doyen_cluster_members', help: 'Members in this node view', kind: 'gauge' },
   { name: 'doyen_cluster_unreachable', help: 'Unreachable members', kind: 'gauge' },
@@ -241,4 +309,19 @@ export const DOYEN_METRICS: readonly MetricDefinition[] = [
     kind: 'counter',
     labelNames: ['reason'],
   },
+  // the cluster console (doyen)
+  {
+    name: 'doyen_console_updates_refused_total',
+    help: 'Console updates from members dropped',
+    kind: 'counter',
+    labelNames: ['reason'],
+  },
+  {
+    name: 'doyen_console_viewers_closed_total',
+    help: 'Console viewers closed by the server',
+    kind: 'counter',
+    labelNames: ['reason'],
+    zeros: [{ reason: 'slow' }, { reason: 'replaced' }],
+  },
+  { name: 'doyen_console_history_bytes', help: 'Bytes of console history kept', kind: 'gauge' },
 ];

@@ -8,6 +8,7 @@ import { compileCacheReport } from './compile-cache.js';
 import { assembleNodeConfig, takeSecretsFromEnvironment } from './config-assembly.js';
 // config-file.js (TypeBox, yaml: ~150 ms to load) is imported only when a file is given
 import type { ConfigFileReading } from './config-file.js';
+import { CONSOLE_USAGE, runConsoleCommand } from './console/console-standalone.js';
 import { INSPECTOR_USAGE, runInspectorServerCommand } from './inspector/server-cli.js';
 import type { NodeConfig } from './node-config.js';
 import { createNodeLogger } from './node-logger.js';
@@ -21,6 +22,7 @@ const USAGE = `usage: doyen node --cluster NAME --host H --port P (--seeds H1:P1
                   (DOYEN_SECRET=S in the environment | --secret-file F
                    | --tls-ca F --tls-cert F --tls-key F | --insecure) [options]
        doyen inspector [--port 8080] [--host 127.0.0.1] [--allowed-origins https://a,...] [--open]
+       doyen console --node http://HOST:PORT [--port 8090] [--host 127.0.0.1]
        doyen config-schema        (prints the JSON Schema of --config files)
        doyen --help | --version (-v, version)
 
@@ -42,7 +44,9 @@ a node downed by the split-brain resolver restarts as a new incarnation, or with
 --coordinator quorum runs singletons on the generation-clock leader while it holds a majority
 (votes kept in --vote-file); --coordinator etcd on the holder of an etcd key (--etcd URLs).
 --inspect sends every machine to Stately's inspector through the server \`doyen inspector\` runs;
-with --http-port, GET /inspector serves a local live state chart page.
+with --http-port, GET /inspector serves a local live state chart page, and GET /console the
+cluster console (every member's view, gathered over the wire; \`doyen console\` serves it for a
+remote node).
 --app (DOYEN_APP) imports an ES module and runs its \`setup(node, incarnation)\` for every
 incarnation of the node (register message types, spawn actors, singletons there); its optional
 \`config\` export holds defaults, below the --config file. Apps that start the node themselves
@@ -93,6 +97,14 @@ export async function main(argv: string[]): Promise<void> {
         server.stop();
         process.exit(ExitCode.ok);
       });
+    return;
+  }
+  if (command === 'console') {
+    if (rest.includes('--help') || rest.includes('-h')) say(CONSOLE_USAGE);
+    const standalone = await runConsoleCommand(rest);
+    if ('error' in standalone) fail(standalone.error);
+    for (const signal of ['SIGINT', 'SIGTERM'] as const)
+      process.once(signal, () => void standalone.stop().then(() => process.exit(ExitCode.ok)));
     return;
   }
   if (command === undefined) fail(USAGE);

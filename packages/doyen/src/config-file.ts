@@ -153,6 +153,7 @@ const fileFields = {
   lease: endpoints(),
   insecure: bool(),
   faultInjection: bool(),
+  console: object({ enabled: bool(), historyMs: num(), historyBytes: num() }),
   inspect: either(bool(), object({ url: str() })),
   shutdown: object({
     phaseTimeoutsMs: object(Object.fromEntries(SHUTDOWN_PHASES.map((phase) => [phase, num()]))),

@@ -2,6 +2,7 @@ import type { Cluster, ClusterEvent } from '@doyen/cluster';
 import type { ActorRef, ActorSystem, Logger, Message } from '@doyen/core';
 import type { ElectedCoordinator } from '@doyen/election';
 import type { PartitionService } from '@doyen/partitions';
+import type { Sharding } from '@doyen/sharding';
 import type { ClusterSingletons } from '@doyen/singleton';
 import type { WsTransport } from '@doyen/wire';
 import type { CoordinatedShutdown } from './coordinated-shutdown.js';
@@ -37,6 +38,11 @@ export interface DoyenNode {
   subscribe(listener: (event: ClusterEvent) => void): () => void;
   /** The partition table and key routing (undefined with `partitions: { count: 0 }`). */
   readonly partitions: PartitionService | undefined;
+  /**
+   * Sharded entities (undefined with `partitions: { count: 0 }`): `register` a type in `setup`
+   * (on every node, so it comes back with each incarnation), then `ref(id).send` / `.ask`.
+   */
+  readonly sharding: Sharding | undefined;
   /** The elected coordinator with `coordinator: 'quorum' | 'etcd'` (undefined: the oldest coordinates). */
   readonly coordinator: ElectedCoordinator | undefined;
   readonly http: ManagementServer | undefined;

@@ -11,6 +11,14 @@ export {
 // The batteries-included entry also re-exports what users of a node touch most.
 export * from '@doyen/core';
 export { PartitionService, partitionOf } from '@doyen/partitions';
+export {
+  type EntityInput,
+  EntityRef,
+  type EntityTypeOptions,
+  type ShardedEntities,
+  Sharding,
+  type ShardRegionsView,
+} from '@doyen/sharding';
 export { ClusterSingletons, type SingletonOptions } from '@doyen/singleton';
 export {
   type BootstrapDecision,

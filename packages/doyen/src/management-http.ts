@@ -21,6 +21,7 @@ import {
 } from './management-guard.js';
 import type { ManagedNode, Route, UpgradeRoute } from './management-route.js';
 import { EVENT_STREAM_PATHS, membersRoute } from './members-routes.js';
+import { shardsRoute } from './shards-route.js';
 
 /** Where management listens unless told otherwise: only local clients reach it. */
 export const DEFAULT_HTTP_HOST = '127.0.0.1';
@@ -171,6 +172,7 @@ export class ManagementServer {
   static async start(options: ManagementServerOptions): Promise<ManagementServer> {
     let self: ManagementServer | undefined;
     const members = membersRoute(options.node, options.onLeave);
+    const shards = shardsRoute(options.node);
     const listener = (request: IncomingMessage, response: ServerResponse) => {
       void handle(request, response).catch((error: unknown) => {
         if (!options.node.bootstrapping)
@@ -214,6 +216,7 @@ export class ManagementServer {
       }
       for (const route of self?.routes ?? []) if (await route(request, response, url)) return;
       if (await members(request, response, url)) return;
+      if (await shards(request, response, url)) return;
       if (path === '/cluster' && method === 'GET')
         return json(response, 200, clusterView(cluster, options.node.coordinator));
       if (path === '/health/alive' && method === 'GET') return json(response, 200, { alive: true });

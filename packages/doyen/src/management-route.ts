@@ -4,6 +4,7 @@ import type { Cluster } from '@doyen/cluster';
 import type { ActorSystem } from '@doyen/core';
 import type { ElectedCoordinator } from '@doyen/election';
 import type { PartitionService } from '@doyen/partitions';
+import type { ShardRegionsView } from '@doyen/sharding';
 import type { ClusterSingletons } from '@doyen/singleton';
 import type { SeedNodesView } from './bootstrap/seed-nodes.js';
 import type { HealthChecks } from './health-checks.js';
@@ -24,6 +25,8 @@ export interface ManagedNode {
   readonly cluster: Cluster;
   readonly singletons?: ClusterSingletons;
   readonly partitions?: PartitionService | undefined;
+  /** Sharded entities (`GET /cluster/shards`); absent with partitions off. */
+  readonly sharding?: { shards(): ShardRegionsView } | undefined;
   readonly coordinator?: ElectedCoordinator | undefined;
   /**
    * True while the node is still looking for its cluster (discovery): it has no actor system or

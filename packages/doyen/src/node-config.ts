@@ -1,6 +1,7 @@
 import type { ClusterConfig } from '@doyen/cluster';
 import { InvalidConfigError, type NodeAddress, parseNodeAddress } from '@doyen/core';
 import { COORDINATOR_MODES, type CoordinatorMode, type ElectionTiming } from '@doyen/election';
+import type { RememberOptions } from '@doyen/sharding';
 import { checkHostLeaseSettings, type HostLeaseSettings } from '@doyen/singleton';
 import type { WireConfig } from '@doyen/wire';
 import { type ConfigProblem, ConfigProblemsError } from './config-problems.js';
@@ -72,6 +73,12 @@ export interface NodeConfig {
   /** The fixed-partition allocator singleton: `count` 0 turns it off (default 271 partitions). */
   readonly partitions?: { readonly count?: number; readonly backupCount?: number; readonly role?: string };
   /**
+   * Sharded entities: `remember` is the store where types registered with `remember: true` keep
+   * their active ids (a `MemoryRememberStore` in one process, an `EtcdRememberStore` across
+   * processes) and how fast a partition's new owner restarts them (`restartsPerSecond`, default 100).
+   */
+  readonly sharding?: { readonly remember?: RememberOptions };
+  /**
    * Who coordinates (runs the singletons, the partition allocator among them): `emergent`, the
    * oldest member (default, availability first); `quorum`, the generation-clock leader, acting
    * only while a majority acknowledges it; `etcd`, only the holder of an etcd key's lease.
@@ -93,6 +100,16 @@ export interface NodeConfig {
       readonly timeoutMs?: number;
     };
     readonly timing?: Partial<ElectionTiming>;
+  };
+  /**
+   * The cluster console at `GET /console` of the management endpoint (on unless `enabled` is
+   * false): the serving node keeps what it gathered for `historyMs` (default 10 min) and at most
+   * `historyBytes` (default 16 MiB) of JSON.
+   */
+  readonly console?: {
+    readonly enabled?: boolean;
+    readonly historyMs?: number;
+    readonly historyBytes?: number;
   };
   /** Mount POST /fault/blackhole, /fault/heal and /fault/stall (tests and demos only; never in production). */
   readonly faultInjection?: boolean;
@@ -178,6 +195,11 @@ export function nodeConfigProblems(c: NodeConfig): ConfigProblem[] {
     } catch (error) {
       add('hostLease', (error as Error).message);
     }
+  }
+  for (const cap of ['historyMs', 'historyBytes'] as const) {
+    const value = c.console?.[cap];
+    if (value !== undefined && !(typeof value === 'number' && value > 0))
+      add('console', `console.${cap} must be a number above 0, got ${shownValue(value)}`);
   }
   if (c.port === undefined) add('port', 'port is required (--port, DOYEN_PORT; 0: any free port)');
   else if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535)

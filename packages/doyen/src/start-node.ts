@@ -27,12 +27,15 @@ import {
   type VoteStore,
 } from '@doyen/election';
 import { ALLOCATOR_SINGLETON, allocatorLogic, PartitionService } from '@doyen/partitions';
+import { type Sharding, startSharding } from '@doyen/sharding';
 import { ClusterSingletons, LeasedOldestPlacement } from '@doyen/singleton';
 import { WsTransport } from '@doyen/wire';
 import { type ClusterBootstrapOptions, runClusterBootstrap } from './bootstrap/cluster-bootstrap.js';
 import { DnsDiscovery, StaticDiscovery } from './bootstrap/discovery.js';
 import { type SeedNodesView, seedNodesView } from './bootstrap/seed-nodes.js';
 import { warnUnresolvableSeeds } from './bootstrap/seed-resolution.js';
+import { attachConsole } from './console/console-routes.js';
+import { ConsoleService } from './console/console-service.js';
 import { CoordinatedShutdown, leavePhaseTimeoutMs } from './coordinated-shutdown.js';
 import type { DoyenNode, StopReason } from './doyen-node.js';
 import { faultInjectionRoute } from './fault-injection.js';
@@ -44,6 +47,7 @@ import { inspectorUrlOf, loadStatelyInspect, StatelyBridge } from './inspector/s
 import { DEFAULT_HTTP_HOST, ManagementServer } from './management-http.js';
 import { refForPath } from './member-path-ref.js';
 import { createNodeLogger, withNodeField } from './node-logger.js';
+import { retirePartitions } from './retire-partitions.js';
 import { handleShutdownSignals } from './signal-handlers.js';
 
 /** Hazelcast's default partition count. */
@@ -64,6 +68,7 @@ interface Incarnation {
   readonly singletons: ClusterSingletons;
   readonly receptionist: Receptionist;
   readonly partitions: PartitionService | undefined;
+  readonly sharding: Sharding | undefined;
   readonly coordinator: ElectedCoordinator | undefined;
   readonly leaderStore: LeaderStore | undefined;
 }
@@ -86,6 +91,8 @@ class NodeRunner implements DoyenNode {
   readonly closed = new Promise<StopReason>((resolve) => (this.finish = resolve));
   http: ManagementServer | undefined;
   localInspector: LocalInspector | undefined;
+  /** The cluster console (`GET /console`), with the management endpoint unless `console.enabled` is false. */
+  console: ConsoleService | undefined;
   /** Sends every incarnation's machines to the Stately inspector (`inspect` in the config). */
   readonly stately: StatelyBridge | undefined;
   incarnations = 0;
@@ -146,6 +153,10 @@ class NodeRunner implements DoyenNode {
     return this.current.partitions;
   }
 
+  get sharding(): Sharding | undefined {
+    return this.current.sharding;
+  }
+
   get coordinator(): ElectedCoordinator | undefined {
     return this.current.coordinator;
   }
@@ -169,6 +180,21 @@ class NodeRunner implements DoyenNode {
     const tasks = this.coordinatedShutdown;
     // before the bootstrap decided there is no cluster to leave and nothing to drain
     const started = () => this.current !== undefined;
+    // RETIRE: while still up, this node asks for a table without it and hands its partitions
+    // off (entities, state, held messages) before the leave ends its membership and owner lease
+    tasks.addTask('before-leave', 'doyen.partitions-retired', async () => {
+      if (!started()) return;
+      const incarnation = this.current;
+      await retirePartitions(
+        { system: incarnation.transport.system, ...incarnation },
+        {
+          ...(this.config.partitions?.role !== undefined ? { role: this.config.partitions.role } : {}),
+          // the margin lets the step log before the phase gives up on it
+          timeoutMs: Math.max(0, tasks.timeoutOf('before-leave') - 250),
+          current: () => this.current === incarnation,
+        },
+      );
+    });
     tasks.addTask('leave', 'doyen.leave-cluster', () =>
       started() ? this.current.cluster.leave() : undefined,
     );
@@ -264,7 +290,26 @@ class NodeRunner implements DoyenNode {
         config.partitions?.role !== undefined ? { role: config.partitions.role } : {},
       );
     }
-    this.current = { transport, cluster, singletons, receptionist, partitions, coordinator, leaderStore };
+    // sharded entities run on the partitions: the app registers its types in `setup`
+    const sharding = partitions
+      ? startSharding(transport.system, cluster, partitions, {
+          ...(config.partitions?.role !== undefined ? { partitionRole: config.partitions.role } : {}),
+          ...(config.hostLease ? { hostLease: config.hostLease } : {}),
+          ...(config.sharding?.remember ? { remember: config.sharding.remember } : {}),
+          // a fenced owner may never run an entity again: this incarnation ends as a downed one does
+          onOwnerFenced: () => void this.onDowned(cluster.knownAddresses()),
+        })
+      : undefined;
+    this.current = {
+      transport,
+      cluster,
+      singletons,
+      receptionist,
+      partitions,
+      sharding,
+      coordinator,
+      leaderStore,
+    };
     this.incarnations++;
     // before setup: what the app subscribed to on the node hears this incarnation from its start
     this.clusterEvents.attach(cluster);
@@ -341,6 +386,7 @@ class NodeRunner implements DoyenNode {
       `restarting as a new incarnation (${reason})`,
     );
     try {
+      old.sharding?.stop();
       old.cluster.stop();
       old.receptionist.stop();
       await this.stopCoordinator(old);
@@ -364,10 +410,12 @@ class NodeRunner implements DoyenNode {
     this.stopping ??= (async () => {
       this.stopSignal.abort();
       const current = this.current as Incarnation | undefined;
+      current?.sharding?.stop();
       current?.cluster.stop();
       // a crash (`closed`) does not resign: the lease lapses after its TTL, as a crash would
       if (current) await this.stopCoordinator(current, reason !== 'closed');
       this.localInspector?.close();
+      this.console?.close();
       await this.http?.close();
       // `closed` is what a crash looks like: no grace for queued messages
       await current?.transport.close(reason === 'closed' ? 0 : undefined);
@@ -492,6 +540,18 @@ async function startManagement(
   }
 }
 
+/** The cluster console (its page on the management endpoint), once the node has its first incarnation. */
+function startConsole(node: NodeRunner, config: NodeConfig, logger: Logger): void {
+  // every member answers the serving nodes' subscriptions, with a management endpoint or without
+  if (config.console?.enabled === false) return;
+  const { historyMs, historyBytes } = config.console ?? {};
+  node.console = new ConsoleService(node, logger, {
+    ...(historyMs !== undefined ? { historyMs } : {}),
+    ...(historyBytes !== undefined ? { historyBytes } : {}),
+  });
+  if (node.http) attachConsole(node.http, node.console);
+}
+
 /** The bootstrap of a node with `discovery`: DNS contact points on the management port, Akka's defaults. */
 function bootstrapOptionsOf(config: NodeConfig, node: NodeRunner, logger: Logger): ClusterBootstrapOptions {
   const d = config.discovery!;
@@ -571,6 +631,7 @@ export async function startNode(
       await node.startIncarnation(seeds, true);
       await startManagement(node, config, httpTls, logger);
     }
+    startConsole(node, config, logger);
     if (options.waitUntilUp !== false) await node.cluster.whenUp();
   } catch (error) {
     // nothing bound, a failed bootstrap, or the app's setup threw: close what was started

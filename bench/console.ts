@@ -1,0 +1,412 @@
+// `pnpm bench console [--quick]`: the cluster console's figures (issue 30), against real `doyen node`
+// processes (the bundled CLI: run `pnpm build` first) and Debian's Chromium (DOYEN_CHROMIUM):
+//  1. page weight: raw and gzip (level 9, as a compressing proxy would send it) of the three files;
+//  2. first paint: navigation start → body[data-ready=1] (the first state drawn), and → every
+//     member's own view on the page (no matrix cell `unknown`), at 5 and 50 nodes; the first load
+//     is cold (the serving node starts gathering on that request), the next ones warm;
+//  3. event to screen: the serving node's log time of the event (`member.unreachable` after a
+//     kill -9, `member.leaving` after POST /cluster/leave) → the page's DOM showing it (the
+//     matrix cell red, the member row no longer up), one clock (same machine);
+//  4. the serving node's CPU (% of one core) and RSS: before anyone opened the console, while 5
+//     viewers stream it, and gathering with no viewer left. A viewer is what the page does over
+//     HTTP (GET state and history, then the event stream, read to the end) from its own loopback
+//     address (127.0.0.2–6: the node keeps at most 4 streams per client address), so the
+//     browser's own CPU does not weigh on the node's figures.
+// --quick: 5 nodes only; --nodes=5,20 other sizes. Downing is manual (see the node arguments). Nodes start one per 200 ms (as bench/scale.ts), `--partitions 0`.
+// The last line of stdout is one JSON object; figures sit beside their targets.
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { freePorts } from '../packages/testkit/src/index.js';
+import { allUpAt, type CliNode, killCliNodes, spawnCliNode } from './lib/cli-nodes.js';
+import { median, printResult } from './lib/stats.js';
+
+const CHROMIUM = process.env.DOYEN_CHROMIUM ?? '/usr/bin/chromium';
+const SECRET = 'console-bench-secret-0123456789abcdef';
+const TOKEN = 'console-bench-token-0123456789abcdef';
+// one start per 200 ms as bench/scale.ts; CONSOLE_BENCH_STAGGER_MS for a host too loaded for that
+const STAGGER_MS = Number(process.env.CONSOLE_BENCH_STAGGER_MS ?? 200);
+const LOADS = 4;
+const VIEWERS = 5;
+const SAMPLE_MS = 10_000;
+const TARGETS = { firstPaintMsAt50: 500, eventToScreenMs: 100 };
+const ASSETS = fileURLToPath(new URL('../packages/doyen/console/', import.meta.url));
+
+/** Joins keep trying (50 nodes starting on 2 cores take longer than the default 10 attempts). */
+const CONFIG = join(mkdtempSync(join(tmpdir(), 'doyen-console-bench-')), 'config.json');
+writeFileSync(CONFIG, JSON.stringify({ clusterOptions: { maxJoinAttempts: 1000 } }));
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const round = (x: number | undefined) => (x === undefined ? undefined : Math.round(x));
+
+function pageWeight(): Record<string, { raw: number; gzip: number }> & {
+  total: { raw: number; gzip: number };
+} {
+  const files = ['index.html', 'console.js', 'console.css'];
+  const out: Record<string, { raw: number; gzip: number }> = {};
+  let raw = 0;
+  let gzip = 0;
+  for (const f of files) {
+    const bytes = readFileSync(`${ASSETS}${f}`);
+    const z = gzipSync(bytes, { level: 9 }).length;
+    out[f] = { raw: bytes.length, gzip: z };
+    raw += bytes.length;
+    gzip += z;
+  }
+  return Object.assign(out, { total: { raw, gzip } });
+}
+
+/** CPU time (ms) of a process so far, from /proc (utime + stime, in clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+function rssMb(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+}
+
+async function sample(pid: number, ms = SAMPLE_MS): Promise<{ cpuPct: number; rssMb: number }> {
+  const before = cpuMs(pid);
+  const t0 = Date.now();
+  await sleep(ms);
+  return {
+    cpuPct: +(((cpuMs(pid) - before) / (Date.now() - t0)) * 100).toFixed(2),
+    rssMb: +rssMb(pid).toFixed(1),
+  };
+}
+
+/** GET to the node from `localAddress`, naming the node's own Host (the management Host check). */
+function get(
+  node: CliNode,
+  path: string,
+  localAddress: string,
+  onData: (n: number) => void,
+): { done: Promise<void>; stop: () => void } {
+  let stop = () => {};
+  const done = new Promise<void>((resolve) => {
+    const r = request(
+      {
+        host: '127.0.0.1',
+        port: node.httpPort,
+        path,
+        localAddress,
+        headers: { host: `127.0.0.1:${node.httpPort}` },
+      },
+      (res) => {
+        res.on('data', (c: Buffer) => onData(c.length));
+        res.on('end', resolve);
+        res.on('error', () => resolve());
+      },
+    );
+    r.on('error', () => resolve());
+    r.end();
+    stop = () => {
+      r.destroy();
+      resolve();
+    };
+  });
+  return { done, stop: () => stop() };
+}
+
+/** One viewer as the page is one over HTTP: state and history once, then the stream until stopped. */
+function viewer(node: CliNode, index: number): { bytes: () => number; stop: () => void } {
+  const from = `127.0.0.${2 + index}`;
+  let bytes = 0;
+  const add = (n: number) => {
+    bytes += n;
+  };
+  let stream: { stop: () => void } | undefined;
+  let stopped = false;
+  void (async () => {
+    await Promise.all([
+      get(node, '/console/state', from, add).done,
+      get(node, '/console/history', from, add).done,
+    ]);
+    if (!stopped) stream = get(node, '/console/stream', from, add);
+  })();
+  return {
+    bytes: () => bytes,
+    stop: () => {
+      stopped = true;
+      stream?.stop();
+    },
+  };
+}
+
+/** Marks on the page: when body[data-ready=1] first showed, and when every view did (performance.now()). */
+const PAINT_MARKS = `(() => {
+  const mark = () => {
+    const b = document.body;
+    if (!b) return;
+    if (window.__ready === undefined && b.dataset.ready === '1') window.__ready = performance.now();
+    if (window.__complete === undefined && window.__expect &&
+        document.querySelectorAll('[data-testid=member]').length === window.__expect &&
+        document.querySelectorAll('[data-testid=matrix-cell][data-state=unknown]').length === 0)
+      window.__complete = performance.now();
+  };
+  new MutationObserver(mark).observe(document, { subtree: true, childList: true, attributes: true });
+})();`;
+
+async function load(
+  browser: Browser,
+  url: string,
+  n: number,
+): Promise<{ page: Page; readyMs: number; completeMs: number | null }> {
+  // the marks are evaluated text, which the page's CSP (no unsafe-eval) would refuse
+  const context = await browser.newContext({
+    colorScheme: 'light',
+    viewport: { width: 1280, height: 900 },
+    bypassCSP: true,
+  });
+  await context.addInitScript(`window.__expect = ${n};${PAINT_MARKS}`);
+  const page = await context.newPage();
+  await page.goto(url, { waitUntil: 'load' });
+  await page.waitForFunction('window.__ready !== undefined', undefined, { timeout: 30_000 });
+  // every view on the page: not when some member stays stale (a flapping cluster), then null
+  await page
+    .waitForFunction('window.__complete !== undefined', undefined, { timeout: 15_000 })
+    .catch(() => {});
+  const [readyMs, completeMs] = (await page.evaluate('[window.__ready, window.__complete ?? null]')) as [
+    number,
+    number | null,
+  ];
+  return { page, readyMs, completeMs };
+}
+
+// The page-side code goes as text: tsx names functions (`__name`), which the page lacks.
+
+/** Records Date.now() in the page when `predicate` (an expression on `document`) first holds (checked on every DOM change). */
+async function watch(page: Page, name: string, predicate: string): Promise<void> {
+  await page.evaluate(`(() => {
+    window.__seen = window.__seen || {};
+    const check = () => {
+      if (window.__seen[${JSON.stringify(name)}] === undefined && (${predicate})) window.__seen[${JSON.stringify(name)}] = Date.now();
+    };
+    new MutationObserver(check).observe(document.body, { subtree: true, childList: true, attributes: true });
+    check();
+  })()`);
+}
+
+async function seenAt(page: Page, name: string, timeoutMs = 20_000): Promise<number> {
+  const at = `window.__seen && window.__seen[${JSON.stringify(name)}]`;
+  await page.waitForFunction(`(${at}) !== undefined`, undefined, { timeout: timeoutMs });
+  return (await page.evaluate(at)) as number;
+}
+
+/** The serving node's log time of `event` about `address` (waits for it). */
+async function loggedAt(node: CliNode, event: string, address: string, timeoutMs = 20_000): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const e = node.events().find((x) => x.event === event && x.member?.address === address);
+    if (e) return e.time as number;
+    if (Date.now() > deadline) throw new Error(`${node.address} logged no ${event} for ${address}`);
+    await sleep(20);
+  }
+}
+
+async function runSize(browser: Browser, n: number) {
+  const ports = await freePorts(2 * n);
+  const seeds = ports.slice(0, Math.min(3, n));
+  const nodes: CliNode[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      nodes.push(
+        spawnCliNode(
+          {
+            cluster: 'console-bench',
+            host: '127.0.0.1',
+            port: ports[i]!,
+            httpPort: ports[n + i]!,
+            args: [
+              '--seeds',
+              seeds.map((p) => `127.0.0.1:${p}`).join(','),
+              '--name',
+              `n${i}`,
+              '--partitions',
+              '0',
+              '--on-downed',
+              'exit',
+              // the console's figures, not the resolver's: on a host loaded past the failure
+              // detector's bounds, downing would shrink the cluster being measured
+              '--downing',
+              'manual',
+              '--config',
+              CONFIG,
+            ],
+          },
+          { DOYEN_SECRET: SECRET, DOYEN_HTTP_TOKEN: TOKEN },
+        ),
+      );
+      if (i < n - 1) await sleep(STAGGER_MS);
+    }
+    const deadline = Date.now() + 240_000;
+    while (allUpAt(nodes, n) === undefined) {
+      if (Date.now() > deadline) {
+        const exited = nodes.filter((x) => x.exitStatus() !== undefined).length;
+        const ups = nodes.map((x) => {
+          const up = new Set<string>();
+          for (const e of x.events())
+            if (e.event === 'member.up') up.add(e.member?.address);
+            else if (e.event === 'member.removed' || e.event === 'member.downed')
+              up.delete(e.member?.address);
+          return up.size;
+        });
+        throw new Error(
+          `N=${n}: not all up after 240 s (${exited} exited; members up per node: ${ups.join(' ')})`,
+        );
+      }
+      await sleep(200);
+    }
+    await sleep(3000);
+    const serving = nodes[0]!;
+    const pid = serving.pid!;
+    process.stderr.write(`N=${n}: all up; sampling the serving node before any console request\n`);
+    const untouched = await sample(pid);
+
+    const url = `http://127.0.0.1:${serving.httpPort}/console`;
+    const loads: { readyMs: number; completeMs: number | null }[] = [];
+    let page: Page | undefined;
+    for (let i = 0; i < LOADS; i++) {
+      const l = await load(browser, url, n);
+      loads.push({
+        readyMs: +l.readyMs.toFixed(1),
+        completeMs: l.completeMs === null ? null : +l.completeMs.toFixed(1),
+      });
+      if (i < LOADS - 1) await l.page.context().close();
+      else page = l.page;
+    }
+    // the latency page stays open (a sixth stream, from 127.0.0.1) but idle while the node is sampled
+    await page!.context().close();
+
+    const viewers = Array.from({ length: VIEWERS }, (_, i) => viewer(serving, i));
+    await sleep(2000);
+    const bytesBefore = viewers.map((v) => v.bytes());
+    const watched = await sample(pid);
+    const streamBytesPerViewerPerS = Math.round(
+      median(viewers.map((v, i) => v.bytes() - bytesBefore[i]!)) / (SAMPLE_MS / 1000),
+    );
+    for (const v of viewers) v.stop();
+    await sleep(1000);
+    const gatheringNoViewer = await sample(pid, SAMPLE_MS / 2);
+
+    // event to screen, on a live page
+    const live = await load(browser, url, n);
+    const members = (await serving.getJson<{ members: { address: string; uid: string }[] }>('/cluster'))!
+      .members;
+    const keyOf = (node: CliNode) => {
+      const m = members.find((x) => x.address === node.address)!;
+      return `${m.address}#${m.uid}`;
+    };
+    const killed = nodes[n - 1]!;
+    const leaver = nodes[n - 2]!;
+    const kKey = keyOf(killed);
+    const lKey = keyOf(leaver);
+    await watch(
+      live.page,
+      'kill',
+      `document.querySelector('[data-testid=matrix-cell][data-subject="${kKey}"][data-state=unreachable]') !== null`,
+    );
+    await watch(
+      live.page,
+      'leave',
+      `document.querySelector('[data-testid=member][data-key="${lKey}"]') === null || document.querySelector('[data-testid=member][data-key="${lKey}"][data-status=up]') === null`,
+    );
+    killed.kill9();
+    const killShown = await seenAt(live.page, 'kill');
+    const killLogged = await loggedAt(serving, 'member.unreachable', killed.address);
+    await sleep(1000);
+    await fetch(`http://127.0.0.1:${leaver.httpPort}/cluster/leave`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    const leaveShown = await seenAt(live.page, 'leave');
+    const leaveLogged = await loggedAt(serving, 'member.leaving', leaver.address);
+    await live.page.context().close();
+
+    const cold = loads[0]!;
+    const warm = loads.slice(1);
+    return {
+      nodes: n,
+      firstPaintMs: {
+        coldReady: cold.readyMs,
+        coldAllViews: cold.completeMs,
+        warmReadyMedian: round(median(warm.map((l) => l.readyMs))),
+        warmAllViewsMedian: warm.some((l) => l.completeMs === null)
+          ? null
+          : round(median(warm.map((l) => l.completeMs!))),
+        loads,
+      },
+      eventToScreenMs: { kill: killShown - killLogged, leave: leaveShown - leaveLogged },
+      servingNode: {
+        untouched,
+        fiveViewers: watched,
+        gatheringNoViewer,
+        extraCpuPctWithViewers: +(watched.cpuPct - untouched.cpuPct).toFixed(2),
+        extraRssMbWithViewers: +(watched.rssMb - untouched.rssMb).toFixed(1),
+        streamBytesPerViewerPerS,
+        snapshotBytesPerViewer: Math.round(median(bytesBefore)),
+      },
+    };
+  } finally {
+    await killCliNodes(nodes);
+  }
+}
+
+if (!existsSync(CHROMIUM)) {
+  console.error(`no Chromium at ${CHROMIUM} (install it with bash .ci/chromium.sh, or set DOYEN_CHROMIUM)`);
+  process.exit(2);
+}
+const nodesArg = process.argv.find((a) => a.startsWith('--nodes='));
+const sizes = nodesArg
+  ? nodesArg.slice('--nodes='.length).split(',').map(Number)
+  : process.argv.includes('--quick')
+    ? [5]
+    : [5, 50];
+const weight = pageWeight();
+process.stderr.write(`page weight: ${JSON.stringify(weight)}\n`);
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+});
+const results: Awaited<ReturnType<typeof runSize>>[] = [];
+try {
+  for (const n of sizes) {
+    const r = await runSize(browser, n);
+    process.stderr.write(`N=${n}: ${JSON.stringify(r)}\n`);
+    results.push(r);
+  }
+} finally {
+  await browser.close();
+}
+const at = (n: number) => results.find((r) => r.nodes === n);
+const at50 = at(50) ?? at(5)!;
+const worstEvent = Math.max(...results.flatMap((r) => [r.eventToScreenMs.kill, r.eventToScreenMs.leave]));
+process.stderr.write(
+  [
+    `page weight: ${weight.total.raw} B raw, ${weight.total.gzip} B gzip`,
+    ...results.map(
+      (r) =>
+        `N=${r.nodes}: first paint cold ${r.firstPaintMs.coldReady} ms (all views ${r.firstPaintMs.coldAllViews} ms), warm ${r.firstPaintMs.warmReadyMedian} ms (all views ${r.firstPaintMs.warmAllViewsMedian} ms)` +
+        ` · event→screen kill ${r.eventToScreenMs.kill} ms, leave ${r.eventToScreenMs.leave} ms` +
+        ` · serving node CPU ${r.servingNode.untouched.cpuPct}% → ${r.servingNode.fiveViewers.cpuPct}% with ${VIEWERS} viewers (${r.servingNode.gatheringNoViewer.cpuPct}% gathering, none watching), RSS ${r.servingNode.untouched.rssMb} → ${r.servingNode.fiveViewers.rssMb} MB`,
+    ),
+    `targets: first paint ≤ ${TARGETS.firstPaintMsAt50} ms at 50 nodes, updates ≤ ${TARGETS.eventToScreenMs} ms after the event`,
+    '',
+  ].join('\n'),
+);
+printResult({
+  bench: 'console',
+  pageWeight: weight,
+  results,
+  targets: TARGETS,
+  firstPaintWarmVsTarget: `${at50.firstPaintMs.warmReadyMedian} ms / ${TARGETS.firstPaintMsAt50} ms at ${at50.nodes} nodes`,
+  firstPaintColdVsTarget: `${at50.firstPaintMs.coldReady} ms / ${TARGETS.firstPaintMsAt50} ms at ${at50.nodes} nodes`,
+  eventToScreenWorstVsTarget: `${worstEvent} ms / ${TARGETS.eventToScreenMs} ms`,
+});

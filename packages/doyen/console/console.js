@@ -1,0 +1,443 @@
+// The doyen cluster console: one page, no framework, no build. It reads /console/state once,
+// follows /console/stream (server-sent events) and replays /console/history (or a loaded export).
+const $ = (id) => document.getElementById(id);
+const esc = (v) =>
+  String(v).replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c],
+  );
+const short = (key) => (key ? String(key).replace(/#.*$/, '') : '');
+const time = (ms) => new Date(ms).toISOString().slice(11, 23);
+const MAX_FRAMES = 50000;
+const MAX_EVENTS = 5000;
+
+const live = { servedBy: '', nodes: new Map(), events: [], seqs: new Set(), skew: 0 };
+let frames = []; // { at, kind: 'view' | 'event', view | event }, in `at` order
+let historyFrom = Date.now();
+let replayAt = null; // null: live; else the index of the last frame shown
+let offline = false;
+let source = null;
+let scheduled = false;
+
+function addEvents(events) {
+  for (const e of events) {
+    const id = `${e.node}|${e.seq}|${e.at}|${e.event}`;
+    if (live.seqs.has(id)) continue;
+    live.seqs.add(id);
+    live.events.push(e);
+  }
+  live.events.sort((a, b) => a.at - b.at || a.seq - b.seq);
+  if (live.events.length > MAX_EVENTS) {
+    for (const e of live.events.splice(0, live.events.length - MAX_EVENTS))
+      live.seqs.delete(`${e.node}|${e.seq}|${e.at}|${e.event}`);
+  }
+}
+
+function pushFrame(frame) {
+  frames.push(frame);
+  if (frames.length > MAX_FRAMES) frames.splice(0, frames.length - MAX_FRAMES);
+}
+
+/** The cluster as it was after frame `index`: each node's last view, the events so far. */
+function stateAt(index) {
+  const nodes = new Map();
+  const events = [];
+  for (let i = 0; i <= index && i < frames.length; i++) {
+    const f = frames[i];
+    if (f.kind === 'view') nodes.set(f.view.key, f.view);
+    else events.push(f.event);
+  }
+  // a node no live view lists as a member any more had left by then (a stale view is its last word)
+  const members = new Set();
+  const fresh = [...nodes.values()].filter((v) => !v.stale);
+  for (const v of fresh.length ? fresh : nodes.values()) for (const m of v.members) members.add(m.key);
+  for (const k of [...nodes.keys()]) if (!members.has(k)) nodes.delete(k);
+  events.sort((a, b) => a.at - b.at || a.seq - b.seq);
+  return { servedBy: live.servedBy, nodes, events, now: frames[index]?.at ?? historyFrom };
+}
+
+/** The index of the last frame at or before `at` (-1: before every frame). */
+function indexAt(at) {
+  let i = -1;
+  while (i + 1 < frames.length && frames[i + 1].at <= at) i++;
+  return i;
+}
+
+const instantOf = (index) => frames[index]?.at ?? historyFrom;
+
+const current = () => (replayAt === null ? { ...live, now: Date.now() - live.skew } : stateAt(replayAt));
+
+function schedule() {
+  if (scheduled) return;
+  scheduled = true;
+  requestAnimationFrame(() => {
+    scheduled = false;
+    render();
+  });
+}
+
+// ---- rendering -------------------------------------------------------------------------------
+
+function memberRows(s) {
+  const rows = new Map();
+  const served = s.nodes.get(s.servedBy);
+  const ordered = [...(served ? [served] : []), ...s.nodes.values()];
+  for (const v of ordered) for (const m of v.members) if (!rows.has(m.key)) rows.set(m.key, m);
+  return [...rows.values()].sort((a, b) => a.ageRank - b.ageRank || (a.key < b.key ? -1 : 1));
+}
+
+function coordinatorOf(s) {
+  const served = s.nodes.get(s.servedBy) ?? [...s.nodes.values()][0];
+  return served?.coordinator;
+}
+
+const entitiesOf = (v) =>
+  v?.entities
+    ? Object.entries(v.entities)
+        .map(([type, n]) => `${type}: ${n}`)
+        .join(', ')
+    : '';
+
+function renderMembers(s, rows) {
+  const coordinator = coordinatorOf(s);
+  const seen = new Set([...s.nodes.values()].map((v) => v.coordinator).filter(Boolean));
+  const disagree = seen.size > 1;
+  const successor = (s.nodes.get(s.servedBy) ?? [...s.nodes.values()][0])?.successor;
+  let html = `<p class="${disagree ? 'warn' : 'muted'}">${
+    disagree
+      ? `Nodes disagree on the coordinator: ${[...seen].map((k) => esc(short(k))).join(', ')}`
+      : 'All nodes agree on the coordinator.'
+  }</p><div class="scroll"><table><thead><tr><th scope="col">#</th><th scope="col">Address</th><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Roles</th><th scope="col">Inc.</th><th scope="col">Up since</th><th scope="col">Entities</th><th scope="col">Its coordinator</th><th scope="col">Actions</th></tr></thead><tbody>`;
+  for (const m of rows) {
+    const v = s.nodes.get(m.key);
+    const tags = `${m.key === coordinator ? ' <span class="tag">coordinator</span>' : ''}${m.key === successor ? ' <span class="tag">successor</span>' : ''}`;
+    const own = v?.coordinator;
+    html += `<tr data-testid="member" data-key="${esc(m.key)}" data-status="${esc(m.status)}"${m.key === coordinator ? ' data-coordinator="1"' : ''} class="${v?.stale ? 'stale' : ''}">
+<td>${m.ageRank}</td><td title="${esc(m.key)}">${esc(m.address)}${tags}</td><td>${esc(v?.name ?? '')}</td>
+<td><span class="status s-${esc(m.status)}">${esc(m.status)}</span>${v?.stale ? ' <span class="tag warn">stale</span>' : ''}</td>
+<td>${esc(m.roles.join(', '))}</td><td>${v ? v.incarnation : ''}</td><td>${v?.upSince ? time(v.upSince) : ''}</td><td>${esc(entitiesOf(v))}</td>
+<td class="${own && own !== coordinator ? 'warn' : ''}">${esc(short(own ?? '?'))}</td>
+<td><button type="button" data-testid="action-leave" data-key="${esc(m.key)}" data-address="${esc(m.address)}">Leave</button>
+<button type="button" data-testid="action-down" data-key="${esc(m.key)}">Down</button></td></tr>`;
+  }
+  $('members').innerHTML = `${html}</tbody></table></div>`;
+}
+
+function renderMatrix(s, rows) {
+  const records = new Map();
+  for (const v of s.nodes.values())
+    for (const r of v.reachability) {
+      const k = `${r.observer}\n${r.subject}`;
+      if (records.get(k) !== 'terminated') records.set(k, r.status);
+    }
+  const subjects = rows.map((m) => m.key);
+  let html = `<table class="matrix"><thead><tr><th scope="col">observer ↓ / subject →</th>${subjects
+    .map((k) => `<th scope="col" title="${esc(k)}">${esc(short(k))}</th>`)
+    .join('')}</tr></thead><tbody>`;
+  for (const o of subjects) {
+    const view = s.nodes.get(o);
+    html += `<tr><th scope="row" title="${esc(o)}">${esc(short(o))}</th>`;
+    for (const j of subjects) {
+      let state = records.get(`${o}\n${j}`);
+      if (o === j) state = 'self';
+      else if (!state) state = !view || view.stale ? 'unknown' : 'reachable';
+      html += `<td data-testid="matrix-cell" data-observer="${esc(o)}" data-subject="${esc(j)}" data-state="${state}" class="m-${state}" title="${esc(short(o))} → ${esc(short(j))}: ${state}"></td>`;
+    }
+    html += '</tr>';
+  }
+  $('matrix').innerHTML = `${html}</tbody></table>`;
+}
+
+function renderSbr(s) {
+  let html = '<div class="cards">';
+  for (const v of s.nodes.values()) {
+    const b = v.sbr;
+    const left = typeof b.stableInMs === 'number' ? Math.max(0, b.stableInMs - (s.now - v.at)) : null;
+    const d = b.lastDecision;
+    html += `<div class="card" data-testid="sbr" data-node="${esc(v.key)}"><h3>${esc(short(v.key))}</h3>
+<p>${esc(b.strategy)} · <code>${esc(b.state ?? '')}</code></p>
+<p>${left === null ? 'stable' : `decides in ${(left / 1000).toFixed(1)} s`}</p>
+<p>${d ? `${time(d.at)} <strong>${esc(d.decision)}</strong> ${esc(d.reason ?? '')} downed: ${esc(d.downed.map(short).join(', ') || '–')}` : 'no decision yet'}</p>
+<p class="muted">unreachable here: ${esc(v.unreachable.map(short).join(', ') || 'none')}</p></div>`;
+  }
+  $('sbr').innerHTML = `${html}</div>`;
+}
+
+function renderSingletons(s) {
+  const names = new Map();
+  const served = s.nodes.get(s.servedBy);
+  for (const v of [...(served ? [served] : []), ...s.nodes.values()])
+    for (const x of v.singletons) if (!names.has(x.name)) names.set(x.name, x);
+  let html =
+    '<table><thead><tr><th scope="col">Singleton</th><th scope="col">Host</th><th scope="col">As each node sees it</th></tr></thead><tbody>';
+  for (const [name, x] of names) {
+    const running = [...s.nodes.values()].find((v) =>
+      v.singletons.some((y) => y.name === name && y.runsHere),
+    );
+    const per = [...s.nodes.values()]
+      .map((v) => {
+        const y = v.singletons.find((z) => z.name === name);
+        return y
+          ? `${esc(short(v.key))}: ${esc(y.host ?? '–')}${y.handingOver ? ' (handing over)' : ''}`
+          : '';
+      })
+      .filter(Boolean)
+      .join('; ');
+    html += `<tr data-testid="singleton" data-name="${esc(name)}" data-host="${esc(x.host ?? '')}"><td>${esc(name)}</td><td>${esc(x.host ?? '–')}${running ? ` <span class="tag">runs on ${esc(short(running.key))}</span>` : ''}</td><td>${per}</td></tr>`;
+  }
+  const elections = [...s.nodes.values()].filter((v) => v.election);
+  const e = elections[0]?.election;
+  $('singletons').innerHTML = `${html}</tbody></table>${
+    e ? `<p>Election (${esc(e.kind)}): term ${esc(e.term ?? '?')}, leader ${esc(e.leader ?? 'none')}</p>` : ''
+  }`;
+}
+
+const hue = (key, keys) => Math.round((keys.indexOf(key) * 360) / Math.max(1, keys.length)) % 360;
+
+function renderPartitions(s, rows) {
+  let table;
+  for (const v of s.nodes.values())
+    if (v.partitions && (!table || v.partitions.version > table.version)) table = v.partitions;
+  if (!table) {
+    $('partitions').innerHTML = '<p class="muted">no partition table</p>';
+    return;
+  }
+  const keys = rows.map((m) => m.key);
+  const counts = {};
+  for (const o of table.owners) counts[o] = (counts[o] ?? 0) + 1;
+  const moving = new Set(table.moving ?? []);
+  let html = `<p>Version <span data-testid="partition-version">${table.version}</span> · ${table.owners.length} partitions · ${Object.entries(
+    counts,
+  )
+    .map(
+      ([k, n]) =>
+        `<span class="swatch" style="--h:${hue(k, keys)}"></span>${esc(short(k) || 'unassigned')}: ${n}`,
+    )
+    .join(' · ')}</p><div class="grid">`;
+  table.owners.forEach((owner, p) => {
+    const backups = (table.backups[p] ?? []).map(short).join(', ');
+    html += `<span data-testid="partition" data-partition="${p}" data-owner="${esc(owner)}" class="cell${moving.has(p) ? ' moving' : ''}${owner ? '' : ' none'}" style="--h:${hue(owner, keys)}" title="${p}: ${esc(short(owner) || 'unassigned')}${backups ? `; backups ${esc(backups)}` : ''}"></span>`;
+  });
+  $('partitions').innerHTML = `${html}</div>`;
+}
+
+function renderMachines(s) {
+  let html = '<div class="cards">';
+  for (const v of s.nodes.values()) {
+    html += `<div class="card"><h3>${esc(short(v.key))}</h3><ul class="machines">`;
+    for (const m of v.machines) {
+      const state = JSON.stringify(m.state);
+      const steps = m.transitions
+        .map((t) => `<li>${time(t.at)} ${esc(JSON.stringify(t.state))}</li>`)
+        .join('');
+      html += `<li data-testid="machine" data-node="${esc(v.key)}" data-machine="${esc(m.id)}" data-state="${esc(state)}"><details><summary><code>${esc(m.id.replace(/^\/system\//, ''))}</code> <strong>${esc(state)}</strong></summary><ol>${steps}</ol></details></li>`;
+    }
+    html += '</ul></div>';
+  }
+  $('machines').innerHTML = `${html}</div>`;
+}
+
+function renderTimeline(s) {
+  const select = $('filter-node');
+  const known = new Set([...select.options].map((o) => o.value));
+  for (const e of s.events)
+    if (!known.has(e.node)) {
+      known.add(e.node);
+      select.add(new Option(short(e.node), e.node));
+    }
+  const node = select.value;
+  const kind = $('filter-kind').value.trim();
+  const shown = s.events
+    .filter((e) => (!node || e.node === node) && (!kind || e.event.includes(kind)))
+    .slice(-500);
+  $('timeline').innerHTML = shown
+    .reverse()
+    .map(
+      (e) =>
+        `<li data-testid="timeline-item" data-node="${esc(e.node)}" data-event="${esc(e.event)}"><time>${time(e.at)}</time> <span class="node">${esc(short(e.node))}</span> <code>${esc(e.event)}</code> ${esc(e.msg ?? '')}</li>`,
+    )
+    .join('');
+}
+
+function renderReplay() {
+  const slider = $('slider');
+  const last = frames.length ? frames[frames.length - 1].at : Date.now();
+  const max = offline ? last : Math.max(last, Date.now() - live.skew);
+  slider.min = String(Math.floor(historyFrom));
+  slider.max = String(Math.ceil(max));
+  slider.value = String(replayAt === null ? slider.max : instantOf(replayAt));
+  const f = replayAt === null ? undefined : frames[replayAt];
+  $('at').textContent =
+    replayAt === null
+      ? 'live'
+      : `${new Date(instantOf(replayAt)).toISOString()}${f?.kind === 'event' ? ` · ${short(f.event.node)} ${f.event.event}` : ''}`;
+  $('live').setAttribute('aria-pressed', String(replayAt === null));
+}
+
+function render() {
+  const s = current();
+  const rows = memberRows(s);
+  renderMembers(s, rows);
+  renderMatrix(s, rows);
+  renderSbr(s);
+  renderSingletons(s);
+  renderPartitions(s, rows);
+  renderMachines(s);
+  renderTimeline(s);
+  renderReplay();
+  $('source').textContent = offline
+    ? `export loaded: ${frames.length} frames`
+    : `served by ${short(live.servedBy)} · ${live.nodes.size} nodes${source && source.readyState !== 1 ? ' · reconnecting…' : ''}`;
+  document.body.dataset.ready = '1';
+}
+
+// ---- data --------------------------------------------------------------------------------------
+
+async function load() {
+  const [state, history] = await Promise.all([
+    fetch('/console/state').then((r) => r.json()),
+    fetch('/console/history').then((r) => r.json()),
+  ]);
+  live.servedBy = state.servedBy;
+  live.skew = Date.now() - state.now;
+  for (const [k, v] of Object.entries(state.nodes)) live.nodes.set(k, v);
+  addEvents(state.events);
+  frames = history.frames;
+  historyFrom = history.from;
+  render();
+  follow();
+}
+
+function follow() {
+  source = new EventSource('/console/stream');
+  const at = () => Date.now() - live.skew;
+  source.addEventListener('view', (m) => {
+    const view = JSON.parse(m.data);
+    live.nodes.set(view.key, view);
+    pushFrame({ at: at(), kind: 'view', view });
+    schedule();
+  });
+  source.addEventListener('timeline', (m) => {
+    const events = JSON.parse(m.data);
+    addEvents(events);
+    for (const event of events) pushFrame({ at: at(), kind: 'event', event });
+    schedule();
+  });
+  source.addEventListener('gone', (m) => {
+    live.nodes.delete(JSON.parse(m.data).key);
+    schedule();
+  });
+  source.onerror = schedule;
+  source.onopen = schedule;
+}
+
+function goLive() {
+  if (offline) return;
+  replayAt = null;
+  schedule();
+}
+
+/** Moves to the previous or next event frame (live: from the newest). */
+function stepTo(direction) {
+  let i = replayAt ?? frames.length;
+  do i += direction;
+  while (i >= 0 && i < frames.length && frames[i].kind !== 'event');
+  if (i >= frames.length) return offline ? undefined : goLive();
+  if (i < 0) return;
+  replayAt = i;
+  schedule();
+}
+
+function loadExport(file) {
+  file
+    .text()
+    .then((text) => {
+      const data = JSON.parse(text);
+      if (!Array.isArray(data.frames) || typeof data.from !== 'number')
+        throw new Error('not a console export');
+      source?.close();
+      offline = true;
+      frames = data.frames.slice(-MAX_FRAMES).sort((a, b) => a.at - b.at);
+      historyFrom = data.from;
+      const served = frames.find((f) => f.kind === 'view');
+      live.servedBy = served ? served.view.key : '';
+      replayAt = frames.length - 1;
+      result(`loaded ${file.name}: ${frames.length} frames`, true);
+      schedule();
+    })
+    .catch((error) => result(`cannot load ${file.name}: ${error.message}`, false));
+}
+
+// ---- actions -----------------------------------------------------------------------------------
+
+function result(text, ok) {
+  const out = $('action-result');
+  out.textContent = text;
+  out.dataset.ok = ok ? '1' : '0';
+}
+
+function confirmThen(question, action) {
+  const dialog = $('confirm');
+  $('confirm-text').textContent = question;
+  const done = (yes) => {
+    $('confirm-yes').onclick = null;
+    $('confirm-no').onclick = null;
+    dialog.close();
+    if (yes) action();
+  };
+  $('confirm-yes').onclick = () => done(true);
+  $('confirm-no').onclick = () => done(false);
+  dialog.showModal();
+}
+
+async function act(method, path, body) {
+  const token = $('token').value.trim();
+  try {
+    const r = await fetch(path, {
+      method,
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(body ?? {}),
+    });
+    const answer = await r.json().catch(() => ({}));
+    const message = answer.error ?? answer.message ?? JSON.stringify(answer);
+    result(`${method} ${path}: ${r.status} ${message}`, r.ok);
+  } catch (error) {
+    result(`${method} ${path}: ${error.message}`, false);
+  }
+}
+
+document.addEventListener('click', (e) => {
+  const button = e.target.closest?.('button[data-testid^="action-"]');
+  if (!button) return;
+  const key = button.dataset.key;
+  if (button.dataset.testid === 'action-down')
+    confirmThen(`Down ${key}? The cluster removes it at once.`, () =>
+      act('POST', `/cluster/down/${encodeURIComponent(key)}`),
+    );
+  else
+    confirmThen(`Make ${key} leave the cluster?`, () =>
+      key === live.servedBy
+        ? act('POST', '/cluster/leave')
+        : act('PUT', `/cluster/members/${encodeURIComponent(button.dataset.address)}`, {
+            operation: 'Leave',
+          }),
+    );
+});
+
+$('slider').addEventListener('input', (e) => {
+  replayAt = indexAt(Number(e.target.value));
+  schedule();
+});
+$('back').addEventListener('click', () => stepTo(-1));
+$('forward').addEventListener('click', () => stepTo(1));
+$('live').addEventListener('click', goLive);
+$('filter-node').addEventListener('change', schedule);
+$('filter-kind').addEventListener('input', schedule);
+$('load').addEventListener('change', (e) => e.target.files[0] && loadExport(e.target.files[0]));
+// the countdowns move while nothing else does
+setInterval(() => replayAt === null && !offline && schedule(), 1000);
+
+load().catch((error) => {
+  $('source').textContent = `cannot reach the console: ${error.message}`;
+  document.body.dataset.ready = '1';
+});

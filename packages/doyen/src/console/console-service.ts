@@ -1,0 +1,270 @@
+import { type Cluster, memberKey, nodeOf } from '@doyen/cluster';
+import { type ActorSystem, type Logger, type Message, RateLimitedLog } from '@doyen/core';
+import { ConsoleGatherer, type UpdateRefusal } from './console-gatherer.js';
+import { DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_MS } from './console-history.js';
+import {
+  CONSOLE_ACTOR_NAME,
+  CONSOLE_PATH,
+  type ConsoleMessage,
+  type ConsoleUpdate,
+  registerConsoleMessages,
+} from './console-messages.js';
+import { ConsolePublisher } from './console-publisher.js';
+import { type ConsoleViewerLimits, ConsoleViewers } from './console-viewers.js';
+import { LogTap } from './log-tap.js';
+import { MachineTracker } from './machine-tracker.js';
+import { type ConsoleNode, OwnView } from './own-view.js';
+
+export interface ConsoleOptions extends ConsoleViewerLimits {
+  /** History kept by age (default 10 min). */
+  readonly historyMs?: number;
+  /** History kept by size, bytes of JSON (default 16 MiB). */
+  readonly historyBytes?: number;
+  /** A member not heard from for this long is shown stale (default 2000 ms). */
+  readonly staleAfterMs?: number;
+  /** How often members are told to keep sending (default 5000 ms; the lease is three times it). */
+  readonly renewMs?: number;
+  /** Least time between two updates a member sends (default 50 ms). */
+  readonly coalesceMs?: number;
+}
+
+/** The node as the console reads it (its system and cluster change when it restarts). */
+export interface ConsoleHost extends ConsoleNode {
+  readonly system: ActorSystem;
+  readonly cluster: Cluster;
+}
+
+const TICK_MS = 1000;
+
+/**
+ * The cluster console on one node, both sides of it:
+ * - as a member, the `/system/console` actor answers subscriptions from serving nodes with this
+ *   node's view (OwnView) and logged events (LogTap), pushed on change (coalesced) and at
+ *   least once a second so the serving node knows it is alive;
+ * - as a serving node (once someone opens the console here, and for `historyMs` after the last
+ *   viewer), it subscribes to every member, gathers their views and events (ConsoleGatherer,
+ *   with the bounded history) and streams them to the viewers (ConsoleViewers).
+ * Follows the node into a new incarnation; the gathered history stays.
+ */
+export class ConsoleService {
+  readonly gatherer: ConsoleGatherer;
+  readonly viewers: ConsoleViewers;
+  private readonly tap: LogTap | undefined;
+  private readonly publisher: ConsolePublisher;
+  private attached:
+    | { system: ActorSystem; tracker: MachineTracker; view: OwnView; stop: () => void }
+    | undefined;
+  private readonly timer: ReturnType<typeof setInterval>;
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private lastFlushAt = 0;
+  private gatherUntil = 0;
+  private lastRenewal = 0;
+  private refusalLog: { system: ActorSystem; log: RateLimitedLog } | undefined;
+  private closed = false;
+  private readonly historyMs: number;
+  private readonly renewMs: number;
+  private readonly coalesceMs: number;
+
+  constructor(
+    private readonly node: ConsoleHost,
+    logger: Logger | undefined,
+    options: ConsoleOptions = {},
+  ) {
+    this.historyMs = options.historyMs ?? DEFAULT_HISTORY_MS;
+    this.renewMs = options.renewMs ?? 5000;
+    this.coalesceMs = options.coalesceMs ?? 50;
+    this.gatherer = new ConsoleGatherer({
+      historyMs: this.historyMs,
+      historyBytes: options.historyBytes ?? DEFAULT_HISTORY_BYTES,
+      ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}),
+    });
+    this.viewers = new ConsoleViewers(options, (reason) =>
+      this.node.system.metrics.inc(
+        'doyen_console_viewers_closed_total',
+        'Console viewers closed by the server',
+        {
+          reason,
+        },
+      ),
+    );
+    this.gatherer.listen(this.viewers);
+    this.publisher = new ConsolePublisher(
+      () => this.node.cluster.self.key,
+      () => this.attach().view.build(),
+      (to, update) => this.deliver(to, update),
+    );
+    if (logger)
+      this.tap = new LogTap(logger, this.node.cluster.self.address, (event) => {
+        this.publisher.record(event);
+        this.poke();
+      });
+    this.attach();
+    this.timer = setInterval(() => this.tick(), TICK_MS);
+    this.timer.unref();
+  }
+
+  /** Someone uses the console here: gather from every member, now and for `historyMs` after. */
+  touch(): void {
+    const first = !this.gathering;
+    this.gatherUntil = Date.now() + this.historyMs;
+    if (first) this.renew();
+  }
+
+  get gathering(): boolean {
+    return Date.now() < this.gatherUntil;
+  }
+
+  get selfKey(): string {
+    return this.node.cluster.self.key;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.timer);
+    if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
+    this.tap?.close();
+    this.attached?.stop();
+    this.viewers.close();
+  }
+
+  /** Sets up the console actor on the node's current incarnation (again after a restart). */
+  private attach(): NonNullable<ConsoleService['attached']> {
+    const system = this.node.system;
+    if (this.attached?.system === system) return this.attached;
+    this.attached?.stop();
+    registerConsoleMessages(system.messageTypes);
+    // a member sends at most ~21 updates a second (one per coalescing window, one for liveness)
+    system.limitRemoteRate('console.update', 100);
+    system.limitRemoteRate('console.subscribe', 10);
+    const tracker = new MachineTracker(system, () => this.poke());
+    const view = new OwnView(this.node, tracker);
+    const ref = system.functionRef(CONSOLE_ACTOR_NAME, (message) =>
+      this.onMessage(message as ConsoleMessage),
+    );
+    const cluster = this.node.cluster;
+    const unsubscribe = cluster.subscribeMembership((m) => {
+      const keys = new Set(m.members.map((x) => memberKey(x)));
+      this.publisher.retain((k) => keys.has(k));
+      this.poke();
+      if (this.gathering) this.renew();
+    });
+    const stopPartitions = this.node.partitions?.subscribe(() => this.poke()) ?? (() => {});
+    const attached = {
+      system,
+      tracker,
+      view,
+      stop: () => {
+        unsubscribe();
+        stopPartitions();
+        tracker.close();
+        system.removeFunctionRef(ref);
+      },
+    };
+    this.attached = attached;
+    // a new incarnation: the old key's subscribers are gone with it (they subscribe again)
+    this.publisher.retain(() => false);
+    return attached;
+  }
+
+  private isMember = (key: string): boolean =>
+    this.node.cluster.state().membership?.members.some((x) => memberKey(x) === key) ?? false;
+
+  private onMessage(message: ConsoleMessage): void {
+    if (this.closed) return;
+    if (message.type === 'console.subscribe') {
+      if (!this.isMember(message.from)) return;
+      this.publisher.subscribe(message.from, message.leaseMs);
+      this.attach().tracker.setActive(true);
+      this.poke();
+    } else if (message.type === 'console.update') {
+      this.take(message.from, message);
+    }
+  }
+
+  /** An update reaches the gatherer (from the wire, or from this node's own publisher). */
+  private take(from: string, update: ConsoleUpdate): void {
+    const refusal: UpdateRefusal | undefined = this.gathering
+      ? this.gatherer.receive(from, update, this.isMember)
+      : 'not-gathering';
+    if (refusal) this.refuse(refusal, from);
+  }
+
+  private refuse(reason: UpdateRefusal, from: string): void {
+    const system = this.node.system;
+    system.metrics.inc('doyen_console_updates_refused_total', 'Console updates from members dropped', {
+      reason,
+    });
+    if (reason === 'not-gathering') return; // updates still in flight after a lapse: expected
+    if (this.refusalLog?.system !== system)
+      this.refusalLog = { system, log: new RateLimitedLog(system.logger, Date.now) };
+    this.refusalLog.log.warn(
+      `console.update-refused:${reason}`,
+      { event: 'console.update-refused', reason, from: from.slice(0, 400) },
+      `console update refused (${reason})`,
+    );
+  }
+
+  private deliver(to: string, update: ConsoleUpdate): void {
+    if (to === this.selfKey) {
+      this.take(to, update);
+      return;
+    }
+    const member = this.node.cluster.state().membership?.members.find((x) => memberKey(x) === to);
+    if (!member) {
+      this.publisher.drop(to);
+      return;
+    }
+    this.node.system.remoteRef(nodeOf(member), CONSOLE_PATH).send(update as unknown as Message);
+  }
+
+  /** Asks every member (this node too) to keep sending for three renewal periods. */
+  private renew(): void {
+    this.lastRenewal = Date.now();
+    const self = this.selfKey;
+    const leaseMs = this.renewMs * 3;
+    this.publisher.subscribe(self, leaseMs);
+    this.attach().tracker.setActive(true);
+    for (const m of this.node.cluster.state().membership?.members ?? []) {
+      const key = memberKey(m);
+      if (key === self) continue;
+      this.node.system
+        .remoteRef(nodeOf(m), CONSOLE_PATH)
+        .send({ type: 'console.subscribe', from: self, leaseMs } as unknown as Message);
+    }
+    this.poke();
+  }
+
+  /**
+   * Something changed: send the subscribers an update (at most one per `coalesceMs`). Leading
+   * edge: the first change after a quiet spell goes on the next turn, not `coalesceMs` later —
+   * with the viewers' own coalescing behind it, two trailing delays put updates past 100 ms.
+   */
+  private poke(): void {
+    if (this.flushTimer !== undefined || this.closed || this.publisher.subscriberCount === 0) return;
+    const wait = Math.max(0, this.lastFlushAt + this.coalesceMs - Date.now());
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined;
+      this.lastFlushAt = Date.now();
+      if (this.publisher.flush(false)) this.poke();
+    }, wait);
+    this.flushTimer.unref();
+  }
+
+  private tick(): void {
+    if (this.closed) return;
+    const attached = this.attach();
+    // the machines are watched only while someone subscribed to this node's console
+    attached.tracker.setActive(this.publisher.subscriberCount > 0);
+    attached.tracker.rescan();
+    if (this.viewers.size > 0) this.touch();
+    if (this.gathering && Date.now() - this.lastRenewal >= this.renewMs) this.renew();
+    if (this.publisher.flush(true)) this.poke();
+    this.gatherer.check(this.isMember);
+    this.node.system.metrics.set(
+      'doyen_console_history_bytes',
+      'Bytes of console history kept',
+      this.gatherer.history.bytes,
+    );
+  }
+}

@@ -1,0 +1,158 @@
+import type { ServerResponse } from 'node:http';
+import { EventStreamSlots } from '../event-stream-slots.js';
+import type { GathererListener } from './console-gatherer.js';
+import type { NodeView, TimelineEvent } from './node-view.js';
+
+export interface ConsoleViewerLimits {
+  /** Viewers at once (default 8); a newcomer closes an older one (event-stream-slots.ts). */
+  readonly maxViewers?: number;
+  /** Viewers one client address holds at once (default 4). */
+  readonly maxViewersPerClient?: number;
+  /** Bytes queued for one viewer before it counts as not reading and is closed (default 1 MiB). */
+  readonly maxViewerBufferBytes?: number;
+  /** Largest frame sent (default 512 KiB); a bigger one is dropped, the next view catches up. */
+  readonly maxFrameBytes?: number;
+  /** Least time between two views of one node on the stream (default 50 ms). */
+  readonly coalesceMs?: number;
+  /** Keep-alive comment interval (default 15 s). */
+  readonly pingMs?: number;
+}
+
+/** Why a viewer was closed (the label of `doyen_console_viewers_closed_total`). */
+export type ViewerClosed = 'slow' | 'replaced';
+
+/**
+ * The browsers watching `/console/stream`: server-sent events of the gathered views (each node
+ * at most once per `coalesceMs`, the newest view winning), timeline batches and departures.
+ * Bounded: a viewer whose unsent bytes pass `maxViewerBufferBytes` is closed, so a browser that
+ * stops reading cannot grow the node's memory; a viewer past the caps closes an older one.
+ */
+export class ConsoleViewers implements GathererListener {
+  private readonly slots: EventStreamSlots<ServerResponse>;
+  private readonly viewers = new Set<ServerResponse>();
+  private readonly pendingViews = new Map<string, NodeView>();
+  private pendingEvents: TimelineEvent[] = [];
+  private readonly pendingGone = new Set<string>();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private lastFlushAt = 0;
+  private readonly ping: ReturnType<typeof setInterval>;
+  private readonly maxBuffer: number;
+  private readonly maxFrame: number;
+  private readonly coalesceMs: number;
+
+  constructor(
+    limits: ConsoleViewerLimits,
+    private readonly onClosed: (reason: ViewerClosed) => void,
+  ) {
+    this.slots = new EventStreamSlots(limits.maxViewers ?? 8, limits.maxViewersPerClient ?? 4);
+    this.maxBuffer = limits.maxViewerBufferBytes ?? 1024 * 1024;
+    this.maxFrame = limits.maxFrameBytes ?? 512 * 1024;
+    this.coalesceMs = limits.coalesceMs ?? 50;
+    this.ping = setInterval(() => this.write(': ping\n\n'), limits.pingMs ?? 15_000);
+    this.ping.unref();
+  }
+
+  get size(): number {
+    return this.viewers.size;
+  }
+
+  /**
+   * Starts streaming to `response` (its headers not sent yet) for `client` (a remote address),
+   * beginning with `current` (every view known now: what happened before it connected).
+   */
+  add(client: string, response: ServerResponse, current: readonly NodeView[] = []): void {
+    for (const old of this.slots.admit(client, response)) {
+      this.onClosed('replaced');
+      old.stream.end(`: closed to serve a newer viewer (${old.reason})\n\n`);
+    }
+    response.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+    });
+    response.write(': console\n\n');
+    for (const view of current) {
+      const text = `event: view\ndata: ${JSON.stringify(view)}\n\n`;
+      if (text.length <= this.maxFrame) response.write(text);
+    }
+    this.viewers.add(response);
+    response.once('close', () => {
+      this.viewers.delete(response);
+      this.slots.release(response);
+    });
+  }
+
+  view(view: NodeView): void {
+    this.pendingViews.set(view.key, view);
+    this.pendingGone.delete(view.key);
+    this.schedule();
+  }
+
+  events(events: readonly TimelineEvent[]): void {
+    this.pendingEvents.push(...events);
+    this.schedule();
+  }
+
+  gone(key: string): void {
+    this.pendingViews.delete(key);
+    this.pendingGone.add(key);
+    this.schedule();
+  }
+
+  /** Sends `data` as one frame to every viewer now (the coalesced path uses it too). */
+  broadcast(event: string, data: unknown): void {
+    const text = `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+    if (text.length > this.maxFrame) return;
+    this.write(text);
+  }
+
+  close(): void {
+    clearInterval(this.ping);
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    for (const v of this.viewers) v.destroy();
+    this.viewers.clear();
+  }
+
+  private schedule(): void {
+    if (this.timer !== undefined || this.viewers.size === 0) {
+      if (this.viewers.size === 0) this.clearPending();
+      return;
+    }
+    // leading edge: after a quiet spell at once (next turn), in a burst once per coalesceMs
+    const wait = Math.max(0, this.lastFlushAt + this.coalesceMs - Date.now());
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.lastFlushAt = Date.now();
+      this.flush();
+    }, wait);
+    this.timer.unref();
+  }
+
+  private flush(): void {
+    for (const key of this.pendingGone) this.broadcast('gone', { key });
+    for (const view of this.pendingViews.values()) this.broadcast('view', view);
+    // a burst of events goes in frames of at most 200
+    for (let i = 0; i < this.pendingEvents.length; i += 200)
+      this.broadcast('timeline', this.pendingEvents.slice(i, i + 200));
+    this.clearPending();
+  }
+
+  private clearPending(): void {
+    this.pendingGone.clear();
+    this.pendingViews.clear();
+    this.pendingEvents = [];
+  }
+
+  private write(text: string): void {
+    for (const v of this.viewers) {
+      if (v.destroyed) continue;
+      v.write(text);
+      if (v.writableLength > this.maxBuffer) {
+        this.onClosed('slow');
+        this.viewers.delete(v);
+        this.slots.release(v);
+        v.destroy();
+      }
+    }
+  }
+}

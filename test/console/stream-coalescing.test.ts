@@ -1,0 +1,71 @@
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { ConsoleViewers } from '../../packages/doyen/src/console/console-viewers.js';
+import type { NodeView } from '../../packages/doyen/src/console/node-view.js';
+
+/**
+ * The console stream's coalescing is a leading-edge throttle (found by `pnpm bench console`: two
+ * trailing 50 ms delays, the member's and the viewers', put every update past the 100 ms
+ * target). A change after a quiet spell goes out on the next turn; a burst still goes out at
+ * most once per `coalesceMs`, the newest view winning. Fake timers: the clock is the test's.
+ */
+const COALESCE_MS = 1000;
+
+/** What ConsoleViewers uses of a response, recording the frames written. */
+function fakeResponse(): { response: ServerResponse; frames: string[] } {
+  const frames: string[] = [];
+  const r = Object.assign(new EventEmitter(), {
+    destroyed: false,
+    writableLength: 0,
+    writeHead: () => r,
+    write: (text: string) => {
+      if (text.startsWith('event:')) frames.push(text);
+      return true;
+    },
+    end: () => {},
+    destroy: () => {},
+  });
+  return { response: r as unknown as ServerResponse, frames };
+}
+
+const view = (name: string) => ({ key: 'n#1', name }) as unknown as NodeView;
+
+describe('console stream coalescing', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: 1_000_000 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('sends the first change after a quiet spell at once, then at most one view per coalesceMs', () => {
+    const viewers = new ConsoleViewers({ coalesceMs: COALESCE_MS, pingMs: 60_000 }, () => {});
+    const { response, frames } = fakeResponse();
+    viewers.add('127.0.0.1', response);
+
+    viewers.view(view('first'));
+    expect(frames).toHaveLength(0); // not inside the caller's turn
+    vi.advanceTimersByTime(1);
+    expect(frames).toHaveLength(1);
+    expect(frames[0]).toContain('"first"');
+
+    // a burst right after: held back until coalesceMs after the last frame, newest wins
+    vi.advanceTimersByTime(10);
+    viewers.view(view('second'));
+    viewers.view(view('third'));
+    vi.advanceTimersByTime(COALESCE_MS - 20);
+    expect(frames).toHaveLength(1);
+    vi.advanceTimersByTime(20);
+    expect(frames).toHaveLength(2);
+    expect(frames[1]).toContain('"third"');
+
+    // quiet again for longer than the window: the next change goes at once
+    vi.advanceTimersByTime(3 * COALESCE_MS);
+    viewers.view(view('fourth'));
+    vi.advanceTimersByTime(1);
+    expect(frames).toHaveLength(3);
+    expect(frames[2]).toContain('"fourth"');
+    viewers.close();
+  });
+});
