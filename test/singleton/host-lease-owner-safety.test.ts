@@ -6,6 +6,7 @@ import {
   type HostLeasePolicy,
   ownerOfScope,
 } from '../../packages/singleton/src/index.js';
+import { faultArbitrary } from '../support/host-lease-faults.js';
 import {
   type Decide,
   type Fault,
@@ -39,49 +40,6 @@ const SEED = 20261127;
 const RUNS = 100;
 const TIMEOUT_MS = 120_000;
 
-const at = fc.integer({ min: 300, max: DURATION_MS - 2000 });
-const node = fc.oneof(fc.constant(0), fc.constant(1), fc.integer({ min: 0, max: 6 }));
-
-function faultArb(stallMs: fc.Arbitrary<number>, kinds: readonly Fault['kind'][]): fc.Arbitrary<Fault> {
-  const all: Record<Fault['kind'], fc.Arbitrary<Fault>> = {
-    crash: fc.record({ kind: fc.constant('crash' as const), at, node }),
-    pause: fc.record({
-      kind: fc.constant('pause' as const),
-      at,
-      node,
-      forMs: fc.integer({ min: 1, max: POLICY.pauseBoundMs }),
-    }),
-    partition: fc.record({
-      kind: fc.constant('partition' as const),
-      at,
-      forMs: fc.integer({ min: 100, max: 8000 }),
-      side: fc.integer({ min: 1, max: 126 }),
-    }),
-    cut: fc.record({
-      kind: fc.constant('cut' as const),
-      at,
-      forMs: fc.integer({ min: 100, max: 8000 }),
-      from: node,
-      to: fc.integer({ min: 0, max: 6 }),
-    }),
-    join: fc.record({
-      kind: fc.constant('join' as const),
-      at,
-      count: fc.integer({ min: 1, max: 2 }),
-      upAfterMs: fc.integer({ min: 50, max: 1500 }),
-    }),
-    stall: fc.record({
-      kind: fc.constant('stall' as const),
-      at,
-      node,
-      forMs: stallMs,
-      aimMs: fc.integer({ min: 0, max: 10 }),
-      cutMs: fc.integer({ min: 500, max: 4000 }),
-    }),
-  };
-  return fc.oneof(...kinds.map((k) => all[k]));
-}
-
 interface Shape {
   readonly kinds?: readonly Fault['kind'][];
   /** Node 0 on the slowest clock, the others on the fastest, a fast lossless network, a quick detector. */
@@ -100,7 +58,12 @@ function planArb(shape: Shape = {}): fc.Arbitrary<SimPlan> {
     nodes: fc.integer({ min: 3, max: 7 }),
     seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
     faults: fc.array(
-      faultArb(stallMs, shape.kinds ?? ['crash', 'pause', 'partition', 'cut', 'stall', 'join']),
+      faultArbitrary({
+        durationMs: DURATION_MS,
+        pauseMs: fc.integer({ min: 1, max: POLICY.pauseBoundMs }),
+        stallMs,
+        kinds: shape.kinds ?? ['crash', 'pause', 'partition', 'cut', 'stall', 'join'],
+      }),
       { minLength: 1, maxLength: 8 },
     ),
     lossRate: shape.edge

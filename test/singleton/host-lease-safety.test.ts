@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decide, type HostLeasePolicy } from '../../packages/singleton/src/index.js';
+import { faultArbitrary } from '../support/host-lease-faults.js';
 import {
   type Decide,
   type Fault,
@@ -38,49 +39,6 @@ const SEED = 20261127;
 /** Stalls aimed at a lease's end last up to the full pause bound (real time). */
 const EDGE_PAUSE_MS = POLICY.pauseBoundMs;
 
-const at = fc.integer({ min: 300, max: DURATION_MS - 2000 });
-// faults hit the first hosts (nodes 0 and 1) more often than the others
-const node = fc.oneof(fc.constant(0), fc.constant(1), fc.integer({ min: 0, max: 6 }));
-
-function faultArb(
-  pauseMs: fc.Arbitrary<number>,
-  stallMs: fc.Arbitrary<number>,
-  kinds: readonly Fault['kind'][],
-): fc.Arbitrary<Fault> {
-  const all: Record<Fault['kind'], fc.Arbitrary<Fault>> = {
-    crash: fc.record({ kind: fc.constant('crash' as const), at, node }),
-    pause: fc.record({ kind: fc.constant('pause' as const), at, node, forMs: pauseMs }),
-    partition: fc.record({
-      kind: fc.constant('partition' as const),
-      at,
-      forMs: fc.integer({ min: 100, max: 8000 }),
-      side: fc.integer({ min: 1, max: 126 }),
-    }),
-    cut: fc.record({
-      kind: fc.constant('cut' as const),
-      at,
-      forMs: fc.integer({ min: 100, max: 8000 }),
-      from: node,
-      to: fc.integer({ min: 0, max: 6 }),
-    }),
-    join: fc.record({
-      kind: fc.constant('join' as const),
-      at,
-      count: fc.integer({ min: 1, max: 2 }),
-      upAfterMs: fc.integer({ min: 50, max: 1500 }),
-    }),
-    stall: fc.record({
-      kind: fc.constant('stall' as const),
-      at,
-      node,
-      forMs: stallMs,
-      aimMs: fc.integer({ min: 0, max: 10 }),
-      cutMs: fc.integer({ min: 500, max: 4000 }),
-    }),
-  };
-  return fc.oneof(...kinds.map((k) => all[k]));
-}
-
 interface PlanShape {
   readonly pauseMs?: fc.Arbitrary<number>;
   readonly stallMs?: fc.Arbitrary<number>;
@@ -110,7 +68,10 @@ function planArb(shape: PlanShape = {}): fc.Arbitrary<SimPlan> {
   return fc.record({
     nodes: fc.integer({ min: 3, max: 7 }),
     seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
-    faults: fc.array(faultArb(pauseMs, stallMs, kinds), { minLength: 1, maxLength: 8 }),
+    faults: fc.array(faultArbitrary({ durationMs: DURATION_MS, pauseMs, stallMs, kinds }), {
+      minLength: 1,
+      maxLength: 8,
+    }),
     lossRate: shape.edge
       ? fc.constant(0)
       : fc.oneof(fc.constant(0), fc.double({ min: 0, max: 0.3, noNaN: true })),
