@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { initialTransition, transition } from 'xstate';
-import type { Cluster } from '../../packages/cluster/src/index.js';
-import type { ActorSystem } from '../../packages/core/src/index.js';
-import {
-  allocatorLogic,
-  type PartitionService,
-  type PartitionTable,
-} from '../../packages/partitions/src/index.js';
+import type { PartitionTable } from '../../packages/partitions/src/index.js';
 import {
   allAcked,
   allocateFor,
@@ -16,7 +10,7 @@ import {
   resendToMissing,
   takeAck,
 } from '../../packages/partitions/src/service/allocator-decisions.js';
-import { members } from './support.js';
+import { ioRecordingAllocator, members } from './support.js';
 
 /**
  * The allocator's decisions alone: the next context and the effects as data, in the order the
@@ -122,24 +116,7 @@ describe('allocator decisions', () => {
 
 describe('allocator machine', () => {
   it('computing a transition does no I/O: no adopt, no log, no send until the actions run', () => {
-    const io: string[] = [];
-    const system = {
-      node: { host: '10.0.0.1', port: 2552, uid: 'u1' },
-      logger: { info: () => io.push('log'), warn: () => io.push('log'), debug() {}, error() {} },
-      remoteRef: () => ({ send: () => io.push('send') }),
-    } as unknown as ActorSystem;
-    const cluster = {
-      self: { key: '10.0.0.1:2552#u1' },
-      subscribeMembership: () => () => {},
-    } as unknown as Cluster;
-    const service = { table: () => undefined, adopt: () => io.push('adopt') } as unknown as PartitionService;
-    const logic = allocatorLogic({
-      system,
-      cluster,
-      service,
-      options: { partitionCount: P },
-      ackTimeoutMs: 100,
-    });
+    const { io, logic } = ioRecordingAllocator(P);
     const [start] = initialTransition(logic);
     // real member keys: the allocator sends to the nodes they name
     const k = (i: number) => `10.0.0.${i}:2552#u${i}`;

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { initialTransition, transition } from 'xstate';
-import type { Cluster } from '../../packages/cluster/src/index.js';
-import { type ActorSystem, MessageTypes } from '../../packages/core/src/index.js';
+import { MessageTypes } from '../../packages/core/src/index.js';
 import {
   ALLOCATOR_SINGLETON,
   allocatorLogic,
@@ -22,7 +21,7 @@ import {
 import { registerAllocatorMessages } from '../../packages/partitions/src/service/allocator-messages.js';
 import { ClusterSingletons } from '../../packages/singleton/src/index.js';
 import { SimCluster } from '../support/sim-cluster.js';
-import { members, ownerCounts } from './support.js';
+import { ioRecordingAllocator, members, ownerCounts } from './support.js';
 
 /**
  * RETIRE (issue 29, planned moves lose nothing): a node about to leave asks, while still up, for
@@ -126,24 +125,7 @@ describe('allocator decisions: retire', () => {
   });
 
   it('the machine goes publishing on a new retire and does no I/O while computing it', () => {
-    const io: string[] = [];
-    const system = {
-      node: { host: '10.0.0.1', port: 2552, uid: 'u1' },
-      logger: { info: () => io.push('log'), warn: () => io.push('log'), debug() {}, error() {} },
-      remoteRef: () => ({ send: () => io.push('send') }),
-    } as unknown as ActorSystem;
-    const cluster = {
-      self: { key: '10.0.0.1:2552#u1' },
-      subscribeMembership: () => () => {},
-    } as unknown as Cluster;
-    const service = { table: () => undefined, adopt: () => io.push('adopt') } as unknown as PartitionService;
-    const logic = allocatorLogic({
-      system,
-      cluster,
-      service,
-      options: { partitionCount: P },
-      ackTimeoutMs: 100,
-    });
+    const { io, logic } = ioRecordingAllocator(P);
     const k = (i: number) => `10.0.0.${i}:2552#u${i}`;
     const [start] = initialTransition(logic);
     const [published] = transition(logic, start, {

@@ -1,4 +1,11 @@
-import type { PartitionMember, PartitionTable } from '../../packages/partitions/src/index.js';
+import type { Cluster } from '../../packages/cluster/src/index.js';
+import type { ActorSystem } from '../../packages/core/src/index.js';
+import {
+  allocatorLogic,
+  type PartitionMember,
+  type PartitionService,
+  type PartitionTable,
+} from '../../packages/partitions/src/index.js';
 
 export const P = 271; // Hazelcast's default partition count
 
@@ -63,4 +70,24 @@ export function expectWellFormed(
   if (keys.length > 0 && spreadOf(ownerCounts(table, keys)) > 1) problems.push('owners unbalanced');
   if (keys.length > 0 && spreadOf(backupCounts(table, keys)) > 1) problems.push('backups unbalanced');
   return problems;
+}
+
+/**
+ * The allocator's machine over stubs that record every I/O (a log, an adopt, a send) in `io`:
+ * computing a transition must leave `io` empty; only the actions do I/O.
+ */
+export function ioRecordingAllocator(partitionCount: number) {
+  const io: string[] = [];
+  const system = {
+    node: { host: '10.0.0.1', port: 2552, uid: 'u1' },
+    logger: { info: () => io.push('log'), warn: () => io.push('log'), debug() {}, error() {} },
+    remoteRef: () => ({ send: () => io.push('send') }),
+  } as unknown as ActorSystem;
+  const cluster = {
+    self: { key: '10.0.0.1:2552#u1' },
+    subscribeMembership: () => () => {},
+  } as unknown as Cluster;
+  const service = { table: () => undefined, adopt: () => io.push('adopt') } as unknown as PartitionService;
+  const logic = allocatorLogic({ system, cluster, service, options: { partitionCount }, ackTimeoutMs: 100 });
+  return { io, logic };
 }
