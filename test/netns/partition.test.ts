@@ -153,8 +153,11 @@ describe.skipIf(!ok)('real partitions between network namespaces (five CLI nodes
       );
       expect(events(n, 'node.stopped').map((e) => e.reason)).toEqual(['downed']);
     }
-    // the minority's decider (its oldest member) decided for both
-    expect(events('delphi', 'sbr.decision').map((e) => e.decision)).toContain('down-reachable');
+    // one of the minority decided for both (the first whose stable-after ran out tells the other;
+    // usually its oldest, delphi, but a late detection there lets ephesus decide first)
+    expect(MINORITY.flatMap((n) => events(n, 'sbr.decision').map((e) => e.decision))).toContain(
+      'down-reachable',
+    );
 
     const majority = await allSee(MAJORITY, MAJORITY, 'the majority to keep its three members', 15_000);
     for (const v of majority) {

@@ -261,6 +261,8 @@ const others = (out: readonly Name[]) => NAMES.filter((n) => !out.includes(n));
 interface Severity {
   readonly pauseMs: number | 'past-failover';
   readonly stallMs: number;
+  /** The successor's lines that end fault a2's pause (default: its commit to start). */
+  readonly resumeOn?: readonly string[];
 }
 
 /** Holds a cut until a new instance started elsewhere (and 1 s more), then heals; bounded. */
@@ -293,9 +295,9 @@ const FAULTS: Record<
   a2: {
     // the pause that ends at the worst moment: the old host is out, and only the margin is left
     what: 'the old host SIGSTOPped until its successor commits to start, then continued',
-    run: async (run, { host, successor }) => {
+    run: async (run, { host, successor }, { resumeOn = SUCCESSOR_COMMIT_EVENTS }) => {
       const node = run.nodes.get(host)!;
-      const committed = run.nextLine(successor, SUCCESSOR_COMMIT_EVENTS, 25_000);
+      const committed = run.nextLine(successor, resumeOn, 25_000);
       node.pause();
       await committed;
       node.resume();
@@ -449,7 +451,14 @@ describe.skipIf(!ok)(
         };
         expect(at.host).toBe('athens');
         const t0 = Date.now();
-        await FAULTS[key].run(run, at, { pauseMs: CONTROL_PAUSE_MS, stallMs: CONTROL_STALL_MS });
+        // a2's control continues the old host once its successor STARTED: continued at the commit,
+        // the old host could wake, learn it was downed and stop before the successor's instance
+        // began (a race CI lost once), and the control would show nothing
+        await FAULTS[key].run(run, at, {
+          pauseMs: CONTROL_PAUSE_MS,
+          stallMs: CONTROL_STALL_MS,
+          resumeOn: ['singleton.started'],
+        });
         // the old host stops once it hears or judges it is out (bounded: an open instance counts to now)
         await run.stoppedSince(at.host, t0, 3_000);
         const overlaps = run.overlaps();

@@ -140,6 +140,10 @@ describe('doyen node: secure by default (child processes)', { timeout: 60_000 },
     expect(onArgv.events().some((e) => e.event === 'wire.insecure')).toBe(false);
     expect(onArgv.logs.join('\n')).not.toContain(secret);
     // no token given: the management plane is read-only
+    // (the line may reach the pipe after the port already answers)
+    await eventually(() => insecure.events().some((e) => e.event === 'http.listening'), {
+      what: 'http.listening logged',
+    });
     expect(insecure.events().find((e) => e.event === 'http.listening')).toMatchObject({ readOnly: true });
     expect((await postJson(h1!, '/cluster/leave', {}, 'anything')).status).toBe(403);
   });
