@@ -18,6 +18,13 @@ let replayAt = null; // null: live; else the index of the last frame shown
 let offline = false;
 let source = null;
 let scheduled = false;
+/** What each section last drew: a section whose markup did not change is not parsed and laid out again. */
+const drawn = new Map();
+function setHtml(id, html) {
+  if (drawn.get(id) === html) return;
+  drawn.set(id, html);
+  $(id).innerHTML = html;
+}
 
 function addEvents(events) {
   for (const e of events) {
@@ -120,7 +127,7 @@ function renderMembers(s, rows) {
 <td><button type="button" data-testid="action-leave" data-key="${esc(m.key)}" data-address="${esc(m.address)}">Leave</button>
 <button type="button" data-testid="action-down" data-key="${esc(m.key)}">Down</button></td></tr>`;
   }
-  $('members').innerHTML = `${html}</tbody></table></div>`;
+  setHtml('members', `${html}</tbody></table></div>`);
 }
 
 function renderMatrix(s, rows) {
@@ -145,7 +152,7 @@ function renderMatrix(s, rows) {
     }
     html += '</tr>';
   }
-  $('matrix').innerHTML = `${html}</tbody></table>`;
+  setHtml('matrix', `${html}</tbody></table>`);
 }
 
 function renderSbr(s) {
@@ -160,7 +167,7 @@ function renderSbr(s) {
 <p>${d ? `${time(d.at)} <strong>${esc(d.decision)}</strong> ${esc(d.reason ?? '')} downed: ${esc(d.downed.map(short).join(', ') || '–')}` : 'no decision yet'}</p>
 <p class="muted">unreachable here: ${esc(v.unreachable.map(short).join(', ') || 'none')}</p></div>`;
   }
-  $('sbr').innerHTML = `${html}</div>`;
+  setHtml('sbr', `${html}</div>`);
 }
 
 function renderSingletons(s) {
@@ -187,9 +194,14 @@ function renderSingletons(s) {
   }
   const elections = [...s.nodes.values()].filter((v) => v.election);
   const e = elections[0]?.election;
-  $('singletons').innerHTML = `${html}</tbody></table>${
-    e ? `<p>Election (${esc(e.kind)}): term ${esc(e.term ?? '?')}, leader ${esc(e.leader ?? 'none')}</p>` : ''
-  }`;
+  setHtml(
+    'singletons',
+    `${html}</tbody></table>${
+      e
+        ? `<p>Election (${esc(e.kind)}): term ${esc(e.term ?? '?')}, leader ${esc(e.leader ?? 'none')}</p>`
+        : ''
+    }`,
+  );
 }
 
 const hue = (key, keys) => Math.round((keys.indexOf(key) * 360) / Math.max(1, keys.length)) % 360;
@@ -199,7 +211,7 @@ function renderPartitions(s, rows) {
   for (const v of s.nodes.values())
     if (v.partitions && (!table || v.partitions.version > table.version)) table = v.partitions;
   if (!table) {
-    $('partitions').innerHTML = '<p class="muted">no partition table</p>';
+    setHtml('partitions', '<p class="muted">no partition table</p>');
     return;
   }
   const keys = rows.map((m) => m.key);
@@ -218,7 +230,7 @@ function renderPartitions(s, rows) {
     const backups = (table.backups[p] ?? []).map(short).join(', ');
     html += `<span data-testid="partition" data-partition="${p}" data-owner="${esc(owner)}" class="cell${moving.has(p) ? ' moving' : ''}${owner ? '' : ' none'}" style="--h:${hue(owner, keys)}" title="${p}: ${esc(short(owner) || 'unassigned')}${backups ? `; backups ${esc(backups)}` : ''}"></span>`;
   });
-  $('partitions').innerHTML = `${html}</div>`;
+  setHtml('partitions', `${html}</div>`);
 }
 
 function renderMachines(s) {
@@ -234,7 +246,7 @@ function renderMachines(s) {
     }
     html += '</ul></div>';
   }
-  $('machines').innerHTML = `${html}</div>`;
+  setHtml('machines', `${html}</div>`);
 }
 
 function renderTimeline(s) {
@@ -250,13 +262,16 @@ function renderTimeline(s) {
   const shown = s.events
     .filter((e) => (!node || e.node === node) && (!kind || e.event.includes(kind)))
     .slice(-500);
-  $('timeline').innerHTML = shown
-    .reverse()
-    .map(
-      (e) =>
-        `<li data-testid="timeline-item" data-node="${esc(e.node)}" data-event="${esc(e.event)}"><time>${time(e.at)}</time> <span class="node">${esc(short(e.node))}</span> <code>${esc(e.event)}</code> ${esc(e.msg ?? '')}</li>`,
-    )
-    .join('');
+  setHtml(
+    'timeline',
+    shown
+      .reverse()
+      .map(
+        (e) =>
+          `<li data-testid="timeline-item" data-node="${esc(e.node)}" data-event="${esc(e.event)}"><time>${time(e.at)}</time> <span class="node">${esc(short(e.node))}</span> <code>${esc(e.event)}</code> ${esc(e.msg ?? '')}</li>`,
+      )
+      .join(''),
+  );
 }
 
 function renderReplay() {
