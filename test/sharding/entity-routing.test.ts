@@ -3,39 +3,17 @@ import { freePorts } from '../support/cluster-nodes.js';
 import {
   type CountReply,
   cartLogic,
-  type ShardingNode,
+  shardingNodesClosedAfterEach,
+  startShardingCluster,
   startShardingNode,
   tableOver,
 } from '../support/sharding-nodes.js';
 import { TableKeepers } from '../support/table-keeper.js';
 import { eventually } from '../support/wait.js';
 
-const nodes: ShardingNode[] = [];
-afterEach(async () => {
-  const closing = nodes.splice(0);
-  for (const n of closing) n.sharding.stop();
-  await Promise.all(closing.map((n) => n.node.transport.close()));
-});
+const nodes = shardingNodesClosedAfterEach(afterEach);
 
-async function startCluster(n: number, keepers = new TableKeepers()): Promise<ShardingNode[]> {
-  const ports = await freePorts(n);
-  const seeds = [{ host: '127.0.0.1', port: ports[0]! }];
-  const started: ShardingNode[] = [];
-  for (const port of ports) {
-    const node = await startShardingNode(port, seeds, keepers);
-    nodes.push(node);
-    started.push(node);
-    if (started.length === 1) await node.node.cluster.whenUp();
-  }
-  await eventually(
-    () =>
-      started.every(
-        (s) => s.node.cluster.state().membership?.members.filter((m) => m.status === 'up').length === n,
-      ),
-    { what: `${n} up members` },
-  );
-  return started;
-}
+const startCluster = (n: number) => startShardingCluster(n, nodes);
 
 describe('sharded entities: routing from every node to one activation', () => {
   it('sends and asks from three nodes reach one activation per entity id, counts exact', async () => {
