@@ -1,48 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { installMembershipAuthority, memberKey } from '../../packages/cluster/src/index.js';
+import { installMembershipAuthority } from '../../packages/cluster/src/index.js';
 import type { Message } from '../../packages/core/src/index.js';
-import {
-  ALLOCATOR_SINGLETON,
-  allocatorLogic,
-  PARTITIONS_PATH,
-  PartitionService,
-  type PartitionTable,
-} from '../../packages/partitions/src/index.js';
-import { ClusterSingletons } from '../../packages/singleton/src/index.js';
+import { PARTITIONS_PATH, type PartitionTable } from '../../packages/partitions/src/index.js';
 import { WsTransport } from '../../packages/wire/src/index.js';
-import { type ClusterNode, freePorts, startClusterNode } from '../support/cluster-nodes.js';
+import { type ClusterNode, freePorts } from '../support/cluster-nodes.js';
 import { clusterNodesClosedAfterEach } from '../support/cluster-nodes-closed.js';
+import { type PartitionNode, startPartitionNode } from '../support/partition-node.js';
 import { eventually } from '../support/wait.js';
 
 const P = 16;
-
-interface PartitionNode extends ClusterNode {
-  readonly service: PartitionService;
-}
-
-/** A cluster node as `startNode` wires it: singletons, the partition service and the allocator. */
-async function startPartitionNode(port: number, seedPort: number): Promise<PartitionNode> {
-  const node = await startClusterNode(port, [{ host: '127.0.0.1', port: seedPort }]);
-  const system = node.transport.system;
-  const singletons = new ClusterSingletons(system, node.cluster);
-  const service = new PartitionService(system, node.cluster, P, {
-    allocatorHost: (m) => {
-      const host = singletons.placement.hostOf(m, undefined);
-      return host && memberKey(host);
-    },
-  });
-  singletons.register(
-    ALLOCATOR_SINGLETON,
-    allocatorLogic({
-      system,
-      cluster: node.cluster,
-      service,
-      options: { partitionCount: P },
-      ackTimeoutMs: 2000,
-    }),
-  );
-  return { ...node, service };
-}
 
 const tableOf = (version: number, owner: string): PartitionTable => ({
   version,
@@ -62,11 +28,11 @@ describe('partition tables are adopted only from the allocator host', () => {
 
   it('refuses a forged table from a non-member and from a member that is not the host; adopts the real ones', async () => {
     const [pa, pb, pc, pd, px] = await freePorts(5);
-    const a = await startPartitionNode(pa!, pa!);
+    const a = await startPartitionNode(pa!, pa!, P);
     nodes.push(a);
     await a.cluster.whenUp();
-    const b = await startPartitionNode(pb!, pa!);
-    const c = await startPartitionNode(pc!, pa!);
+    const b = await startPartitionNode(pb!, pa!, P);
+    const c = await startPartitionNode(pc!, pa!, P);
     nodes.push(b, c);
     await Promise.all([b.cluster.whenUp(), c.cluster.whenUp()]);
     const live = (n: PartitionNode) => new Set(n.service.table()?.owners);
@@ -117,7 +83,7 @@ describe('partition tables are adopted only from the allocator host', () => {
     expect(b.service.table()!.owners).not.toContain(evil);
 
     // the real allocator's next table is still adopted: D joins, the allocator moves partitions
-    const d = await startPartitionNode(pd!, pa!);
+    const d = await startPartitionNode(pd!, pa!, P);
     nodes.push(d);
     await d.cluster.whenUp();
     await eventually(() => [a, b, c, d].every((n) => live(n).size === 4), {
@@ -135,10 +101,10 @@ describe('partition tables are adopted only from the allocator host', () => {
 
   it('a table refused while the receiver did not know its sender is sent again after the ack timeout', async () => {
     const [pa, pb, pc] = await freePorts(3);
-    const a = await startPartitionNode(pa!, pa!);
+    const a = await startPartitionNode(pa!, pa!, P);
     nodes.push(a);
     await a.cluster.whenUp();
-    const b = await startPartitionNode(pb!, pa!);
+    const b = await startPartitionNode(pb!, pa!, P);
     nodes.push(b);
     await b.cluster.whenUp();
     await eventually(() => new Set(b.service.table()?.owners).size === 2, {
@@ -149,7 +115,7 @@ describe('partition tables are adopted only from the allocator host', () => {
     const aKey = a.cluster.self.key;
     types.defineAuthority('member', (origin) => origin !== aKey);
     const unauthorized = () => b.transport.system.metrics.value('doyen_wire_unauthorized_total');
-    const c = await startPartitionNode(pc!, pa!);
+    const c = await startPartitionNode(pc!, pa!, P);
     nodes.push(c);
     await c.cluster.whenUp();
     await eventually(() => new Set(a.service.table()?.owners).size === 3, { what: "A's table over three" });

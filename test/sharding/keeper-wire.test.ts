@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { memberKey } from '../../packages/cluster/src/index.js';
 import { type Message, nodeKey, nodeOfKey } from '../../packages/core/src/index.js';
-import {
-  ALLOCATOR_SINGLETON,
-  allocatorLogic,
-  PartitionService,
-} from '../../packages/partitions/src/index.js';
+import type { PartitionService } from '../../packages/partitions/src/index.js';
 import {
   EMPTY_CARGO,
   type HandOffCargo,
@@ -16,10 +11,10 @@ import {
   KEEPER_PATH,
   startPartitionKeeper,
 } from '../../packages/sharding/src/partition-keeper/keeper-machine.js';
-import { ClusterSingletons } from '../../packages/singleton/src/index.js';
-import { type ClusterNode, freePorts, startClusterNode } from '../support/cluster-nodes.js';
+import { type ClusterNode, freePorts } from '../support/cluster-nodes.js';
 import { clusterNodesClosedAfterEach } from '../support/cluster-nodes-closed.js';
 import { FakeOwnerLeases } from '../support/fake-owner-leases.js';
+import { startPartitionNode } from '../support/partition-node.js';
 import { eventually } from '../support/wait.js';
 
 /**
@@ -54,25 +49,9 @@ async function startKeeperNode(
   seedPort: number,
   options: KeeperNodeOptions = {},
 ): Promise<KeeperNode> {
-  const node = await startClusterNode(port, [{ host: '127.0.0.1', port: seedPort }]);
+  const node = await startPartitionNode(port, seedPort, P);
+  const { service } = node;
   const system = node.transport.system;
-  const singletons = new ClusterSingletons(system, node.cluster);
-  const service = new PartitionService(system, node.cluster, P, {
-    allocatorHost: (m) => {
-      const host = singletons.placement.hostOf(m, undefined);
-      return host && memberKey(host);
-    },
-  });
-  singletons.register(
-    ALLOCATOR_SINGLETON,
-    allocatorLogic({
-      system,
-      cluster: node.cluster,
-      service,
-      options: { partitionCount: P },
-      ackTimeoutMs: 2000,
-    }),
-  );
   const leases = new FakeOwnerLeases();
   const log: string[] = [];
   const cargos = new Map<number, HandOffCargo>();
