@@ -38,8 +38,8 @@ import {
   isPlanned,
   type PlannedChaosFault,
 } from './chaos-sharding-schedule.js';
+import { sourceCliArgs } from './source-cli.js';
 
-const CLI_SOURCE = fileURLToPath(new URL('../../packages/doyen/src/cli.ts', import.meta.url));
 const CHAOS_APP = fileURLToPath(new URL('./chaos-sharding-app.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PORT = 2552;
@@ -121,10 +121,11 @@ class ChaosCluster {
       command: 'ip',
       args: [
         ...['netns', 'exec', h.ns, globalThis.process.execPath],
-        ...['--conditions=@doyen/source', '--import', import.meta.resolve('tsx'), CLI_SOURCE],
-        ...['node', '--cluster', this.cluster, '--host', h.ip, '--port', String(PORT)],
-        ...['--seeds', seeds.join(','), '--http-port', String(HTTP_PORT), '--http-host', h.ip],
-        ...['--name', CHAOS_HOSTS[slot]!, '--app', CHAOS_APP],
+        ...sourceCliArgs([
+          ...['node', '--cluster', this.cluster, '--host', h.ip, '--port', String(PORT)],
+          ...['--seeds', seeds.join(','), '--http-port', String(HTTP_PORT), '--http-host', h.ip],
+          ...['--name', CHAOS_HOSTS[slot]!, '--app', CHAOS_APP],
+        ]),
       ],
       cwd: ROOT,
       env: {

@@ -9,8 +9,8 @@ import { fileURLToPath } from 'node:url';
 import type { InstanceLogLine, ProcessFate } from '../../packages/testkit/src/instance-overlaps.js';
 import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 import { LOAD_PORT_ENV, SHARD_ROLE } from './sharding-protocol.js';
+import { sourceNodeArgs } from './source-cli.js';
 
-const CLI_SOURCE = fileURLToPath(new URL('../../packages/doyen/src/cli.ts', import.meta.url));
 const APP = fileURLToPath(new URL('./sharding-app.ts', import.meta.url));
 /** Set to a directory to keep every process's log there (`<proc>.log`), for looking into a run. */
 const LOG_DIR = process.env.SHARDING_BENCH_LOG_DIR;
@@ -80,25 +80,7 @@ export class ShardingProcesses {
     env: Record<string, string>,
   ) {
     const args = [
-      '--conditions=@doyen/source',
-      '--import',
-      import.meta.resolve('tsx'),
-      CLI_SOURCE,
-      'node',
-      '--cluster',
-      this.options.cluster,
-      '--host',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      '--http-port',
-      String(httpPort),
-      '--http-host',
-      '127.0.0.1',
-      '--seeds',
-      this.seeds(),
-      '--app',
-      APP,
+      ...sourceNodeArgs({ cluster: this.options.cluster, port, httpPort, seeds: this.seeds(), app: APP }),
       ...(roles ? ['--roles', roles] : []),
     ];
     const owned = NodeProcess.spawn({

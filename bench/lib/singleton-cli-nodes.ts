@@ -4,7 +4,6 @@
 // with its `time`, on this machine's one clock) and from their management HTTP (GET /cluster, /singletons,
 // /partitions). Every process is the testkit's NodeProcess, so none outlives the bench.
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import type {
   ClusterView,
   MemberView,
@@ -20,13 +19,13 @@ import {
 } from '../../packages/testkit/src/instance-overlaps.js';
 import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 import { freePorts } from './free-ports.js';
+import { sourceCliArgs } from './source-cli.js';
 import { waitFor, withTimeout } from './timeout.js';
 
 export { installSignalCleanup, liveNodeProcesses } from '../../packages/testkit/src/node-process.js';
 
 /** The singleton every node registers by default (startNode's partition allocator). */
 export const ALLOCATOR = 'partition-allocator';
-const CLI_SOURCE = fileURLToPath(new URL('../../packages/doyen/src/cli.ts', import.meta.url));
 /** This run's cluster secret: random, handed over in the environment, never on argv. */
 const SECRET_ENV = { DOYEN_SECRET: randomBytes(16).toString('hex'), DOYEN_LOG_LEVEL: 'info' };
 const UP_TIMEOUT_MS = 60_000;
@@ -51,11 +50,6 @@ export interface CliHost {
   readonly address: string;
   spawn(seeds: readonly string[]): NodeProcess;
   getJson<T>(node: NodeProcess, path: string): Promise<T | undefined>;
-}
-
-/** Node's arguments for the CLI from source: tsx, the source condition, cli.ts, then `cliArgs`. */
-export function sourceCliArgs(cliArgs: readonly string[]): string[] {
-  return ['--conditions=@doyen/source', '--import', import.meta.resolve('tsx'), CLI_SOURCE, ...cliArgs];
 }
 
 /** `doyen node` flags for one member with management HTTP on its own host. */

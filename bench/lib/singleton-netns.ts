@@ -8,9 +8,9 @@ import {
   type CutOffSample,
   nodeCliArgs,
   SingletonCliCluster,
-  sourceCliArgs,
   spawnCli,
 } from './singleton-cli-nodes.js';
+import { sourceCliArgs } from './source-cli.js';
 
 const PORT = 2552;
 const HTTP_PORT = 8558;

@@ -8,8 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 import { allUp, type CliNode } from './cli-nodes.js';
 import { type SoakAppSettings, soakAppEnv } from './soak-protocol.js';
+import { sourceNodeArgs } from './source-cli.js';
 
-const CLI_SOURCE = fileURLToPath(new URL('../../packages/doyen/src/cli.ts', import.meta.url));
 const SOAK_APP = fileURLToPath(new URL('./soak-app.ts', import.meta.url));
 
 export interface SoakLine {
@@ -65,25 +65,7 @@ export class SoakSlots {
     const seeds = ports.map((p) => `127.0.0.1:${p}`).join(',');
     const owned = NodeProcess.spawn({
       args: [
-        '--conditions=@doyen/source',
-        '--import',
-        import.meta.resolve('tsx'),
-        CLI_SOURCE,
-        'node',
-        '--cluster',
-        cluster,
-        '--host',
-        '127.0.0.1',
-        '--port',
-        String(port),
-        '--http-port',
-        String(httpPort),
-        '--http-host',
-        '127.0.0.1',
-        '--seeds',
-        seeds,
-        '--app',
-        SOAK_APP,
+        ...sourceNodeArgs({ cluster, port, httpPort, seeds, app: SOAK_APP }),
         '--pause-bound-ms',
         String(this.options.pauseBoundMs),
         '--enable-fault-injection',

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { sourceNodeArgs } from '../../bench/lib/source-cli.js';
 import type { DoyenNode } from '../../packages/doyen/src/index.js';
 import {
   describeOverlaps,
@@ -23,7 +24,6 @@ import {
 } from '../support/sharding-crash-app.js';
 import { eventually } from '../support/wait.js';
 
-const CLI_SOURCE = fileURLToPath(new URL('../../packages/doyen/src/cli.ts', import.meta.url));
 const APP = fileURLToPath(new URL('../support/sharding-crash-app.ts', import.meta.url));
 
 const local = nodesClosedAfterEach();
@@ -43,14 +43,14 @@ async function hostingNodes(cluster: string, secret: string, n: number) {
     const name = `n${i}`;
     const node = NodeProcess.spawn({
       args: [
-        '--conditions=@doyen/source',
-        '--import',
-        import.meta.resolve('tsx'),
-        CLI_SOURCE,
-        'node',
-        ...['--cluster', cluster, '--host', '127.0.0.1', '--port', String(ports[i]!)],
-        ...['--http-port', String(ports[n + i]!), '--http-host', '127.0.0.1'],
-        ...['--seeds', `127.0.0.1:${seed}`, '--app', APP, '--roles', SHARD_ROLE],
+        ...sourceNodeArgs({
+          cluster,
+          port: ports[i]!,
+          httpPort: ports[n + i]!,
+          seeds: `127.0.0.1:${seed}`,
+          app: APP,
+        }),
+        ...['--roles', SHARD_ROLE],
       ],
       env: { DOYEN_SECRET: secret, DOYEN_LOG_LEVEL: 'info' },
       http: { host: '127.0.0.1', port: ports[n + i]! },
