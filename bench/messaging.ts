@@ -1,4 +1,4 @@
-// `pnpm bench messaging [--runs N]`: doyen's messaging figures, each beside a baseline measured in the same
+// `pnpm bench messaging [tls | remote] [--runs N]`: doyen's messaging figures, each beside a baseline measured in the same
 // run (interleaved with it, run by run) and the ratio. Prints tables, then one JSON line of medians.
 //   1. local tell, 1 sender -> 1 actor, vs bare xstate `send` of the same logic and vs nact
 //   2. remote tell between two processes on 127.0.0.1, vs raw ws+msgpackr batched into ≤64 KiB frames
@@ -29,6 +29,7 @@ import { formatFigure, formatTable } from './lib/table.js';
 import { TLS_ONLY_ARG, tlsMessagingSection } from './lib/tls-messaging.js';
 
 const RUNS = runsArg(5);
+const REMOTE_ONLY_ARG = 'remote';
 
 const LOCAL_MACHINE_MESSAGES = 200_000;
 const LOCAL_TRANSITION_MESSAGES = 500_000;
@@ -372,6 +373,15 @@ const comparisons: Comparison[] = [
 // 8. remote tell over mutual TLS (bench/lib/tls-messaging.ts); `pnpm bench messaging tls` runs only it
 const tls = tlsMessagingSection({ messages: REMOTE_MESSAGES, batchBytes: BATCH_BYTES });
 if (process.argv.includes(TLS_ONLY_ARG)) sections.length = comparisons.length = 0;
+// `pnpm bench messaging remote`: only the wire's sections (2-4: remote tell, remote ask, heartbeats beside a
+// saturated user lane) and the TLS section, for A/B runs of a wire change
+if (process.argv.includes(REMOTE_ONLY_ARG)) {
+  const wire = sections.filter((s) => /^[234]\./.test(s.title));
+  const figures = new Set(wire.flatMap((s) => s.figures.map((f) => f.key)));
+  const onWire = (c: Comparison) => figures.has(c.key) || /^(remoteTell|ask|heartbeat)/.test(c.key);
+  sections.splice(0, sections.length, ...wire);
+  comparisons.splice(0, comparisons.length, ...comparisons.filter(onWire));
+}
 sections.push(tls);
 comparisons.push(...tls.comparisons);
 

@@ -7,7 +7,7 @@ import {
   type PeerLimits,
   TooManyPendingAsksError,
 } from '../../packages/core/src/index.js';
-import { WsTransport } from '../../packages/wire/src/index.js';
+import { batchFrameOf, WsTransport } from '../../packages/wire/src/index.js';
 import { startTestNode, type TestNode } from '../support/nodes.js';
 import { connectRaw, handshake, type RawPeer } from '../support/raw-peer.js';
 import { eventually } from '../support/wait.js';
@@ -60,7 +60,7 @@ async function watchFlood(transport: WsTransport, count: number, as = ROGUE): Pr
         { type: 'doyen.watch', target: '/user/target', watcher },
       ]);
     }
-    raw.sendRaw(packr.pack(batch));
+    raw.sendRaw(packr.pack(batchFrameOf(batch)));
   }
   return raw;
 }

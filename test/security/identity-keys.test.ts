@@ -3,6 +3,7 @@ import { downMembers, memberKey } from '../../packages/cluster/src/index.js';
 import type { Message } from '../../packages/core/src/index.js';
 import {
   BatchEncoder,
+  batchFrameOf,
   CloseCode,
   HandshakeKind,
   NodeIdentity,
@@ -94,7 +95,9 @@ describe('a member identity needs its private key, not the shared secret', () =>
     const forged = downMembers(mine, [memberKey(nodeOf(b!))]);
     const replyTo = a!.transport.system.remoteRef(asA, '/system/membership');
     const update = { type: 'membership.update', membership: forged, replyTo } as Message;
-    towardsC.peer.sendRaw(new BatchEncoder().encode([['/system/membership', nodeOf(c!).uid, null, update]]));
+    towardsC.peer.sendRaw(
+      new BatchEncoder().encode(batchFrameOf([['/system/membership', nodeOf(c!).uid, null, update]])),
+    );
     await eventually(
       () => !c!.cluster.state().membership!.members.some((m) => memberKey(m) === memberKey(nodeOf(b!))),
       { what: 'C adopted the forged update' },
@@ -122,7 +125,9 @@ describe('a member identity needs its private key, not the shared secret', () =>
         replyTo,
         publicKey: identity.publicKey,
       } as Message;
-      peer.sendRaw(new BatchEncoder().encode([['/system/membership', nodeOf(a!).uid, null, join]]));
+      peer.sendRaw(
+        new BatchEncoder().encode(batchFrameOf([['/system/membership', nodeOf(a!).uid, null, join]])),
+      );
       return peer;
     };
     const version = membership().version;
@@ -155,7 +160,9 @@ describe('a member identity needs its private key, not the shared secret', () =>
         unknown
       >;
       if (claimedKey) join.publicKey = claimedKey;
-      peer.sendRaw(new BatchEncoder().encode([['/system/membership', nodeOf(a!).uid, null, join]]));
+      peer.sendRaw(
+        new BatchEncoder().encode(batchFrameOf([['/system/membership', nodeOf(a!).uid, null, join]])),
+      );
     };
     const forged = () => a!.transport.system.metrics.value('doyen_wire_forged_total');
     await send('otherkey', other.publicKey);

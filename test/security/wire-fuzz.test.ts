@@ -6,10 +6,12 @@ import type { Message } from '../../packages/core/src/index.js';
 import { freePorts } from '../../packages/testkit/src/free-ports.js';
 import {
   BatchEncoder,
+  batchFrameOf,
   CLOSE_CODE_OF,
   decodeHello,
   encodeChallenge,
   encodeWelcome,
+  MAX_ROUTES,
   NodeIdentity,
   PROTOCOL_VERSION,
   type RejectReason,
@@ -48,6 +50,7 @@ afterEach(async () => {
 const REASONS: RejectReason[] = [
   ...(Object.keys(CLOSE_CODE_OF) as RejectReason[]),
   'bad-envelope',
+  'bad-batch-header',
   'unknown-type',
   'invalid-message',
 ];
@@ -211,13 +214,17 @@ describe('fuzzing the wire: every handshake state, both sides', { timeout: TIMEO
       const ref = n.system.refFor(`doyen://test@127.0.0.1:${n.transport.port}/user/inbox#${uid}`);
       const encoder = new BatchEncoder();
       const batches = [
-        encoder.encode([[path, uid, null, { type: 'test.ping', ref, nested: { a: [1, 2, 'x'], b: null } }]]),
-        encoder.encode([
-          [path, uid, null, { type: 'test.ping', ref, nested: { a: [3], b: true } }],
-          // a sender on the raw peer's own node (127.0.0.1:1#rawpeer): one on another node is forged
-          [path, uid, 'doyen://test@127.0.0.1:1/user/x#rawpeer', { type: 'test.n', n: 1.5 }],
-        ]),
-        plain.pack([[path, uid, null, { type: 'test.ping' }]]),
+        encoder.encode(
+          batchFrameOf([[path, uid, null, { type: 'test.ping', ref, nested: { a: [1, 2, 'x'], b: null } }]]),
+        ),
+        encoder.encode(
+          batchFrameOf([
+            [path, uid, null, { type: 'test.ping', ref, nested: { a: [3], b: true } }],
+            // a sender on the raw peer's own node (127.0.0.1:1#rawpeer): one on another node is forged
+            [path, uid, 'doyen://test@127.0.0.1:1/user/x#rawpeer', { type: 'test.n', n: 1.5 }],
+          ]),
+        ),
+        plain.pack(batchFrameOf([[path, uid, null, { type: 'test.ping' }]])),
       ];
       // positive control: the unmutated frames are taken on this lane
       const control = await connectRaw(n.transport.port);
@@ -235,7 +242,7 @@ describe('fuzzing the wire: every handshake state, both sides', { timeout: TIMEO
           for (const f of frames) raw.sendRaw(f);
           // a probe behind the fuzz: either it arrives, or the fuzz closed the connection
           const probe = ++probes;
-          raw.sendRaw(plain.pack([['/user/inbox', uid, null, { type: 'test.ping', probe }]]));
+          raw.sendRaw(plain.pack(batchFrameOf([['/user/inbox', uid, null, { type: 'test.ping', probe }]])));
           const arrived = () => n.inbox.some((m) => (m as unknown as { probe?: number }).probe === probe);
           const outcome = await settle(raw.socket, arrived);
           raw.socket.terminate();
@@ -255,6 +262,81 @@ describe('fuzzing the wire: every handshake state, both sides', { timeout: TIMEO
       );
     });
   }
+
+  it('batch frames with fuzzed headers, routes and route indexes are dropped, never crash, never misdeliver', async () => {
+    const n = await fuzzNode();
+    const uid = n.system.node.uid;
+    const ping = { type: 'test.ping' };
+    const anything = fc.oneof(
+      fc.constant(null),
+      fc.boolean(),
+      fc.integer({ min: -5, max: MAX_ROUTES + 5 }),
+      fc.double(),
+      fc.string({ maxLength: 8 }),
+      fc.constantFrom(uid, `${uid}0`, '/user/inbox', '/user/../x', 'doyen://test@127.0.0.1:1/user/x#rawpeer'),
+      fc.array(fc.constantFrom('/user/inbox', null, 3, 'x'), { maxLength: 4 }),
+    );
+    const route = fc.oneof(
+      { weight: 3, arbitrary: fc.constant(['/user/inbox', null]) },
+      fc.tuple(fc.constantFrom('/user/inbox', '/user/other', '/user/a b', ''), fc.constantFrom(null, 'x', 7)),
+      fc.array(anything, { maxLength: 4 }),
+      anything,
+    );
+    // a frame [toUid, routes, index, message, …] with any part replaced by something else
+    const frame = fc
+      .record({
+        toUid: fc.oneof({ weight: 3, arbitrary: fc.constant(uid) }, anything),
+        routes: fc.oneof(
+          { weight: 3, arbitrary: fc.array(route, { maxLength: 5 }) },
+          anything,
+          fc.constant(Array.from({ length: MAX_ROUTES + 1 }, (_, i) => [`/user/r${i}`, null])),
+        ),
+        entries: fc.array(
+          fc.tuple(
+            fc.oneof({ weight: 3, arbitrary: fc.nat(6) }, anything),
+            fc.oneof(fc.constant(ping), anything),
+          ),
+          { maxLength: 8 },
+        ),
+        tail: fc.option(anything, { freq: 5 }),
+      })
+      .map(({ toUid, routes, entries, tail }) => {
+        const f: unknown[] = [toUid, routes, ...entries.flat()];
+        if (tail !== null) f.push(tail);
+        return f;
+      });
+    const raw = await connectRaw(n.transport.port);
+    await handshake(raw, { cluster: 'test', secret: 'sesame', lane: 'user' });
+    // positive control: the same layout, well formed, is delivered (a message per entry)
+    raw.sendRaw(plain.pack([uid, [['/user/inbox', null]], 0, { type: 'test.ping', probe: 0 }]));
+    await eventually(() => n.inbox.length === 1, { what: 'the well-formed frame' });
+    let probes = 0;
+    const misdelivered: unknown[] = [];
+    await fc.assert(
+      fc.asyncProperty(frame, async (f) => {
+        const before = n.inbox.length;
+        raw.sendRaw(plain.pack(f));
+        // a probe behind it: the connection stays open (nothing in a decodable frame closes it)
+        const probe = ++probes;
+        raw.sendRaw(plain.pack([uid, [['/user/inbox', null]], 0, { type: 'test.ping', probe }]));
+        await eventually(() => n.inbox.some((m) => (m as unknown as { probe?: number }).probe === probe), {
+          what: `probe ${probe}`,
+        });
+        // whatever arrived from the fuzzed frame came through a valid route to the inbox, as a ping
+        for (const m of n.inbox.slice(before)) if (m.type !== 'test.ping') misdelivered.push(m);
+      }),
+      { numRuns: RUNS },
+    );
+    // positive control: the fuzzed frames reached the header and route checks and were refused there
+    expect(totalRejected(n)).toBeGreaterThan(RUNS * 0.5);
+    expect(
+      n.system.metrics.value('doyen_wire_rejected_total', { reason: 'bad-batch-header' }),
+    ).toBeGreaterThan(0);
+    expect(misdelivered).toEqual([]);
+    expect(crashes).toEqual([]);
+    expect(raw.socket.readyState).toBe(raw.socket.OPEN);
+    raw.socket.terminate();
+  });
 
   it('the dialer side: fuzzed challenges and welcomes from a fake acceptor never crash the node', async () => {
     const n = await fuzzNode();

@@ -1,6 +1,7 @@
 import { Packr } from 'msgpackr';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ClusterEvent } from '../../packages/cluster/src/index.js';
+import { batchFrameOf } from '../../packages/wire/src/index.js';
 import { type ClusterNode, startTwoNodes } from '../support/cluster-nodes.js';
 import { type Flooder, startFlooder } from '../support/flood-worker.js';
 import { eventually } from '../support/wait.js';
@@ -35,14 +36,16 @@ describe('issue 10 (7): a system-lane flood from one connection', () => {
     });
     flooders.push(flooder);
     // valid system-lane frames, one small envelope each: decoded, validated, dead-lettered (no such actor)
-    const frame = new Packr({ useRecords: false }).pack([
-      [
-        '/system/flood-sink',
-        a.cluster.self.uid,
-        null,
-        { type: 'membership.ack', version: 1, from: `127.0.0.1:${evilPort}#evil` },
-      ],
-    ]);
+    const frame = new Packr({ useRecords: false }).pack(
+      batchFrameOf([
+        [
+          '/system/flood-sink',
+          a.cluster.self.uid,
+          null,
+          { type: 'membership.ack', version: 1, from: `127.0.0.1:${evilPort}#evil` },
+        ],
+      ]),
+    );
     const received = () =>
       a.transport.system.metrics.value('doyen_wire_messages_received_total', { lane: 'system' });
     const before = received();

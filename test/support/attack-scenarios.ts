@@ -97,12 +97,13 @@ export interface FloodFigures {
 /** One frame of valid envelopes just under 1000 KiB (the user lane's 1 MiB limit), to `/user/flood-sink`. */
 function floodFrame(uid: string): Buffer {
   const packr = new Packr({ useRecords: false });
-  const envelopes: unknown[] = [];
+  // a batch frame: [toUid, routes, route index, message, …] (packages/wire/src/batch-frame.ts)
+  const frame: unknown[] = [uid, [['/user/flood-sink', null]]];
   for (let n = 0; ; n++) {
-    envelopes.push(['/user/flood-sink', uid, null, { type: 'flood.n', n }]);
-    if (envelopes.length % 1000 === 0 && packr.pack(envelopes).length > 1000 * 1024) break;
+    frame.push(0, { type: 'flood.n', n });
+    if (n % 1000 === 999 && packr.pack(frame).length > 1000 * 1024) break;
   }
-  return packr.pack(envelopes.slice(0, -1000));
+  return packr.pack(frame.slice(0, -2000));
 }
 
 /** Four connections per source address: under the per-address handshake quota. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CloseCode } from '../../packages/wire/src/index.js';
+import { batchFrameOf, CloseCode, MAX_ROUTES } from '../../packages/wire/src/index.js';
 import { type TestNode, testNodesClosedAfterEach } from '../support/nodes.js';
 import { batchPackr, connectRaw, handshake, type RawPeerWithChallenge } from '../support/raw-peer.js';
 import { eventually } from '../support/wait.js';
@@ -70,7 +70,7 @@ describe('wire boundary: every bad input gets a reason and a drop or a close', (
   it('messages before the handshake close with 4005', async () => {
     const { n, raw } = await nodeAndRaw();
     await raw.challenge;
-    raw.send([['/user/inbox', n.system.node.uid, null, { type: 'test.ping' }]]);
+    raw.send(batchFrameOf([['/user/inbox', n.system.node.uid, null, { type: 'test.ping' }]]));
     await expectClosed(n, raw, CloseCode.handshakeRequired, 'before-handshake');
     expect(n.inbox).toHaveLength(0);
   });
@@ -113,13 +113,21 @@ describe('wire boundary: every bad input gets a reason and a drop or a close', (
     await handshake(raw, { cluster: 'test', secret: 'sesame' });
     const good = `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01`;
     raw.sendRaw(
-      batchPackr().pack([
-        ['/user/inbox', uid, null, { type: 'test.ping', n: 1 }, good],
-        ['/user/inbox', uid, null, { type: 'test.ping', n: 2 }, 'not-a-traceparent'],
-        ['/user/inbox', uid, null, { type: 'test.ping', n: 3 }, `00-${'0'.repeat(32)}-${'b'.repeat(16)}-01`],
-        ['/user/inbox', uid, null, { type: 'test.ping', n: 4 }, { nested: 'object' }],
-        ['/user/inbox', uid, null, { type: 'test.ping', n: 5 }, good, 'sixth'],
-      ]),
+      batchPackr().pack(
+        batchFrameOf([
+          ['/user/inbox', uid, null, { type: 'test.ping', n: 1 }, good],
+          ['/user/inbox', uid, null, { type: 'test.ping', n: 2 }, 'not-a-traceparent'],
+          [
+            '/user/inbox',
+            uid,
+            null,
+            { type: 'test.ping', n: 3 },
+            `00-${'0'.repeat(32)}-${'b'.repeat(16)}-01`,
+          ],
+          ['/user/inbox', uid, null, { type: 'test.ping', n: 4 }, { nested: 'object' }],
+          ['/user/inbox', uid, null, { type: 'test.ping', n: 5 }, good, 'sixth'],
+        ]),
+      ),
     );
     await eventually(() => n.inbox.length === 4, { what: 'four messages delivered' });
     expect(n.inbox.map((m) => (m as unknown as { n: number }).n)).toEqual([1, 2, 3, 4]);
@@ -134,16 +142,18 @@ describe('wire boundary: every bad input gets a reason and a drop or a close', (
     await handshake(raw, { cluster: 'test', secret: 'sesame' });
     const packr = batchPackr();
     raw.sendRaw(
-      packr.pack([
-        ['/user/inbox', uid, null, { type: 'test.ping', n: 1 }],
-        ['no-slash', uid, null, { type: 'test.ping' }],
-        ['/user/inbox', uid, null, 'not a map'],
-        ['/user/inbox', uid],
-        ['/user/inbox', uid, null, { type: 'evil.unknown' }],
-        ['/system/death-watch', uid, null, { type: 'doyen.watch', target: 42 }],
-        ['/user/nobody', uid, null, { type: 'test.ping' }],
-        ['/user/inbox', uid, null, { type: 'test.ping', n: 2 }],
-      ]),
+      packr.pack(
+        batchFrameOf([
+          ['/user/inbox', uid, null, { type: 'test.ping', n: 1 }],
+          ['no-slash', uid, null, { type: 'test.ping' }],
+          ['/user/inbox', uid, null, 'not a map'],
+          ['/user/inbox', uid],
+          ['/user/inbox', uid, null, { type: 'evil.unknown' }],
+          ['/system/death-watch', uid, null, { type: 'doyen.watch', target: 42 }],
+          ['/user/nobody', uid, null, { type: 'test.ping' }],
+          ['/user/inbox', uid, null, { type: 'test.ping', n: 2 }],
+        ]),
+      ),
     );
     await eventually(() => n.inbox.length === 2, { what: 'the two good messages' });
     expect(n.inbox).toEqual([
@@ -157,6 +167,57 @@ describe('wire boundary: every bad input gets a reason and a drop or a close', (
       what: 'unknown recipient',
     });
     // the connection stays open: dropping envelopes is enough
+    expect(raw.socket.readyState).toBe(raw.socket.OPEN);
+    raw.socket.close();
+  });
+
+  it('a batch frame names its incarnation and routes once: a bad header drops the frame, a bad index the message', async () => {
+    const n = await node();
+    const uid = n.system.node.uid;
+    const raw = await connectRaw(n.transport.port);
+    await handshake(raw, { cluster: 'test', secret: 'sesame' });
+    const packr = batchPackr();
+    const ping = (k: number) => ({ type: 'test.ping', n: k });
+    const inbox = ['/user/inbox', null];
+    // positive control: a frame of the same layout, well formed, is delivered whole
+    raw.sendRaw(packr.pack([uid, [inbox, ['/user/other', null]], 0, ping(1), 1, ping(2), 0, ping(3)]));
+    await eventually(() => n.inbox.length === 2, { what: 'the well-formed frame' });
+    const frames: unknown[][] = [
+      [uid, [inbox, inbox], 0, ping(10), 1, ping(11)], // a route listed twice
+      [uid, [inbox, ['/user/a', null], ['/user/b', null]], 0, ping(12), 1, ping(13)], // more routes than messages
+      [uid, [], 0, ping(14)], // no routes
+      [uid, [inbox], 0, ping(15), 0], // an index without its message
+      [42, [inbox], 0, ping(16)], // no incarnation
+      [uid, 'not routes', 0, ping(17)],
+      [uid, [inbox]], // no messages
+    ];
+    for (const f of frames) raw.sendRaw(packr.pack(f));
+    // index out of range, negative, fractional, not a number: those messages alone are dropped
+    raw.sendRaw(
+      packr.pack([uid, [inbox], 1, ping(20), -1, ping(21), 0.5, ping(22), 'x', ping(23), 0, ping(4)]),
+    );
+    await eventually(() => n.inbox.length === 3, { what: 'the last good message' });
+    expect(n.inbox.map((m) => (m as unknown as { n: number }).n)).toEqual([1, 3, 4]);
+    expect(rejected(n, 'bad-batch-header')).toBe(frames.length);
+    expect(rejected(n, 'bad-envelope')).toBe(4);
+    // as many routes as the cap allows are taken, one more is not
+    const many = (routes: number) => {
+      const f: unknown[] = [uid, Array.from({ length: routes }, (_, i) => [`/user/r${i}`, null])];
+      for (let i = 0; i < routes; i++) f.push(i, ping(i));
+      return f;
+    };
+    raw.sendRaw(packr.pack(many(MAX_ROUTES + 1)));
+    raw.sendRaw(packr.pack(many(MAX_ROUTES)));
+    await eventually(() => n.deadLetters.filter((l) => l.reason === 'no-such-actor').length >= MAX_ROUTES, {
+      what: 'every message of the frame at the cap',
+    });
+    expect(rejected(n, 'bad-batch-header')).toBe(frames.length + 1);
+    // a frame for another incarnation of this node: its messages are dead letters, nothing delivered
+    raw.sendRaw(packr.pack([`${uid}x`, [inbox], 0, ping(30)]));
+    await eventually(() => n.deadLetters.some((l) => l.reason === 'wrong-incarnation'), {
+      what: 'the wrong incarnation',
+    });
+    expect(n.inbox).toHaveLength(3);
     expect(raw.socket.readyState).toBe(raw.socket.OPEN);
     raw.socket.close();
   });

@@ -8,6 +8,7 @@ import {
   RingBuffer,
 } from '@doyen/core';
 import WebSocket from 'ws';
+import { MAX_ROUTES } from './batch-frame.js';
 import { BatchEncoder, decodeHandshakeFrame, encodePlain } from './codec.js';
 import { reconnectDelay, type WireConfig } from './config.js';
 import { FrameRejectedError } from './frame-scan.js';
@@ -16,11 +17,9 @@ import {
   decodeWelcome,
   encodeHello,
   newNonce,
-  proofMatches,
   signedHello,
   type Transcript,
-  welcomeProof,
-  welcomeSignatureValid,
+  welcomeCheck,
 } from './handshake.js';
 import type { NodeIdentity } from './node-identity.js';
 import { CloseCode, PROTOCOL_VERSION, UNAUTHENTICATED_CLOSE_REASON, WS_PATH } from './protocol.js';
@@ -145,11 +144,17 @@ export class Association {
     }
   }
 
-  /** Takes up to `batchSize` envelopes from the head of the queue. */
+  /**
+   * Takes up to `batchSize` envelopes from the head of the queue, all to one recipient
+   * incarnation (a frame names it once): a batch ends where the incarnation changes.
+   */
   private takeBatch(): Envelope[] {
     const count = Math.min(this.queue.length, this.batchSize);
     const batch: Envelope[] = new Array(count);
-    for (let i = 0; i < count; i++) batch[i] = this.queue.shift()!;
+    const toUid = this.queue.peek()!.toUid;
+    let i = 0;
+    while (i < count && this.queue.peek()!.toUid === toUid) batch[i++] = this.queue.shift()!;
+    batch.length = i;
     return batch;
   }
 
@@ -260,10 +265,11 @@ export class Association {
       }
       const welcome = decodeWelcome(frame);
       if (!welcome) return this.fail(socket, 'bad-welcome', 'expected a welcome frame');
-      if (!proofMatches(welcomeProof(this.config.secret, transcript, welcome), welcome.proof)) {
+      const check = welcomeCheck(this.config.secret, welcome, transcript);
+      if (check === 'bad-proof') {
         return this.fail(socket, 'bad-proof', 'peer failed to prove the cluster secret', CloseCode.badProof);
       }
-      if (!welcomeSignatureValid(welcome, transcript)) {
+      if (check === 'wrong-key') {
         return this.fail(
           socket,
           'wrong-key',
@@ -451,7 +457,7 @@ export class Association {
   private sendBatch(socket: WebSocket, batch: Envelope[]): void {
     let frame: Buffer;
     try {
-      frame = this.encoder.encode(batch.map(toTuple));
+      frame = this.encoder.encodeEnvelopes(batch);
     } catch (error) {
       this.unencodable(socket, batch, error as Error);
       return;
@@ -477,7 +483,7 @@ export class Association {
     const perEnvelope = frame.length / batch.length;
     this.batchSize = Math.max(
       1,
-      Math.min(4096, Math.floor(this.config.batchBytes / Math.max(perEnvelope, 1))),
+      Math.min(MAX_ROUTES, Math.floor(this.config.batchBytes / Math.max(perEnvelope, 1))),
     );
     this.write(socket, frame, batch.length);
   }
@@ -520,10 +526,4 @@ export class Association {
       if (this.queue.length > 0 && this.inflightBytes < this.config.highWaterBytes / 2) this.scheduleFlush();
     });
   }
-}
-
-function toTuple(e: Envelope): unknown[] {
-  return e.trace === undefined
-    ? [e.to, e.toUid, e.from ?? null, e.message]
-    : [e.to, e.toUid, e.from ?? null, e.message, e.trace];
 }

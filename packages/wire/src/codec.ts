@@ -1,5 +1,6 @@
-import { type ActorRef, ActorRef as ActorRefClass, type ActorSystem } from '@doyen/core';
+import { type ActorRef, ActorRef as ActorRefClass, type ActorSystem, type Envelope } from '@doyen/core';
 import { addExtension, Packr, Unpackr } from 'msgpackr';
+import { BatchFrameBuilder } from './batch-frame.js';
 import { ACTOR_REF_EXTENSION, FrameScanner } from './frame-scan.js';
 
 /**
@@ -74,9 +75,19 @@ export class BatchEncoder {
     return new Packr({ sequential: true, useRecords: true });
   }
 
-  /** Throws when a message cannot be encoded (a cycle, a BigInt beyond 64 bits): then `reset`. */
-  encode(envelopes: readonly unknown[]): Buffer {
-    return this.packr.pack(envelopes);
+  private readonly frames = new BatchFrameBuilder();
+
+  /**
+   * One batch frame of envelopes to one recipient incarnation (see batch-frame.ts). Throws when
+   * a message cannot be encoded (a cycle, a BigInt beyond 64 bits): then `reset`.
+   */
+  encodeEnvelopes(envelopes: readonly Envelope[]): Buffer {
+    return this.packr.pack(this.frames.build(envelopes));
+  }
+
+  /** Any value in this connection's encoding (tests and tools: a frame by hand, e.g. `batchFrameOf`'s). */
+  encode(value: unknown): Buffer {
+    return this.packr.pack(value);
   }
 
   /** After an encoded frame was not sent (or encoding failed), both sides must drop their record state. */

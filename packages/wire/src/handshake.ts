@@ -112,16 +112,26 @@ export function transcriptOf(hello: Omit<Hello, 'proof' | 'signature'>, challeng
 
 type Part = string | number | Buffer;
 
-/** Length-prefixed parts: no two different part lists give the same bytes. */
+/**
+ * Length-prefixed parts: no two different part lists give the same bytes. Written into one
+ * buffer: the handshake of every connection of a full mesh encodes two of these per side.
+ */
 function framed(...parts: Part[]): Buffer {
-  const chunks: Buffer[] = [];
-  for (const p of parts) {
-    const bytes = Buffer.isBuffer(p) ? p : Buffer.from(String(p), 'utf8');
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(bytes.length);
-    chunks.push(length, bytes);
+  const bytes: Buffer[] = new Array(parts.length);
+  let total = 0;
+  for (let i = 0; i < parts.length; i++) {
+    const p = parts[i]!;
+    const b = Buffer.isBuffer(p) ? p : Buffer.from(String(p), 'utf8');
+    bytes[i] = b;
+    total += 4 + b.length;
   }
-  return Buffer.concat(chunks);
+  const out = Buffer.allocUnsafe(total);
+  let at = 0;
+  for (const b of bytes) {
+    at = out.writeUInt32BE(b.length, at);
+    at += b.copy(out, at);
+  }
+  return out;
 }
 
 function hmac(secret: string, data: Buffer): Buffer {
@@ -188,6 +198,32 @@ export function welcomeSignatureValid(welcome: Welcome, t: Transcript): boolean 
   return verifyNodeSignature(welcome.publicKey, welcomeSigned(t, welcome), welcome.signature);
 }
 
+/** What a received hello or welcome proves: both proofs, or the first one it fails. */
+export type HandshakeCheck = 'ok' | 'bad-proof' | 'wrong-key';
+
+/**
+ * The acceptor's check of a hello: the proof of the cluster secret, then the signature by the key
+ * it names — the same two checks as helloProof and helloSignatureValid, over one encoding of the
+ * transcript (each connection of a full mesh runs this once).
+ */
+export function helloCheck(secret: string, hello: Hello, t: Transcript): HandshakeCheck {
+  return proofsCheck(secret, helloSigned(t), hello);
+}
+
+/** The dialer's check of a welcome (as helloCheck, over the welcome's transcript). */
+export function welcomeCheck(secret: string, welcome: Welcome, t: Transcript): HandshakeCheck {
+  return proofsCheck(secret, welcomeSigned(t, welcome), welcome);
+}
+
+function proofsCheck(
+  secret: string,
+  signed: Buffer,
+  claim: { readonly publicKey: string; readonly proof: Buffer; readonly signature: Buffer },
+): HandshakeCheck {
+  if (!proofMatches(hmac(secret, signed), claim.proof)) return 'bad-proof';
+  return verifyNodeSignature(claim.publicKey, signed, claim.signature) ? 'ok' : 'wrong-key';
+}
+
 /**
  * A complete hello answering `challengeNonce`, proved with `secret` and signed with `identity`
  * (what a dialer sends; test peers build theirs with it too).
@@ -200,11 +236,8 @@ export function signedHello(
 ): { readonly hello: Hello; readonly transcript: Transcript } {
   const unsigned = { ...fields, publicKey: identity.publicKey };
   const transcript = transcriptOf(unsigned, challengeNonce);
-  const hello = {
-    ...unsigned,
-    proof: helloProof(secret, transcript),
-    signature: helloSignature(identity, transcript),
-  };
+  const signed = helloSigned(transcript);
+  const hello = { ...unsigned, proof: hmac(secret, signed), signature: identity.sign(signed) };
   return { hello, transcript };
 }
 
@@ -216,11 +249,8 @@ export function signedWelcome(
   identity: NodeIdentity,
 ): Welcome {
   const who = { ...acceptor, publicKey: identity.publicKey };
-  return {
-    ...who,
-    proof: welcomeProof(secret, transcript, who),
-    signature: welcomeSignature(identity, transcript, who),
-  };
+  const signed = welcomeSigned(transcript, who);
+  return { ...who, proof: hmac(secret, signed), signature: identity.sign(signed) };
 }
 
 export function proofMatches(expected: Buffer, actual: Buffer): boolean {

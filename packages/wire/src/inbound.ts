@@ -10,6 +10,7 @@ import {
   RingBuffer,
 } from '@doyen/core';
 import type WebSocket from 'ws';
+import { FIRST_ENTRY } from './batch-frame.js';
 import { BatchDecoder, decodeHandshakeFrame, encodePlain } from './codec.js';
 import type { WireConfig } from './config.js';
 import { FrameRejectedError } from './frame-scan.js';
@@ -18,11 +19,9 @@ import {
   decodeHello,
   encodeChallenge,
   encodeWelcome,
-  helloProof,
-  helloSignatureValid,
+  helloCheck,
   helloVersion,
   newNonce,
-  proofMatches,
   signedWelcome,
   transcriptOf,
 } from './handshake.js';
@@ -38,7 +37,14 @@ import {
   UNAUTHENTICATED_CLOSE_REASON,
 } from './protocol.js';
 import { setReceiveLimit } from './receive-limit.js';
-import { EnvelopeMemo, type EnvelopeRefusal, readEnvelope } from './validation.js';
+import {
+  type BatchHeader,
+  EnvelopeMemo,
+  type EnvelopeRefusal,
+  KnownSenders,
+  readBatchHeader,
+  readMessage,
+} from './validation.js';
 
 /** Envelopes delivered between two looks at the clock while a frame is worked through. */
 const ENVELOPES_PER_CLOCK_CHECK = 32;
@@ -73,8 +79,9 @@ export class InboundConnection implements DecodeTask {
   private readonly pending = new RingBuffer<Buffer>(16);
   /** In the scheduler's queue (see DecodeTask). */
   queued = false;
-  /** The decoded frame being delivered, a slice per turn, and the next envelope's index. */
+  /** The decoded frame being delivered, a slice per turn, its validated header, and the next entry's index. */
   private batch: readonly unknown[] | undefined;
+  private header: BatchHeader | undefined;
   private cursor = 0;
   /** The largest frame accepted once open (the lane's limit, see limitFrames). */
   private openFrameLimit: number;
@@ -83,6 +90,8 @@ export class InboundConnection implements DecodeTask {
   private origin: AuthenticatedNode | undefined;
   /** What the previous envelope was found to be (see EnvelopeMemo). */
   private readonly memo = new EnvelopeMemo();
+  /** The sender addresses found to be on the peer's node (see KnownSenders). */
+  private readonly senders = new KnownSenders();
   /** Counts and logs one refused envelope (or its dropped trace): bound once, not per envelope. */
   private readonly refuseEnvelope: EnvelopeRefusal = ({ reason, detail }) =>
     this.hooks.reject(reason, detail, this.peerName);
@@ -126,6 +135,7 @@ export class InboundConnection implements DecodeTask {
       this.state = 'closed';
       this.pending.drain();
       this.batch = undefined;
+      this.header = undefined;
       this.hooks.closed(this);
     });
     socket.send(encodePlain(encodeChallenge(this.challenge)));
@@ -233,7 +243,8 @@ export class InboundConnection implements DecodeTask {
     }
     const hello = decodeHello(frame);
     if (!hello) {
-      const looksLikeBatch = Array.isArray(frame) && Array.isArray(frame[0]);
+      // a batch frame is [toUid, routes, …] (an older one: [envelope, …])
+      const looksLikeBatch = Array.isArray(frame) && (Array.isArray(frame[1]) || Array.isArray(frame[0]));
       if (looksLikeBatch) this.close('before-handshake', 'messages before the handshake');
       else this.close('bad-handshake', 'first frame must be a hello');
       return;
@@ -252,11 +263,12 @@ export class InboundConnection implements DecodeTask {
       return;
     }
     const transcript = transcriptOf(hello, this.challenge.nonce);
-    if (!proofMatches(helloProof(this.config.secret, transcript), hello.proof)) {
+    const check = helloCheck(this.config.secret, hello, transcript);
+    if (check === 'bad-proof') {
       this.close('bad-proof', 'bad proof of the cluster secret');
       return;
     }
-    if (!helloSignatureValid(hello, transcript)) {
+    if (check === 'wrong-key') {
       this.close('wrong-key', 'hello not signed by the identity key it names');
       return;
     }
@@ -313,27 +325,55 @@ export class InboundConnection implements DecodeTask {
       this.close('bad-batch', 'a frame must be an array of envelopes');
       return;
     }
+    // the header and routes are checked once; a frame they refuse is dropped whole
+    const header = readBatchHeader(this.system, batch, this.origin!, this.senders, this.refuseEnvelope);
+    if (header === undefined) return;
     this.batch = batch;
-    this.cursor = 0;
+    this.header = header;
+    this.cursor = FIRST_ENTRY;
   }
 
-  /** Validates and delivers envelopes of the current batch until it ends or `deadline` passes. */
+  /**
+   * Validates and delivers messages of the current batch until it ends or `deadline` passes:
+   * each one's route index against the validated routes, then the message itself.
+   */
   private deliverSlice(deadline: number): void {
     const batch = this.batch!;
+    const { toUid, routes } = this.header!;
     const lane = this.lane!;
     const origin = this.origin!;
     let accepted = 0;
     let i = this.cursor;
+    let sinceCheck = 0;
     while (i < batch.length && this.state === 'open') {
-      const envelope = readEnvelope(this.system, batch[i++], origin, this.memo, this.refuseEnvelope);
-      if (envelope !== undefined) {
-        accepted++;
-        this.system.receiveRemote(envelope, origin);
+      const index: unknown = batch[i];
+      const raw: unknown = batch[i + 1];
+      i += 2;
+      // not an own index of the array (negative, fractional, beyond): undefined; a refused route: null
+      const route = typeof index === 'number' ? routes[index] : undefined;
+      if (route === undefined) {
+        this.refuseEnvelope({ reason: 'bad-envelope', detail: 'route index out of range' });
+      } else if (route !== null) {
+        const message = readMessage(this.system, raw, origin, this.memo, this.refuseEnvelope);
+        if (message !== undefined) {
+          accepted++;
+          const { to, from, trace } = route;
+          this.system.receiveRemote(
+            trace === undefined ? { to, toUid, from, message } : { to, toUid, from, message, trace },
+            origin,
+          );
+        }
       }
-      if ((i - this.cursor) % ENVELOPES_PER_CLOCK_CHECK === 0 && performance.now() >= deadline) break;
+      if (++sinceCheck === ENVELOPES_PER_CLOCK_CHECK) {
+        sinceCheck = 0;
+        if (performance.now() >= deadline) break;
+      }
     }
     this.cursor = i;
-    if (i >= batch.length) this.batch = undefined;
+    if (i >= batch.length) {
+      this.batch = undefined;
+      this.header = undefined;
+    }
     if (accepted > 0) {
       this.system.metrics.inc('doyen_wire_messages_received_total', 'Messages received', { lane }, accepted);
     }

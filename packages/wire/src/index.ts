@@ -1,5 +1,6 @@
 export * from './admission.js';
 export * from './association.js';
+export * from './batch-frame.js';
 export * from './codec.js';
 export * from './config.js';
 export * from './frame-scan.js';

@@ -2,8 +2,9 @@
  * Version of the frame format, the handshake and the system messages they carry; peers speaking
  * another version are refused. 3: a reachability report lists every change of one heartbeat tick.
  * 4: both sides of the handshake sign it with their node identity key; members carry that key.
+ * 5: a batch frame sends its recipient incarnation and its routes once (see batch-frame.ts).
  */
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 
 /** The one WebSocket endpoint of a node. */
 export const WS_PATH = '/doyen';
@@ -87,6 +88,8 @@ export type RejectReason =
   | 'upgrade-timeout'
   | 'not-websocket'
   | 'bad-envelope'
+  /** A batch frame whose header or route list is malformed: the whole frame is dropped. */
+  | 'bad-batch-header'
   | 'unknown-type'
   | 'invalid-message'
   /** A message claiming to speak for a node other than the one its connection authenticated as. */
