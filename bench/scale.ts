@@ -101,6 +101,29 @@ function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/**
+ * Handshakes the nodes completed (outbound, both lanes), summed from their /metrics: a full mesh
+ * is N × (N − 1); what the rolling start cost in connections, which load does not distort.
+ */
+async function handshakesOf(nodes: readonly Node[]): Promise<number> {
+  const counts = await Promise.all(
+    nodes.map(async (x) => {
+      try {
+        const text = await (
+          await fetch(`http://${x.host}:${x.httpPort}/metrics`, { signal: AbortSignal.timeout(2000) })
+        ).text();
+        let sum = 0;
+        for (const m of text.matchAll(/^doyen_wire_handshake_duration_seconds_count\{[^}]*\} (\d+)/gm))
+          sum += Number(m[1]);
+        return sum;
+      } catch {
+        return 0;
+      }
+    }),
+  );
+  return counts.reduce((a, b) => a + b, 0);
+}
+
 function rssMb(pid: number): number {
   const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
   return kb / 1024;
@@ -278,6 +301,10 @@ async function steps(n: number, nodes: Node[]) {
     },
   );
   const convergeMs = round(allUpAt(nodes, n)! - lastStart);
+  // the CPU the whole rolling start took, summed over the N processes (start-up included): less
+  // distorted by a loaded host than the wall time
+  const rollingStartCpuS = +(nodes.reduce((sum, x) => sum + cpuMs(x.pid!), 0) / 1000).toFixed(1);
+  const rollingStartHandshakes = await handshakesOf(nodes);
   // what the logs said, the views say too
   if (!(await allUp(nodes, n))) throw new Error(`${n} nodes logged all up, but /cluster disagrees`);
   const falseDownings = nodes
@@ -353,7 +380,18 @@ async function steps(n: number, nodes: Node[]) {
   );
 
   await killCliNodes(nodes);
-  return { n, convergeMs, falseDownings, falseSuspicions, ...idleFigures, agreementMs, twoEight, fifty };
+  return {
+    n,
+    convergeMs,
+    rollingStartCpuS,
+    rollingStartHandshakes,
+    falseDownings,
+    falseSuspicions,
+    ...idleFigures,
+    agreementMs,
+    twoEight,
+    fifty,
+  };
 }
 
 const RAW_PEER = fileURLToPath(new URL('./lib/raw-heartbeat-peer.mjs', import.meta.url));
@@ -478,6 +516,8 @@ for (const n of sizes) {
           [`settledRssVsTarget@${n}`]: ratio(settled.rssMb, TARGETS.rssMb),
         }
       : {}),
+    [`rollingStartCpuS@${n}`]: r.rollingStartCpuS,
+    [`rollingStartHandshakes@${n}`]: r.rollingStartHandshakes,
     [`rssMbPerNode@${n}`]: early.rssMb,
     [`rssVsLone@${n}`]: ratio(early.rssMb, base.rssMb),
     [`rawRssMbPerNode@${n}`]: raw.early.rssMb,

@@ -75,12 +75,10 @@ describe('receptionist decisions', () => {
     const a = refOf(1, '/user/a');
     const { context, effects } = run([membership(grown(3)), register('inbox', a)]);
     expect(ids(listingOf(context, 'inbox'))).toEqual(['/user/a']);
-    // first seen up: our (empty) listing, asking for theirs; then the registration
-    expect(kinds(effects)).toEqual(['send-listing', 'watch', 'listing-changed', 'send-listing']);
-    expect(sends(effects)).toEqual([
-      { to: [key(2), key(3)], version: 0, reply: true },
-      { to: [key(2), key(3)], version: 1, reply: false },
-    ]);
+    // first seen up, both younger than us: nothing to tell, so they ask us themselves (the ask
+    // for theirs is deferred); then the registration goes to both
+    expect(kinds(effects)).toEqual(['ask-later', 'watch', 'listing-changed', 'send-listing']);
+    expect(sends(effects)).toEqual([{ to: [key(2), key(3)], version: 1, reply: false }]);
     // the same registration again changes nothing
     expect(decide(policy, context, register('inbox', a)).effects).toEqual([]);
   });
@@ -99,6 +97,39 @@ describe('receptionist decisions', () => {
     // a joining member waits until it is up
     const joining = addJoiner(m3, node(5)).membership;
     expect(sends(run([membership(joining)], policy, start).effects)).toEqual([]);
+  });
+
+  it('a node without registrations asks older members at once, younger ones only if their listing does not come', () => {
+    // member 3 sees 1 and 2 (older) up: it asks them now, with its empty listing
+    const p3: ReceptionistPolicy = { ...policy, selfKey: key(3) };
+    expect(sends(run([membership(grown(3))], p3).effects)).toEqual([
+      { to: [key(1), key(2)], version: 0, reply: true },
+    ]);
+    // member 1 sees 4 (younger) come up: deferred, and one ask-due scheduled
+    const joining = addJoiner(grown(3), node(4)).membership;
+    const joined = setStatus(joining, [key(4)], 'up');
+    const start = run([membership(grown(3)), { type: 'receptionist.ask-due' }]).context;
+    const seen = run([membership(joining), membership(joined)], policy, start);
+    expect(kinds(seen.effects)).toEqual(['ask-later']);
+    // its listing came (it asked us): the ask-due asks nobody, and nothing is answered (we have nothing)
+    const told = run([listing(4, 0, [], true), { type: 'receptionist.ask-due' }], policy, seen.context);
+    expect(sends(told.effects)).toEqual([]);
+    expect(run([membership(joined)], policy, told.context).effects).toEqual([]);
+    // a registration still reaches it (and everyone)
+    const later = run([register('inbox', refOf(1, '/user/a'))], policy, told.context);
+    expect(sends(later.effects)).toEqual([{ to: [key(2), key(3), key(4)], version: 1, reply: false }]);
+    // positive control: its listing did not come (refused while it was unknown here, or lost): asked at the ask-due
+    expect(sends(run([{ type: 'receptionist.ask-due' }], policy, seen.context).effects)).toEqual([
+      { to: [key(4)], version: 0, reply: true },
+    ]);
+    // gone by then: not asked
+    const gone = run([membership(grown(3)), { type: 'receptionist.ask-due' }], policy, seen.context);
+    expect(sends(gone.effects)).toEqual([]);
+    // with registrations of our own we tell it at once, as before
+    const registered = run([register('inbox', refOf(1, '/user/a'))], policy, start);
+    expect(sends(run([membership(joined)], policy, registered.context).effects)).toEqual([
+      { to: [key(4)], version: 1, reply: true },
+    ]);
   });
 
   it("a member's listing is kept per member key; older versions and non-members are ignored", () => {

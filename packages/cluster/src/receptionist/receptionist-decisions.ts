@@ -23,13 +23,27 @@ export interface ReceptionistContext {
   readonly remote: ReadonlyMap<string, NodeRegistrations>;
   /** Members that have our current listing (sent on change, or when they came up). */
   readonly announcedTo: ReadonlySet<string>;
+  /**
+   * Younger members we have not asked for their listing yet, having nothing to tell them: each
+   * asks us itself; the ones whose listing has not come by the next `receptionist.ask-due` are asked.
+   */
+  readonly deferred: ReadonlySet<string>;
 }
+
+/**
+ * How long a node without registrations waits for a younger member's own listing before asking
+ * for it: the younger one sends it (asking for ours) when it first sees us up. Asking only when
+ * that did not come (refused while it was unknown here, or lost) spares a connection per pair:
+ * every pair of nodes used to talk both ways, a full mesh of handshakes (2,450 at 50 nodes).
+ */
+export const DEFERRED_ASK_MS = 2_000;
 
 export const initialReceptionistContext: ReceptionistContext = {
   membership: undefined,
   local: { version: 0, entries: new Map() },
   remote: new Map(),
   announcedTo: new Set(),
+  deferred: new Set(),
 };
 
 export interface ReceptionistPolicy {
@@ -52,6 +66,8 @@ export type ReceptionistEvent =
       readonly reply: (refs: readonly ActorRef[]) => void;
     }
   | { readonly type: 'receptionist.membership'; readonly membership: Membership }
+  /** DEFERRED_ASK_MS after a deferral: ask the deferred members whose listing has not come. */
+  | { readonly type: 'receptionist.ask-due' }
   | ReceptionistListing
   | Terminated;
 
@@ -63,6 +79,8 @@ export type ReceptionistEffect =
   | { readonly kind: 'unwatch'; readonly ref: ActorRef }
   /** Our listing to the receptionists of the members `to` (member keys). */
   | { readonly kind: 'send-listing'; readonly to: readonly string[]; readonly listing: ReceptionistListing }
+  /** Raise `receptionist.ask-due` after `afterMs`. */
+  | { readonly kind: 'ask-later'; readonly afterMs: number }
   /** The cluster-wide listing of `key` changed: tell its subscribers. */
   | { readonly kind: 'listing-changed'; readonly key: string; readonly refs: readonly ActorRef[] }
   | {
@@ -279,7 +297,17 @@ export function takeMembership(
   const fresh = peersOf(policy, membership).filter((key) => !ctx.announcedTo.has(key));
   const announcedTo = new Set([...ctx.announcedTo].filter((key) => present.has(key)));
   for (const key of fresh) announcedTo.add(key);
-  const next: ReceptionistContext = { ...ctx, membership, remote, announcedTo };
+  // Nothing to tell (never registered): ask only the older members now. A younger one asks us
+  // itself when it sees us up; we ask it only if its listing has not come by the ask-due.
+  let asked = fresh;
+  let deferred = ctx.deferred;
+  if (ctx.local.version === 0) {
+    const younger = fresh.filter((key) => isYounger(membership, key, policy.selfKey));
+    asked = fresh.filter((key) => !younger.includes(key) && !remote.has(key));
+    const waiting = younger.filter((key) => !remote.has(key));
+    if (waiting.length > 0) deferred = new Set([...ctx.deferred, ...waiting]);
+  }
+  const next: ReceptionistContext = { ...ctx, membership, remote, announcedTo, deferred };
   const droppedKeys = gone.flatMap((key) => [...ctx.remote.get(key)!.entries.keys()]);
   const effects: ReceptionistEffect[] = gone.map((member) => ({
     kind: 'log',
@@ -289,9 +317,36 @@ export function takeMembership(
   }));
   effects.push(...changes(ctx, next, droppedKeys));
   // to a member first seen up, asking for its listing back (see ReceptionistListing.reply)
-  if (fresh.length > 0)
-    effects.push({ kind: 'send-listing', to: fresh, listing: listingFor(policy, ctx.local, true) });
+  if (asked.length > 0)
+    effects.push({ kind: 'send-listing', to: asked, listing: listingFor(policy, ctx.local, true) });
+  if (ctx.deferred.size === 0 && deferred.size > 0)
+    effects.push({ kind: 'ask-later', afterMs: DEFERRED_ASK_MS });
   return { context: next, effects };
+}
+
+/** Whether member `key` came after `self` (a higher age; an unknown one counts as older). */
+function isYounger(membership: Membership, key: string, self: string): boolean {
+  let age: number | undefined;
+  let selfAge: number | undefined;
+  for (const m of membership.members) {
+    const k = nodeKey(m);
+    if (k === key) age = m.age;
+    else if (k === self) selfAge = m.age;
+  }
+  return age !== undefined && selfAge !== undefined && age > selfAge;
+}
+
+/** The deferred asks are due: the members still present whose listing has not come are asked. */
+function askDeferred(policy: ReceptionistPolicy, ctx: ReceptionistContext): ReceptionistStep {
+  if (ctx.deferred.size === 0) return same(ctx);
+  const present = new Set(ctx.membership?.members.map(nodeKey) ?? []);
+  const to = [...ctx.deferred].filter((key) => present.has(key) && !ctx.remote.has(key));
+  const next: ReceptionistContext = { ...ctx, deferred: new Set() };
+  return {
+    context: next,
+    effects:
+      to.length > 0 ? [{ kind: 'send-listing', to, listing: listingFor(policy, ctx.local, true) }] : [],
+  };
 }
 
 /**
@@ -391,6 +446,8 @@ export function decide(
       return find(ctx, event.key, event.reply);
     case 'receptionist.membership':
       return takeMembership(policy, ctx, event.membership);
+    case 'receptionist.ask-due':
+      return askDeferred(policy, ctx);
     case 'receptionist.listing':
       return takeListing(policy, ctx, event);
     case 'doyen.terminated':

@@ -15,6 +15,8 @@ export interface ReceptionistEffects {
   self(): ActorRef;
   /** Tells the subscribers of `key` its new cluster-wide listing. */
   listingChanged(key: string, refs: readonly ActorRef[]): void;
+  /** Raises `receptionist.ask-due` in the receptionist after `afterMs` (the node's clock). */
+  askLater(afterMs: number): void;
 }
 
 /**
@@ -40,6 +42,9 @@ export function createReceptionistMachine(
         return;
       case 'listing-changed':
         effects.listingChanged(effect.key, effect.refs);
+        return;
+      case 'ask-later':
+        effects.askLater(effect.afterMs);
         return;
       case 'answer':
         effect.reply(effect.refs);
@@ -80,6 +85,7 @@ export function createReceptionistMachine(
           'receptionist.deregister': { actions: apply },
           'receptionist.find': { actions: apply },
           'receptionist.membership': { actions: apply },
+          'receptionist.ask-due': { actions: apply },
           'receptionist.listing': { actions: apply },
           'doyen.terminated': { actions: apply },
         },

@@ -46,6 +46,8 @@ export class Receptionist {
   private readonly ref: ActorRef;
   private readonly listeners = new Map<string, Set<{ listener: ListingListener<Message>; last?: string }>>();
   private readonly unsubscribeMembership: () => void;
+  /** The pending `receptionist.ask-due` (see DEFERRED_ASK_MS). */
+  private askTimer: unknown;
 
   static start(
     system: ActorSystem,
@@ -70,6 +72,13 @@ export class Receptionist {
     const machine = createReceptionistMachine(system, policy, {
       self: () => this.ref,
       listingChanged: (key, refs) => this.notify(key, refs),
+      askLater: (afterMs) => {
+        if (this.askTimer !== undefined) return;
+        this.askTimer = system.clock.setTimeout(() => {
+          this.askTimer = undefined;
+          this.tell({ type: 'receptionist.ask-due' });
+        }, afterMs);
+      },
     });
     this.ref = system.spawn(machine, { name: SYSTEM_ACTOR_NAMES.receptionist, parent: 'system' });
     this.unsubscribeMembership = cluster.subscribeMembership((membership) =>
@@ -128,6 +137,8 @@ export class Receptionist {
   /** Stops the receptionist with its incarnation (its entries leave with the node anyway). */
   stop(): void {
     this.unsubscribeMembership();
+    if (this.askTimer !== undefined) this.system.clock.clearTimeout(this.askTimer);
+    this.askTimer = undefined;
     this.listeners.clear();
     this.system.stop(this.ref);
   }
