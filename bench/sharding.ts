@@ -1,6 +1,6 @@
 // `pnpm bench sharding [--runs 1] [--entities 10000] [--rate 500] [--memory-entities 300000] [--cold 2000]
 // [--cold-rate 5000] [--tells 50000] [--tell-rounds 3] [--measured 2000] [--probed 300] [--nodes 5] [--orders 2]
-// [--no-scale] [--smallest]`:
+// [--no-scale] [--smallest] [--only-rolling] [--hot-path]`:
 // the figures of issue 29, each beside its target, medians over --runs. Real `doyen node` processes on
 // 127.0.0.1 (the CLI from source under tsx, `--app bench/lib/sharding-app.ts`, which registers a sharded
 // `fromTransition` counter with `handOverSnapshot`); five hosting nodes (`--roles shard`, partitions owned
@@ -24,9 +24,13 @@
 //      kill on: the time until each answers again.
 //   7. scale 3 → 6 (a fresh cluster): 3 nodes started at once; time from all 6 up to 271 active partitions
 //      balanced ±1; partitions activated more than once from the start of the scale-out.
+// --only-rolling: only the rolling restart (4.), on a cluster started for it; the other figures show `-`.
 // --smallest: 2 nodes, one restart order, a few hundred entities, a small memory figure, no scale-out: the
 // test's configuration (its figures are not the issue's).
+// --hot-path: only the entity hot path's figures (steps 1 to 3: cold activation local and from another node,
+// sharded vs plain remote tell), a small memory population, no fault scenario; ~1 minute.
 import { installSignalCleanup, liveProcesses } from './lib/node-processes.js';
+import { ACTIVATION_LOG_ENV } from './lib/sharding-protocol.js';
 import { runSharding, type ShardingRunFigures } from './lib/sharding-run.js';
 import { median, printResult } from './lib/stats.js';
 import { formatFigure, formatTable } from './lib/table.js';
@@ -34,8 +38,13 @@ import { startWatchdog } from './lib/watchdog.js';
 
 const argv = process.argv.slice(2);
 const smallest = argv.includes('--smallest');
-const noScale = argv.includes('--no-scale') || smallest;
-const numeric = parseFlags(argv.filter((a) => a !== '--smallest' && a !== '--no-scale'));
+const onlyRolling = argv.includes('--only-rolling');
+const hotPath = argv.includes('--hot-path');
+const noScale = argv.includes('--no-scale') || smallest || onlyRolling || hotPath;
+const switches = new Set(['--smallest', '--no-scale', '--only-rolling', '--hot-path']);
+/** The figures --hot-path measures (the others are not taken). */
+const HOT_PATH_FIGURES = new Set(['coldLocalP99Ms', 'coldRemoteP99Ms', 'shardedVsRemoteTell']);
+const numeric = parseFlags(argv.filter((a) => !switches.has(a)));
 const opt = (name: string, normal: number, small: number) => numeric[name] ?? (smallest ? small : normal);
 const runs = opt('runs', 1, 1);
 const options = {
@@ -47,16 +56,20 @@ const options = {
   probed: opt('probed', 300, 30),
   cold: opt('cold', 2000, 200),
   coldRate: opt('cold-rate', 5000, 5000),
-  memoryEntities: opt('memory-entities', 300_000, 2000),
+  memoryEntities: numeric['memory-entities'] ?? (smallest || hotPath ? 2000 : 300_000),
   tells: opt('tells', 50_000, 2000),
   tellRounds: opt('tell-rounds', 3, 1),
   settleMs: opt('settle-ms', 20_000, 5000),
   baselineMs: opt('baseline-ms', 5000, 1000),
   killWindowMs: opt('kill-window-ms', 12_000, 2000),
   skipScale: noScale,
+  hotPathOnly: hotPath,
+  onlyRolling,
   log: (line: string) => process.stderr.write(`${line}\n`),
 };
 
+// the hot path as an app runs it: entity activations logged at debug (no overlap check needs them)
+if (hotPath) process.env[ACTIVATION_LOG_ENV] = 'debug';
 // a default run takes ~4 minutes on 2 cores; every wait inside has its own bound
 startWatchdog('sharding', 15 * runs);
 installSignalCleanup();
@@ -82,7 +95,7 @@ interface Figure {
   readonly label: string;
 }
 
-const figures: Record<string, Figure> = {
+const allFigures: Record<string, Figure> = {
   rollingAddedP99Ms: {
     value: med((f) => f.rolling?.addedP99Ms),
     target: 250,
@@ -165,28 +178,28 @@ const figures: Record<string, Figure> = {
         } as Figure,
       }),
   coldLocalP99Ms: {
-    value: med((f) => f.cold.localP99Ms),
+    value: med((f) => f.cold?.localP99Ms),
     target: 1,
     kind: 'max',
     unit: 'ms',
     label: `cold activation, local, at ${options.coldRate}/s: p99`,
   },
   coldRemoteP99Ms: {
-    value: med((f) => f.cold.remoteP99Ms),
+    value: med((f) => f.cold?.remoteP99Ms),
     target: 3,
     kind: 'max',
     unit: 'ms',
     label: `cold activation from another node, at ${options.coldRate}/s: p99`,
   },
   entitiesPerGB: {
-    value: med((f) => f.memory.entitiesPerGB),
+    value: med((f) => f.memory?.entitiesPerGB),
     target: 300_000,
     kind: 'min',
     unit: '',
     label: 'active fromTransition entities in 1 GB RSS (one node)',
   },
   shardedVsRemoteTell: {
-    value: med((f) => f.tell.ratio),
+    value: med((f) => f.tell?.ratio),
     target: 0.7,
     kind: 'min',
     unit: '×',
@@ -194,6 +207,11 @@ const figures: Record<string, Figure> = {
   },
 };
 
+const figures = hotPath
+  ? Object.fromEntries(Object.entries(allFigures).filter(([k]) => HOT_PATH_FIGURES.has(k)))
+  : onlyRolling
+    ? Object.fromEntries(Object.entries(allFigures).filter(([k]) => k.startsWith('rolling')))
+    : allFigures;
 const met = (f: Figure) => (f.kind === 'max' ? f.value <= f.target : f.value >= f.target);
 const show = (x: number, unit: string) =>
   Number.isNaN(x)
@@ -259,7 +277,7 @@ function parseFlags(args: readonly string[]): Record<string, number> {
     const value = Number(args[i + 1]);
     if (!known.has(name) || !Number.isInteger(value) || value <= 0)
       throw new Error(
-        `usage: pnpm bench sharding [--${[...known].join(' N] [--')} N] [--no-scale] [--smallest] (got ${args[i]} ${args[i + 1]})`,
+        `usage: pnpm bench sharding [--${[...known].join(' N] [--')} N] [--no-scale] [--smallest] [--only-rolling] [--hot-path] (got ${args[i]} ${args[i + 1]})`,
       );
     flags[name] = value;
   }

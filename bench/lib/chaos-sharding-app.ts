@@ -173,7 +173,11 @@ export function setup(node: DoyenNode, _incarnation: IncarnationInfo): void {
   const sharding = node.sharding;
   if (!sharding) throw new Error('the chaos app needs partitions on (sharding is off)');
   const uid = String(node.system.node.uid);
-  counters = sharding.register(CHAOS_ENTITY_TYPE, counterLogic(uid), { role: CHAOS_ROLE });
+  // the checker reads every activation and stop from the log: the lines at info
+  counters = sharding.register(CHAOS_ENTITY_TYPE, counterLogic(uid), {
+    role: CHAOS_ROLE,
+    activationLog: 'info',
+  });
   if (!isSender || wired) return;
   wired = true;
   process.on(START_LOAD_SIGNAL, () => {

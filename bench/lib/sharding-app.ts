@@ -6,6 +6,7 @@
 import type { DoyenNode } from '../../packages/doyen/src/index.js';
 import { startLoadGenerator } from './sharding-load.js';
 import {
+  ACTIVATION_LOG_ENV,
   BENCH_MESSAGE_TYPES,
   COUNTER_TYPE,
   counterLogic,
@@ -27,6 +28,8 @@ export function setup(node: DoyenNode): void {
   const counters = sharding.register(COUNTER_TYPE, counterLogic, {
     role: SHARD_ROLE,
     handOverSnapshot: true,
+    // the overlap check reads every activation and stop from the log; --hot-path checks none
+    activationLog: process.env[ACTIVATION_LOG_ENV] === 'debug' ? 'debug' : 'info',
   });
   if (node.cluster.self.roles.includes(SHARD_ROLE)) node.system.spawn(sinkLogic, { name: SINK_NAME });
   const port = process.env[LOAD_PORT_ENV];

@@ -47,7 +47,8 @@ const asks: Promise<void>[] = [];
 const start = performance.now();
 for (let i = 0; i < coldCount; i++) {
   const wait = start + (i * 1000) / coldRate - performance.now();
-  if (wait > 2) await sleep(wait);
+  // the finest tick timers give: a burst's queue is not an activation's latency
+  if (wait > 0) await sleep(wait);
   const sentAt = performance.now();
   asks.push(get(`cold-${i}`).then(() => void cold.push(performance.now() - sentAt)));
 }

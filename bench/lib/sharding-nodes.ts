@@ -15,6 +15,14 @@ const APP = fileURLToPath(new URL('./sharding-app.ts', import.meta.url));
 /** Set to a directory to keep every process's log there (`<proc>.log`), for looking into a run. */
 const LOG_DIR = process.env.SHARDING_BENCH_LOG_DIR;
 const ENTITY_LINE = /"event":"sharding\.(activated|passivated)"/;
+/** Events counted in `eventCounts`: load on the machine shows in them, not in the latency alone. */
+export const COUNTED_EVENTS = [
+  'sharding.lease-lost',
+  'partitions.retired',
+  'partitions.retire-incomplete',
+  'node.restart',
+] as const;
+const COUNTED: ReadonlySet<string> = new Set(COUNTED_EVENTS);
 
 /** One entity's start or stop as the overlap check reads it. */
 export interface EntityLine extends InstanceLogLine {
@@ -29,9 +37,14 @@ export class ShardingProcesses {
   readonly nodes: (NodeProcess | undefined)[];
   readonly procs: string[];
   readonly entityLines: EntityLine[] = [];
-  /** `sharding.partition-activated` lines: which partition became active where, when. */
+  /** From the `sharding.partitions-activated` lines: which partition became active where, when. */
   readonly partitionActivations: { proc: string; partition: number; t: number }[] = [];
   readonly fates: ProcessFate[] = [];
+  /**
+   * Lines of `COUNTED_EVENTS` over every process: what stood in a fault's way (owner lease lapses,
+   * retires given up, re-incarnations), compared before and after a scenario.
+   */
+  readonly eventCounts = new Map<string, number>();
   /** Wall-clock ms at which each process started. */
   readonly startedAt = new Map<string, number>();
   load: NodeProcess | undefined;
@@ -109,6 +122,7 @@ export class ShardingProcesses {
 
   private onLine(proc: string, json: Record<string, any>): void {
     const event = json.event;
+    if (COUNTED.has(event)) this.eventCounts.set(event, (this.eventCounts.get(event) ?? 0) + 1);
     if (event === 'sharding.activated' || event === 'sharding.passivated') {
       // the testkit's checker speaks of singletons: an entity id is one here
       const started = event === 'sharding.activated';
@@ -121,8 +135,10 @@ export class ShardingProcesses {
           time: json.time,
         },
       });
-    } else if (event === 'sharding.partition-activated' && typeof json.partition === 'number') {
-      this.partitionActivations.push({ proc, partition: json.partition, t: json.time });
+    } else if (event === 'sharding.partitions-activated' && Array.isArray(json.partitions)) {
+      // one line per keeper step (the per-partition lines are at debug)
+      for (const partition of json.partitions)
+        if (typeof partition === 'number') this.partitionActivations.push({ proc, partition, t: json.time });
     } else if (typeof json.level === 'number' && json.level >= 50) {
       process.stderr.write(`[${proc}] ${json.event ?? ''} ${json.msg ?? ''}\n`);
     }

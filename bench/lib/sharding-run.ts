@@ -11,7 +11,7 @@ import {
   type ProcessFate,
 } from '../../packages/testkit/src/instance-overlaps.js';
 import { freePorts } from './free-ports.js';
-import { type EntityLine, ShardingProcesses } from './sharding-nodes.js';
+import { COUNTED_EVENTS, type EntityLine, ShardingProcesses } from './sharding-nodes.js';
 import { entityId } from './sharding-protocol.js';
 import { median, percentile } from './stats.js';
 
@@ -48,6 +48,10 @@ export interface ShardingRunOptions {
   readonly settleMs: number;
   /** Skip the 3 → 6 scale-out (it needs a fresh cluster). */
   readonly skipScale: boolean;
+  /** Only the hot path's figures (cold activation, tell throughput): no fault scenario. */
+  readonly hotPathOnly?: boolean;
+  /** Run only the rolling restart (no memory child, cold activation, tell, kills or scale-out). */
+  readonly onlyRolling?: boolean;
   readonly log: (line: string) => void;
 }
 
@@ -73,6 +77,8 @@ export interface ShardingRunFigures {
     unbalanced: string[];
     /** Why the restarts stopped early (a node that could not rejoin), when they did. */
     aborted?: string;
+    /** Over the restarts, lines of bench/lib/sharding-nodes.ts's COUNTED_EVENTS (lease lapses, retires given up, …). */
+    events: Record<string, number>;
   };
   killNonOwner?: {
     addedP99Ms: number;
@@ -89,21 +95,22 @@ export interface ShardingRunFigures {
     unrecovered: number;
   };
   scale?: { balancedAfterUpMs: number; movedMoreThanOnce: number; moves: number };
-  cold: {
+  /** Absent with `onlyRolling`, as are `memory` and `tell`. */
+  cold?: {
     localP50Ms: number;
     localP99Ms: number;
     remoteP50Ms: number;
     remoteP99Ms: number;
     remoteFailed: number;
   };
-  memory: {
+  memory?: {
     entities: number;
     rssBytes: number;
     heapBytes: number;
     bytesPerEntity: number;
     entitiesPerGB: number;
   };
-  tell: {
+  tell?: {
     shardedPerS: number;
     plainPerS: number;
     ratio: number;
@@ -166,15 +173,27 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
     seeds: hostPorts,
   });
   try {
+    const slots = Array.from({ length: options.nodes }, (_, s) => s);
+    const startCluster = async () => {
+      // the hosting nodes, the first forms the cluster, then the load generator's node
+      await procs.start(0);
+      await Promise.all(slots.slice(1).map((slot) => procs.start(slot)));
+      await procs.startLoad();
+      await mustBalance(procs, slots, 90_000);
+      log(`${options.nodes} nodes up, ${PARTITIONS} partitions active and balanced`);
+    };
+    if (options.onlyRolling) {
+      await startCluster();
+      const errors: string[] = [];
+      const rolling = await rollingRestart(procs, options).catch((error: unknown) => {
+        errors.push(`rolling restart: ${error instanceof Error ? error.message : String(error)}`);
+        return undefined;
+      });
+      return rolling ? { errors, rolling } : { errors };
+    }
     const { cold: coldLocal, ...memory } = await runMemoryChild(options);
     log(`memory: ${memory.entities} entities, RSS ${(memory.rssBytes / 2 ** 20).toFixed(0)} MB`);
-    // the hosting nodes, the first forms the cluster, then the load generator's node
-    const slots = Array.from({ length: options.nodes }, (_, s) => s);
-    await procs.start(0);
-    await Promise.all(slots.slice(1).map((slot) => procs.start(slot)));
-    await procs.startLoad();
-    await mustBalance(procs, slots, 90_000);
-    log(`${options.nodes} nodes up, ${PARTITIONS} partitions active and balanced`);
+    await startCluster();
 
     const coldRemote = await procs.control<{ ms: number[]; failed: number }>('/cold', {
       prefix: 'cold-',
@@ -209,6 +228,7 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
     );
 
     const errors: string[] = [];
+    if (options.hotPathOnly) return { errors, cold, memory, tell };
     const scenario = async <T>(name: string, run: () => Promise<T>): Promise<T | undefined> => {
       try {
         return await run();
@@ -309,6 +329,7 @@ async function rollingRestart(
   await sleep(options.baselineMs);
   baseline.to = Date.now();
   const window = { from: Date.now(), to: 0 };
+  const countsBefore = new Map(procs.eventCounts);
   const running = procs.running();
   const unbalanced: string[] = [];
   let aborted: string | undefined;
@@ -356,6 +377,19 @@ async function rollingRestart(
       `lost ${verdict.lost}, duplicated ${verdict.duplicated}, out of order ${verdict.outOfOrder}, overlaps ${overlaps.count}; ` +
       `${verdict.stateResets} entities restarted without their state (${verdict.countedBeforeReset} counts gone with it)`,
   );
+  const events = Object.fromEntries(
+    COUNTED_EVENTS.map((e) => [e, (procs.eventCounts.get(e) ?? 0) - (countsBefore.get(e) ?? 0)]),
+  );
+  log(
+    `  over the restarts: ${Object.entries(events)
+      .map(([e, n]) => `${e} ×${n}`)
+      .join(', ')}`,
+  );
+  // lost / duplicated / out of order are read from the entities that answered the final check
+  if (verdict.unanswered > 0)
+    log(
+      `  ${verdict.unanswered} of ${verdict.checked} entities did not answer the final check: the counts above cover only the others`,
+    );
   return {
     ...latency,
     durationS: (window.to - window.from) / 1000,
@@ -367,6 +401,7 @@ async function rollingRestart(
     overlaps: overlaps.count,
     overlapExamples: overlaps.examples,
     unbalanced,
+    events,
     ...(aborted !== undefined ? { aborted } : {}),
   };
 }

@@ -7,7 +7,9 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { createActor } from 'xstate';
 import type { EntityLine } from '../../bench/lib/sharding-nodes.js';
+import { type CounterEvent, counterLogic } from '../../bench/lib/sharding-protocol.js';
 import { entityOverlaps } from '../../bench/lib/sharding-run.js';
 
 const run = promisify(execFile);
@@ -67,5 +69,24 @@ describe('pnpm bench sharding --smallest', () => {
     const killed = [line('a', 'e-2', true, 100), line('b', 'e-2', true, 300)];
     expect(entityOverlaps(killed, [{ node: 'a', kind: 'killed', t: 250 }], 1000).count).toBe(0);
     expect(entityOverlaps(killed, [], 1000).count).toBe(1);
+  });
+});
+
+describe("the bench counter's per-sender order", () => {
+  const counted = (seqs: readonly number[]) => {
+    const actor = createActor(counterLogic).start();
+    for (const seq of seqs) actor.send({ type: 'sb.add', seq } as CounterEvent);
+    const { count, outOfOrder } = actor.getSnapshot().context;
+    actor.stop();
+    return { count, outOfOrder };
+  };
+
+  it('a gap (a message lost on the way) is a loss, not a reorder', () => {
+    expect(counted([1, 2, 4, 5])).toEqual({ count: 4, outOfOrder: 0 });
+  });
+
+  it('an earlier message after a later one, or a repeat, is out of order', () => {
+    expect(counted([1, 3, 2, 4])).toEqual({ count: 4, outOfOrder: 1 });
+    expect(counted([1, 2, 2])).toEqual({ count: 3, outOfOrder: 1 });
   });
 });

@@ -378,3 +378,77 @@ describe('keeper repairs of lost messages', () => {
     expect(activated).toBe(true);
   });
 });
+
+describe('keeper log lines of a move', () => {
+  const logs = (step: KeeperStep) =>
+    step.effects.flatMap((e) =>
+      e.kind === 'log' ? [{ level: e.level, event: e.event, fields: e.fields }] : [],
+    );
+  // two partitions: a move is up to 271 of them, each line per partition would be at info
+  const two: KeeperPolicy = { ...policy, partitionCount: 2 };
+
+  it('a step that activates partitions logs them at info in ONE line, each partition at debug', () => {
+    let ctx: KeeperContext = initialKeeperContext;
+    let last: KeeperStep | undefined;
+    for (const e of [
+      { type: 'keeper.lease', held: true },
+      { type: 'keeper.membership', reachable: [X], absent: [] },
+      { type: 'keeper.table', table: { version: 2, owners: [Q, Q] } },
+      {
+        type: 'sharding.token-answer',
+        from: X,
+        version: 2,
+        round: 1,
+        newer: null,
+        answers: [0, 1].map((partition) => ({ partition, seen: null, handed: null, dormant: null })),
+      },
+    ] as KeeperEvent[]) {
+      last = decide(two, ctx, e, 0);
+      ctx = last.context;
+    }
+    const lines = logs(last!);
+    expect(lines.filter((l) => l.event === 'sharding.partition-activated').map((l) => l.level)).toEqual([
+      'debug',
+      'debug',
+    ]);
+    expect(lines.filter((l) => l.event === 'sharding.partitions-activated')).toEqual([
+      { level: 'info', event: 'sharding.partitions-activated', fields: { partitions: [0, 1], version: 2 } },
+    ]);
+  });
+
+  it('a step that hands partitions off logs them at info in ONE line, each partition at debug', () => {
+    let ctx: KeeperContext = initialKeeperContext;
+    const at = (e: KeeperEvent) => {
+      const step = decide(two, ctx, e, 0);
+      ctx = step.context;
+      return step;
+    };
+    for (const e of [
+      { type: 'keeper.lease', held: true },
+      { type: 'keeper.membership', reachable: [X], absent: [] },
+      { type: 'keeper.table', table: { version: 2, owners: [Q, Q] } },
+      {
+        type: 'sharding.token-answer',
+        from: X,
+        version: 2,
+        round: 1,
+        newer: null,
+        answers: [0, 1].map((partition) => ({ partition, seen: null, handed: null, dormant: null })),
+      },
+      { type: 'keeper.table', table: { version: 3, owners: [X, X] } },
+      { type: 'keeper.region-drained', partition: 0 },
+      { type: 'keeper.region-drained', partition: 1 },
+    ] as KeeperEvent[])
+      at(e);
+    const off = at({ type: 'sharding.drain-marker', from: X, version: 3, active: [] });
+    const lines = logs(off);
+    expect(off.effects.filter((e) => e.kind === 'hand-off')).toHaveLength(2);
+    expect(lines.filter((l) => l.event === 'sharding.handed-off').map((l) => l.level)).toEqual([
+      'debug',
+      'debug',
+    ]);
+    expect(lines.filter((l) => l.event === 'sharding.partitions-handed-off')).toEqual([
+      { level: 'info', event: 'sharding.partitions-handed-off', fields: { partitions: [0, 1], version: 3 } },
+    ]);
+  });
+});

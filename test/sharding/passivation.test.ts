@@ -94,6 +94,38 @@ describe('passivation', () => {
 });
 
 describe('sharding log events', () => {
+  it('closing the region (a node downed and restarted in place, or stopping) logs a stop line per running entity', async () => {
+    const { lines, logger } = jsonLogCapture('debug');
+    const [port] = await freePorts(1);
+    const node = await startShardingNode(
+      port!,
+      [{ host: '127.0.0.1', port: port! }],
+      new TableKeepers(),
+      {},
+      logger,
+    );
+    nodes.push(node);
+    await node.node.cluster.whenUp();
+    const carts = node.sharding.register('cart', cartLogic(new Map()));
+    node.partitions.adopt(tableOver([node]));
+    const ids = Array.from({ length: 12 }, (_, i) => `closed-${i}`);
+    for (const id of ids) carts.ref(id).send({ type: 'cart.add' });
+    await eventually(() => node.sharding.region.activeCount('cart') === ids.length, { what: '12 active' });
+    const stops = () => lines.filter((l) => l.event === 'sharding.passivated');
+    expect(stops()).toEqual([]);
+    node.sharding.stop();
+    expect(node.sharding.region.activeCount('cart')).toBe(0);
+    // the overlap checkers end an activation at its stop line: without one it lives on in the
+    // checker until the process dies (a node downed and restarted in place lives on)
+    await eventually(() => stops().length >= ids.length, { what: 'a stop line per entity' });
+    expect(
+      stops()
+        .map((l) => l.entityId)
+        .sort(),
+    ).toEqual([...ids].sort());
+    for (const l of stops()) expect(l.reason).toBe('stopped');
+  });
+
   it('activated and passivated lines carry entity id, partition, table version, incarnation and activation', async () => {
     const { lines, logger } = jsonLogCapture('debug');
     const [port] = await freePorts(1);

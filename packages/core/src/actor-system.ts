@@ -361,6 +361,21 @@ export class ActorSystem implements RefHost, CellHost {
     this.functions.delete(ref.path);
   }
 
+  /**
+   * Stops a local actor like `stop`, but hands back what its mailbox still held, in order, instead
+   * of dead-lettering it: for an owner that must stop an actor at once and deliver its unprocessed
+   * messages to its successor later (sharding, when a node's owner lease lapses).
+   */
+  stopKeepingMailbox(ref: ActorRef): { message: Message; sender: ActorRef | undefined }[] {
+    const cell = ref.isLocal ? this.cells.get(ref.path) : undefined;
+    const kept = cell && !cell.isStopped ? cell.mailbox.drain() : [];
+    this.stop(ref);
+    return kept.map((d) => ({
+      message: d.message,
+      sender: d.sender === undefined ? undefined : this.refFor(d.sender),
+    }));
+  }
+
   // ---- delivery -------------------------------------------------------------------------------
 
   deliver(ref: ActorRef, message: Message, sender: ActorRef | undefined): void {

@@ -12,7 +12,7 @@ export interface DecisionStep<C, F> {
  * A log line as a decision's effect: the machine's `run` writes it at `level` with its `event`
  * and `fields`. `Level` narrows the levels a protocol logs at.
  */
-export interface LogEffect<Level extends 'info' | 'warn' = 'info' | 'warn'> {
+export interface LogEffect<Level extends 'debug' | 'info' | 'warn' = 'debug' | 'info' | 'warn'> {
   readonly kind: 'log';
   readonly level: Level;
   readonly event: string;

@@ -22,6 +22,7 @@ export interface RetireOptions {
   readonly pollMs?: number;
 }
 
+/** `ended`: the incarnation was replaced, or downed or removed meanwhile (nothing left to hand off). */
 export type RetireOutcome = 'no-partitions' | 'last-member' | 'retired' | 'timed-out' | 'ended';
 
 /**
@@ -69,7 +70,10 @@ export async function retirePartitions(
   let outcome: RetireOutcome = 'retired';
   try {
     while (!(retirement.retired() && handedOff())) {
-      if (!options.current()) {
+      // downed or removed: its owner lease ends, the others recover its partitions; no hand-off
+      // can go out any more, so waiting out the phase only delays the shutdown
+      const status = cluster.state().status;
+      if (!options.current() || status === 'down' || status === 'removed') {
         outcome = 'ended';
         break;
       }

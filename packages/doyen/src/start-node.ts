@@ -374,6 +374,15 @@ class NodeRunner implements DoyenNode {
 
   private async restart(seeds: readonly NodeAddress[], reason: 'downed' | 'merge'): Promise<void> {
     if (this.restarting || this.stopping) return;
+    // a node in its coordinated shutdown goes on leaving: a new incarnation would join, take
+    // partitions and die with the process moments later, as a crash does
+    if (this.leaving) {
+      this.logger.info(
+        { event: 'node.restart-skipped', reason, because: 'shutting-down' },
+        `${reason} while shutting down: not restarting as a new incarnation`,
+      );
+      return;
+    }
     this.restarting = true;
     const old = this.current;
     this.logger.warn(

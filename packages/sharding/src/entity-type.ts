@@ -30,6 +30,12 @@ export interface EntityTypeOptions {
    */
   readonly messages?: readonly string[];
   readonly mailbox?: SpawnOptions['mailbox'];
+  /**
+   * The level of each entity's `sharding.activated` / `sharding.passivated` line. Default `debug`:
+   * written at `info`, a line costs more CPU than the activation it reports. `info` for a witness
+   * that checks single activation from the nodes' logs (the chaos runner, the sharding bench).
+   */
+  readonly activationLog?: 'info' | 'debug';
 }
 
 /** What an entity gets as its input. */
@@ -49,6 +55,7 @@ export interface EntityType {
   readonly bufferSize: number;
   readonly messages: ReadonlySet<string> | undefined;
   readonly mailbox: SpawnOptions['mailbox'] | undefined;
+  readonly activationLog: 'info' | 'debug';
 }
 
 export const DEFAULT_BUFFER_SIZE = 1000;
@@ -65,6 +72,7 @@ export function entityTypeOf(name: string, logic: AnyActorLogic, options: Entity
     bufferSize: positiveOr(options.bufferSize, DEFAULT_BUFFER_SIZE),
     messages: options.messages ? new Set(options.messages) : undefined,
     mailbox: options.mailbox,
+    activationLog: options.activationLog === 'info' ? 'info' : 'debug',
   };
 }
 

@@ -333,7 +333,7 @@ class Step {
     this.ctx = { ...this.ctx, ...patch };
   }
 
-  log(level: 'info' | 'warn', event: string, fields: Record<string, unknown>, msg: string): void {
+  log(level: 'debug' | 'info' | 'warn', event: string, fields: Record<string, unknown>, msg: string): void {
     this.effects.push({ kind: 'log', level, event, fields, msg });
   }
 
@@ -1059,6 +1059,7 @@ function settle(s: Step): void {
     activated.push(p);
   }
   // drains: start queued ones within the cap, hand off drained ones whose markers are in
+  const handedOff: number[] = [];
   let running = s.partitions().filter((p) => {
     const ph = s.part(p).token?.phase;
     return ph === 'draining' || ph === 'drained';
@@ -1091,12 +1092,13 @@ function settle(s: Step): void {
           awaiting: { to, stamp, attempt: 0, probedAt: s.now },
         });
         s.log(
-          'info',
+          'debug',
           'sharding.handed-off',
           { partition: p, to, version: table.version, stamp },
           'partition handed off',
         );
         s.count('handed-off');
+        handedOff.push(p);
       }
       running--;
     }
@@ -1109,6 +1111,14 @@ function settle(s: Step): void {
     s.setPart(p, { token: { ...t, phase: 'draining' } });
     running++;
   }
+  // one line per step at info (a move is up to 271 partitions); each partition's at debug
+  if (handedOff.length > 0)
+    s.log(
+      'info',
+      'sharding.partitions-handed-off',
+      { partitions: handedOff, version: table.version },
+      `${handedOff.length} partitions handed off`,
+    );
   for (const key of blockers) {
     if (s.ctx.fenceAsked[key]) continue;
     s.set({ fenceAsked: { ...s.ctx.fenceAsked, [key]: true } });
@@ -1117,13 +1127,19 @@ function settle(s: Step): void {
   if (activated.length === 0) return;
   for (const p of activated) {
     s.log(
-      'info',
+      'debug',
       'sharding.partition-activated',
       { partition: p, version: table.version },
       'partition active here',
     );
     s.count('activated');
   }
+  s.log(
+    'info',
+    'sharding.partitions-activated',
+    { partitions: activated, version: table.version },
+    `${activated.length} partitions active here`,
+  );
   // we are a sender too: our own buffered messages go to us now; everyone else is told
   activeReceived(s, { type: 'sharding.active', from: self, version: table.version, partitions: activated });
   const notice = {

@@ -2,6 +2,7 @@ import type { ActorRef, ActorSystem, LocalActorRef, Message } from '@doyen/core'
 import { fromTransition } from '@doyen/core';
 import type { EntityInput, EntityType } from '../entity-type.js';
 import type { RememberChange } from '../remember/remember-store.js';
+import type { RoutedMessage } from './routed-message.js';
 import type { ShardingMetrics } from './sharding-metrics.js';
 
 /** Why an entity stopped (the `reason` of `sharding.passivated` and of the passivations metric). */
@@ -50,6 +51,8 @@ export class EntityHosting {
   private readonly byPartition = new Map<number, Set<string>>();
   private readonly parent: LocalActorRef;
   private seq = 0;
+  /** Whether the least-recently-used order is kept (an idle timeout or a cap reads it). */
+  private readonly recency: boolean;
   private timer: unknown;
   private timerAt = Number.POSITIVE_INFINITY;
   private capTimer: unknown;
@@ -61,6 +64,9 @@ export class EntityHosting {
     private readonly metrics: ShardingMetrics,
     private readonly activations: { next(): number },
   ) {
+    this.recency =
+      type.passivateAfterMs !== Number.POSITIVE_INFINITY ||
+      type.maxActiveEntities !== Number.POSITIVE_INFINITY;
     // a parent per type: the entities show as /user/sharding-<type>/<n> in inspectors
     this.parent = system.spawn(idle, { name: `sharding-${type.name}` });
   }
@@ -81,6 +87,12 @@ export class EntityHosting {
   /** Delivers to the entity, starting it first when it is not running. */
   deliver(entityId: string, partition: number, payload: Message, sender: ActorRef | undefined): void {
     let entity = this.entities.get(entityId);
+    if (!this.recency) {
+      // no idle timeout and no cap: the recency order is never read, so a message only delivers
+      if (!entity) this.entities.set(entityId, (entity = this.start(entityId, partition, undefined)));
+      entity.ref.send(payload, sender);
+      return;
+    }
     if (entity) this.entities.delete(entityId);
     else entity = this.start(entityId, partition, undefined);
     entity.lastMessageAt = this.system.clock.now();
@@ -123,10 +135,17 @@ export class EntityHosting {
   /**
    * Stops every entity of `partition`; their persisted snapshots with `handOverSnapshot`, on a
    * hand-off and on a lapse of the owner lease (the token stays here: the partition resumes from
-   * them when the lease returns, or hands them over).
+   * them when the lease returns, or hands them over). On a lapse the entities stop at once, so
+   * what their mailboxes still held comes back too (`unprocessed`, per entity in arrival order):
+   * accepted but never processed, it is delivered after the snapshot wherever the partition
+   * resumes, rather than dropped. A hand-off waits for empty mailboxes (`settled`) first.
    */
-  stopPartition(partition: number, reason: PassivationReason): EntitySnapshot[] {
+  stopPartition(
+    partition: number,
+    reason: PassivationReason,
+  ): { snapshots: EntitySnapshot[]; unprocessed: RoutedMessage[] } {
     const snapshots: EntitySnapshot[] = [];
+    const unprocessed: RoutedMessage[] = [];
     const keep = this.type.handOverSnapshot && (reason === 'hand-off' || reason === 'lease-lost');
     for (const id of [...(this.byPartition.get(partition) ?? [])]) {
       const e = this.entities.get(id);
@@ -135,10 +154,24 @@ export class EntityHosting {
         const snapshot = this.system.persistedSnapshotOf(e.ref);
         if (snapshot !== undefined) snapshots.push({ entityType: this.type.name, entityId: id, snapshot });
       }
-      this.stop(e, reason);
+      if (reason !== 'lease-lost') {
+        this.stop(e, reason);
+        continue;
+      }
+      this.system.unwatch(e.ref, this.context.watcher);
+      for (const { message, sender } of this.system.stopKeepingMailbox(e.ref))
+        unprocessed.push({
+          entityType: this.type.name,
+          entityId: id,
+          partition,
+          payload: message,
+          sender,
+          hops: 0,
+        });
+      this.forget(e, reason);
     }
     this.schedulePassivation();
-    return snapshots;
+    return { snapshots, unprocessed };
   }
 
   /** The region saw `ref` terminate: if it is still our entity (it stopped on its own), forget it. */
@@ -177,20 +210,22 @@ export class EntityHosting {
     ids.add(entityId);
     this.metrics.activated(this.type.name);
     this.metrics.active(this.type.name, this.entities.size + 1);
-    this.system.logger.info(
-      {
-        event: 'sharding.activated',
-        entityType: this.type.name,
-        entityId,
-        partition,
-        version: this.context.tableVersion(),
-        incarnation: this.system.node.uid,
-        activation,
-        restored: snapshot !== undefined,
-        ...(remembered ? { remembered } : {}),
-      },
-      `entity ${this.type.name}/${entityId} activated (partition ${partition}${remembered ? ', remembered' : ''})`,
-    );
+    // the level is the type's (`activationLog`); the line is not even built when it is off
+    if (this.system.logger.isLevelEnabled(this.type.activationLog))
+      this.system.logger[this.type.activationLog](
+        {
+          event: 'sharding.activated',
+          entityType: this.type.name,
+          entityId,
+          partition,
+          version: this.context.tableVersion(),
+          incarnation: this.system.node.uid,
+          activation,
+          restored: snapshot !== undefined,
+          ...(remembered ? { remembered } : {}),
+        },
+        `entity ${this.type.name}/${entityId} activated (partition ${partition}${remembered ? ', remembered' : ''})`,
+      );
     // a remembered restart is in the store already
     if (this.type.remember && !remembered)
       this.context.remember?.({ entityType: this.type.name, partition, entityId, remembered: true });
@@ -223,19 +258,21 @@ export class EntityHosting {
     if (ids?.size === 0) this.byPartition.delete(e.partition);
     this.metrics.passivated(this.type.name, reason);
     this.metrics.active(this.type.name, this.entities.size);
-    this.system.logger.info(
-      {
-        event: 'sharding.passivated',
-        entityType: this.type.name,
-        entityId: e.id,
-        partition: e.partition,
-        version: this.context.tableVersion(),
-        incarnation: this.system.node.uid,
-        activation: e.activation,
-        reason,
-      },
-      `entity ${this.type.name}/${e.id} stopped (${reason})`,
-    );
+    // the level is the type's (`activationLog`); the line is not even built when it is off
+    if (this.system.logger.isLevelEnabled(this.type.activationLog))
+      this.system.logger[this.type.activationLog](
+        {
+          event: 'sharding.passivated',
+          entityType: this.type.name,
+          entityId: e.id,
+          partition: e.partition,
+          version: this.context.tableVersion(),
+          incarnation: this.system.node.uid,
+          activation: e.activation,
+          reason,
+        },
+        `entity ${this.type.name}/${e.id} stopped (${reason})`,
+      );
   }
 
   /**

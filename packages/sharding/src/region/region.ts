@@ -254,16 +254,12 @@ export class Region implements KeeperHost {
   }
 
   private sendTo(ownerKey: string, m: RoutedMessage): void {
-    const envelope: EntityEnvelope = {
-      type: 'sharding.envelope',
-      entityType: m.entityType,
-      entityId: m.entityId,
-      partition: m.partition,
-      version: this.table?.version ?? 0,
-      hops: m.hops,
-      payload: m.payload,
-      ...(m.sender ? { sender: m.sender } : {}),
-    };
+    const { entityType, entityId, partition, hops, payload, sender } = m;
+    const version = this.table?.version ?? 0;
+    // two literals, not a spread: one per message on the hot path
+    const envelope: EntityEnvelope = sender
+      ? { type: 'sharding.envelope', entityType, entityId, partition, version, hops, payload, sender }
+      : { type: 'sharding.envelope', entityType, entityId, partition, version, hops, payload };
     this.regionOf(ownerKey).send(envelope, this.inbox);
   }
 
@@ -432,7 +428,7 @@ export class Region implements KeeperHost {
     }
     draining.snapshots = [
       ...this.takeLapsed(partition),
-      ...hostings.flatMap((h) => h.stopPartition(partition, 'hand-off')),
+      ...hostings.flatMap((h) => h.stopPartition(partition, 'hand-off').snapshots),
     ];
     this.metrics.handOff((this.system.clock.now() - draining.startedAt) / 1000);
     this.listener?.regionDrained(partition);
@@ -470,26 +466,39 @@ export class Region implements KeeperHost {
     const keep = reason === 'lease-lost';
     const kept = keep ? this.takeLapsed(partition) : [];
     if (!keep) this.lapsed.delete(partition);
-    if (draining) {
-      if (draining.timer !== undefined) this.system.clock.clearTimeout(draining.timer);
-      this.draining.delete(partition);
-      // held before what the buffer may already have: they arrived earlier
-      const later = this.buffers.take(partition);
-      for (const m of [...draining.forwarded, ...later]) this.buffers.push(m);
-      this.metrics.buffered(this.buffers.size);
-      // a drain that finished took its entities' snapshots already
-      if (keep) kept.push(...(draining.snapshots ?? []));
-    }
     if (!wasActive && !draining) {
       if (kept.length > 0) this.lapsed.set(partition, kept);
       return;
     }
+    if (draining) {
+      if (draining.timer !== undefined) this.system.clock.clearTimeout(draining.timer);
+      this.draining.delete(partition);
+      // a drain that finished took its entities' snapshots already
+      if (keep) kept.push(...(draining.snapshots ?? []));
+    }
     this.suspended.add(partition);
     const passivation = reason === 'stopped' ? 'stopped' : 'lease-lost';
-    for (const h of this.hostings()) kept.push(...h.stopPartition(partition, passivation));
+    // on a lapse, what the entities had accepted and not processed is held too (not dropped)
+    const unprocessed: RoutedMessage[] = [];
+    for (const h of this.hostings()) {
+      const stopped = h.stopPartition(partition, passivation);
+      kept.push(...stopped.snapshots);
+      unprocessed.push(...stopped.unprocessed);
+    }
+    // held in arrival order: what the entities accepted, what a drain kept, what came since
+    const later = this.buffers.take(partition);
+    for (const m of [...unprocessed, ...(draining?.forwarded ?? []), ...later]) this.buffers.push(m);
+    this.metrics.buffered(this.buffers.size);
     if (kept.length > 0) this.lapsed.set(partition, kept);
     this.system.logger.warn(
-      { event: 'sharding.deactivated', partition, reason, version: this.tableVersion(), kept: kept.length },
+      {
+        event: 'sharding.deactivated',
+        partition,
+        reason,
+        version: this.tableVersion(),
+        kept: kept.length,
+        held: unprocessed.length,
+      },
       `partition ${partition} stopped here without hand-off (${reason})`,
     );
   }
@@ -499,9 +508,17 @@ export class Region implements KeeperHost {
     for (const p of new Set([...this.active, ...this.draining.keys()])) this.deactivate(p, reason);
   }
 
-  /** This incarnation was fenced: it never resumes a partition, so what lapses kept is dropped. */
+  /**
+   * This incarnation was fenced: it never resumes a partition, so what lapses kept is dropped, and
+   * so is what it held for its suspended partitions (accepted before a lapse, or come since): their
+   * successors were recreated behind the fence, and these delivered late would come after newer
+   * messages. Dead letters, counted (`reason: fenced`), rather than gone unseen with the process.
+   */
   forgetLapsed(): void {
     this.lapsed.clear();
+    for (const p of this.suspended)
+      for (const m of this.buffers.take(p)) this.dropped(m, 'actor-stopped', 'fenced');
+    this.metrics.buffered(this.buffers.size);
   }
 
   /** What a lapse kept of `partition` (see `lapsed`), forgotten here: it goes where the caller puts it. */
