@@ -6,7 +6,9 @@
 //     is cold (the serving node starts gathering on that request), the next ones warm;
 //  3. event to screen: the serving node's log time of the event (`member.unreachable` after a
 //     kill -9, `member.leaving` after POST /cluster/leave) → the page's DOM showing it (the
-//     matrix cell red, the member row no longer up), one clock (same machine);
+//     matrix cell red, the member row no longer up), one clock (same machine), in two stages: to
+//     the page (the stream frame holding it reached the page's handler) and on the page (→ DOM),
+//     with the stream's frames and bytes meanwhile and the page's long tasks;
 //  4. the serving node's CPU (% of one core) and RSS: before anyone opened the console, while 5
 //     viewers stream it, and gathering with no viewer left. A viewer is what the page does over
 //     HTTP (GET state and history, then the event stream, read to the end) from its own loopback
@@ -150,6 +152,29 @@ const PAINT_MARKS = `(() => {
       window.__complete = performance.now();
   };
   new MutationObserver(mark).observe(document, { subtree: true, childList: true, attributes: true });
+  // stage timing: when a stream frame holding a watched text arrived (before the page handled
+  // it), how many frames and bytes came, and the main thread's long tasks
+  window.__needles = {};
+  window.__arrived = {};
+  window.__stream = { frames: 0, bytes: 0 };
+  window.__long = [];
+  const ES = window.EventSource;
+  const listen = ES.prototype.addEventListener;
+  ES.prototype.addEventListener = function (type, fn, ...rest) {
+    return listen.call(this, type, function (m) {
+      const t = Date.now();
+      window.__stream.frames++;
+      window.__stream.bytes += m.data.length;
+      for (const [name, needle] of Object.entries(window.__needles))
+        if (window.__arrived[name] === undefined && m.data.includes(needle)) window.__arrived[name] = t;
+      return fn.call(this, m);
+    }, ...rest);
+  };
+  try {
+    new PerformanceObserver((l) => {
+      for (const e of l.getEntries()) window.__long.push([Math.round(performance.timeOrigin + e.startTime), Math.round(e.duration)]);
+    }).observe({ type: 'longtask', buffered: true });
+  } catch {}
 })();`;
 
 async function load(
@@ -198,11 +223,22 @@ async function seenAt(page: Page, name: string, timeoutMs = 20_000): Promise<num
   return (await page.evaluate(at)) as number;
 }
 
-/** The serving node's log time of `event` about `address` (waits for it). */
-async function loggedAt(node: CliNode, event: string, address: string, timeoutMs = 20_000): Promise<number> {
+/**
+ * The serving node's log time of `event` about `address`, the first at or after `since` (waits
+ * for it): on a loaded host members flap, and an earlier false `member.unreachable` is not the kill's.
+ */
+async function loggedAt(
+  node: CliNode,
+  event: string,
+  address: string,
+  since: number,
+  timeoutMs = 20_000,
+): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const e = node.events().find((x) => x.event === event && x.member?.address === address);
+    const e = node
+      .events()
+      .find((x) => x.event === event && x.member?.address === address && (x.time as number) >= since);
     if (e) return e.time as number;
     if (Date.now() > deadline) throw new Error(`${node.address} logged no ${event} for ${address}`);
     await sleep(20);
@@ -308,26 +344,62 @@ async function runSize(browser: Browser, n: number) {
     const lKey = keyOf(leaver);
     await watch(
       live.page,
-      'kill',
-      `document.querySelector('[data-testid=matrix-cell][data-subject="${kKey}"][data-state=unreachable]') !== null`,
-    );
-    await watch(
-      live.page,
       'leave',
       `document.querySelector('[data-testid=member][data-key="${lKey}"]') === null || document.querySelector('[data-testid=member][data-key="${lKey}"][data-status=up]') === null`,
     );
+    // a cell still red from an earlier flap (a loaded host) would read as the kill shown at once
+    await live.page
+      .waitForFunction(
+        `document.querySelector('[data-testid=matrix-cell][data-subject="${kKey}"][data-state=unreachable]') === null`,
+        undefined,
+        { timeout: 10_000 },
+      )
+      .catch(() => {});
+    await live.page.evaluate('window.__seen = {}');
+    await live.page.evaluate(
+      `window.__arrived = {}; Object.assign(window.__needles, ${JSON.stringify({
+        kill: `"subject":"${kKey}","status":"unreachable"`,
+        leave: `"key":"${lKey}","address":"${leaver.address}","status":"leaving"`,
+      })}); window.__long.length = 0; window.__stream.frames = 0; window.__stream.bytes = 0;`,
+    );
+    await watch(
+      live.page,
+      'kill',
+      `document.querySelector('[data-testid=matrix-cell][data-subject="${kKey}"][data-state=unreachable]') !== null`,
+    );
+    const killAt = Date.now();
     killed.kill9();
     const killShown = await seenAt(live.page, 'kill');
-    const killLogged = await loggedAt(serving, 'member.unreachable', killed.address);
+    const killLogged = await loggedAt(serving, 'member.unreachable', killed.address, killAt);
     await sleep(1000);
+    const leaveAt = Date.now();
     await fetch(`http://127.0.0.1:${leaver.httpPort}/cluster/leave`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
       body: '{}',
     });
     const leaveShown = await seenAt(live.page, 'leave');
-    const leaveLogged = await loggedAt(serving, 'member.leaving', leaver.address);
+    const leaveLogged = await loggedAt(serving, 'member.leaving', leaver.address, leaveAt);
+    const pageSide = (await live.page.evaluate(
+      '({ arrived: window.__arrived, stream: window.__stream, long: window.__long })',
+    )) as {
+      arrived: { kill?: number; leave?: number };
+      stream: { frames: number; bytes: number };
+      long: [number, number][];
+    };
     await live.page.context().close();
+    // the stages of event → screen: logged → the frame holding it reached the page → DOM showing it
+    const stage = (logged: number, arrived: number | undefined, shown: number) => ({
+      toPageMs: arrived === undefined ? null : arrived - logged,
+      pageMs: arrived === undefined ? null : shown - arrived,
+    });
+    const stages = {
+      kill: stage(killLogged, pageSide.arrived.kill, killShown),
+      leave: stage(leaveLogged, pageSide.arrived.leave, leaveShown),
+      streamFrames: pageSide.stream.frames,
+      streamBytes: pageSide.stream.bytes,
+      pageLongTasksMs: pageSide.long.map(([, d]) => d),
+    };
 
     const cold = loads[0]!;
     const warm = loads.slice(1);
@@ -343,6 +415,7 @@ async function runSize(browser: Browser, n: number) {
         loads,
       },
       eventToScreenMs: { kill: killShown - killLogged, leave: leaveShown - leaveLogged },
+      eventToScreenStages: stages,
       servingNode: {
         untouched,
         fiveViewers: watched,
@@ -386,7 +459,7 @@ try {
   await browser.close();
 }
 const at = (n: number) => results.find((r) => r.nodes === n);
-const at50 = at(50) ?? at(5)!;
+const at50 = at(50) ?? results.at(-1)!;
 const worstEvent = Math.max(...results.flatMap((r) => [r.eventToScreenMs.kill, r.eventToScreenMs.leave]));
 process.stderr.write(
   [
@@ -394,7 +467,7 @@ process.stderr.write(
     ...results.map(
       (r) =>
         `N=${r.nodes}: first paint cold ${r.firstPaintMs.coldReady} ms (all views ${r.firstPaintMs.coldAllViews} ms), warm ${r.firstPaintMs.warmReadyMedian} ms (all views ${r.firstPaintMs.warmAllViewsMedian} ms)` +
-        ` · event→screen kill ${r.eventToScreenMs.kill} ms, leave ${r.eventToScreenMs.leave} ms` +
+        ` · event→screen kill ${r.eventToScreenMs.kill} ms (to the page ${r.eventToScreenStages.kill.toPageMs} ms, on it ${r.eventToScreenStages.kill.pageMs} ms), leave ${r.eventToScreenMs.leave} ms (${r.eventToScreenStages.leave.toPageMs} + ${r.eventToScreenStages.leave.pageMs} ms)` +
         ` · serving node CPU ${r.servingNode.untouched.cpuPct}% → ${r.servingNode.fiveViewers.cpuPct}% with ${VIEWERS} viewers (${r.servingNode.gatheringNoViewer.cpuPct}% gathering, none watching), RSS ${r.servingNode.untouched.rssMb} → ${r.servingNode.fiveViewers.rssMb} MB`,
     ),
     `targets: first paint ≤ ${TARGETS.firstPaintMsAt50} ms at 50 nodes, updates ≤ ${TARGETS.eventToScreenMs} ms after the event`,

@@ -39,14 +39,14 @@ describe('console stream coalescing', () => {
     vi.useRealTimers();
   });
 
-  it('sends the first change after a quiet spell at once, then at most one view per coalesceMs', () => {
+  it('sends the first change after a quiet spell at once, then at most one view per coalesceMs', async () => {
     const viewers = new ConsoleViewers({ coalesceMs: COALESCE_MS, pingMs: 60_000 }, () => {});
     const { response, frames } = fakeResponse();
     viewers.add('127.0.0.1', response);
 
     viewers.view(view('first'));
-    expect(frames).toHaveLength(0); // not inside the caller's turn
-    vi.advanceTimersByTime(1);
+    expect(frames).toHaveLength(0); // not inside the caller's step
+    await Promise.resolve(); // but without waiting for a timer (no clock advanced)
     expect(frames).toHaveLength(1);
     expect(frames[0]).toContain('"first"');
 
@@ -63,9 +63,62 @@ describe('console stream coalescing', () => {
     // quiet again for longer than the window: the next change goes at once
     vi.advanceTimersByTime(3 * COALESCE_MS);
     viewers.view(view('fourth'));
-    vi.advanceTimersByTime(1);
+    await Promise.resolve();
     expect(frames).toHaveLength(3);
     expect(frames[2]).toContain('"fourth"');
+    viewers.close();
+  });
+
+  it('sends the views that arrive in one step together, each node once, the newest winning', async () => {
+    const viewers = new ConsoleViewers({ coalesceMs: COALESCE_MS, pingMs: 60_000 }, () => {});
+    const { response, frames } = fakeResponse();
+    viewers.add('127.0.0.1', response);
+    viewers.view(view('old'));
+    viewers.view({ key: 'm#2', name: 'other' } as unknown as NodeView);
+    viewers.view(view('new'));
+    await Promise.resolve();
+    expect(frames).toHaveLength(2);
+    expect(frames.join('')).toContain('"new"');
+    expect(frames.join('')).not.toContain('"old"');
+    viewers.close();
+  });
+
+  it('sends nothing after close, even what was scheduled before it', async () => {
+    const viewers = new ConsoleViewers({ coalesceMs: COALESCE_MS, pingMs: 60_000 }, () => {});
+    const { response, frames } = fakeResponse();
+    viewers.add('127.0.0.1', response);
+    viewers.view(view('late'));
+    viewers.close();
+    await Promise.resolve();
+    vi.advanceTimersByTime(COALESCE_MS);
+    expect(frames).toHaveLength(0);
+  });
+
+  it("sends the serving node's own view without waiting out the window, with what was held", async () => {
+    const viewers = new ConsoleViewers(
+      { coalesceMs: COALESCE_MS, pingMs: 60_000 },
+      () => {},
+      (key) => key === 'self#1',
+    );
+    const { response, frames } = fakeResponse();
+    viewers.add('127.0.0.1', response);
+    viewers.view(view('first'));
+    await Promise.resolve();
+    expect(frames).toHaveLength(1);
+    // positive control: another node's view inside the window is held
+    vi.advanceTimersByTime(10);
+    viewers.view(view('held'));
+    await Promise.resolve();
+    expect(frames).toHaveLength(1);
+    // the own view goes at once, and the held one with it
+    viewers.view({ key: 'self#1', name: 'own' } as unknown as NodeView);
+    await Promise.resolve();
+    expect(frames).toHaveLength(3);
+    expect(frames.join('')).toContain('"held"');
+    expect(frames.join('')).toContain('"own"');
+    // nothing left for the cancelled timer to send
+    vi.advanceTimersByTime(2 * COALESCE_MS);
+    expect(frames).toHaveLength(3);
     viewers.close();
   });
 });

@@ -25,6 +25,31 @@ function setHtml(id, html) {
   drawn.set(id, html);
   $(id).innerHTML = html;
 }
+/** What each keyed container last drew: its keys in order and each child's markup. */
+const keyedDrawn = new WeakMap();
+/**
+ * Draws `items` ([key, markup], one element each) as the children of `container`. While the keys
+ * stay the same only the children whose markup changed are replaced: at 50 nodes one node's new
+ * view re-lays one card or row, not fifty (the style and layout of whole sections were most of
+ * the page's time per update).
+ */
+function setKeyed(container, items) {
+  const keys = items.map(([k]) => k).join('\n');
+  const prev = keyedDrawn.get(container);
+  if (!prev || prev.keys !== keys || container.children.length !== items.length) {
+    container.innerHTML = items.map(([, html]) => html).join('');
+    keyedDrawn.set(container, { keys, html: items.map(([, html]) => html) });
+    return;
+  }
+  for (let i = 0; i < items.length; i++) {
+    const html = items[i][1];
+    if (prev.html[i] === html) continue;
+    prev.html[i] = html;
+    const t = document.createElement('template');
+    t.innerHTML = html;
+    container.children[i].replaceWith(t.content);
+  }
+}
 
 function addEvents(events) {
   for (const e of events) {
@@ -110,26 +135,38 @@ function renderMembers(s, rows) {
   const seen = new Set([...s.nodes.values()].map((v) => v.coordinator).filter(Boolean));
   const disagree = seen.size > 1;
   const successor = (s.nodes.get(s.servedBy) ?? [...s.nodes.values()][0])?.successor;
-  let html = `<p class="${disagree ? 'warn' : 'muted'}">${
+  const html = `<p class="${disagree ? 'warn' : 'muted'}">${
     disagree
       ? `Nodes disagree on the coordinator: ${[...seen].map((k) => esc(short(k))).join(', ')}`
       : 'All nodes agree on the coordinator.'
   }</p><div class="scroll"><table><thead><tr><th scope="col">#</th><th scope="col">Address</th><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Roles</th><th scope="col">Inc.</th><th scope="col">Up since</th><th scope="col">Entities</th><th scope="col">Its coordinator</th><th scope="col">Actions</th></tr></thead><tbody>`;
+  const items = [];
   for (const m of rows) {
     const v = s.nodes.get(m.key);
     const tags = `${m.key === coordinator ? ' <span class="tag">coordinator</span>' : ''}${m.key === successor ? ' <span class="tag">successor</span>' : ''}`;
     const own = v?.coordinator;
-    html += `<tr data-testid="member" data-key="${esc(m.key)}" data-status="${esc(m.status)}"${m.key === coordinator ? ' data-coordinator="1"' : ''} class="${v?.stale ? 'stale' : ''}">
+    items.push([
+      m.key,
+      `<tr data-testid="member" data-key="${esc(m.key)}" data-status="${esc(m.status)}"${m.key === coordinator ? ' data-coordinator="1"' : ''} class="${v?.stale ? 'stale' : ''}">
 <td>${m.ageRank}</td><td title="${esc(m.key)}">${esc(m.address)}${tags}</td><td>${esc(v?.name ?? '')}</td>
 <td><span class="status s-${esc(m.status)}">${esc(m.status)}</span>${v?.stale ? ' <span class="tag warn">stale</span>' : ''}</td>
 <td>${esc(m.roles.join(', '))}</td><td>${v ? v.incarnation : ''}</td><td>${v?.upSince ? time(v.upSince) : ''}</td><td>${esc(entitiesOf(v))}</td>
 <td class="${own && own !== coordinator ? 'warn' : ''}">${esc(short(own ?? '?'))}</td>
 <td><button type="button" data-testid="action-leave" data-key="${esc(m.key)}" data-address="${esc(m.address)}">Leave</button>
-<button type="button" data-testid="action-down" data-key="${esc(m.key)}">Down</button></td></tr>`;
+<button type="button" data-testid="action-down" data-key="${esc(m.key)}">Down</button></td></tr>`,
+    ]);
   }
   setHtml('members', `${html}</tbody></table></div>`);
+  setKeyed($('members').querySelector('tbody'), items);
 }
 
+/** The matrix as drawn: its members, and each cell's element and state (row-major). */
+let matrixDrawn = { subjects: '', cells: [], states: [] };
+
+/**
+ * The reachability matrix. While the members stay the same, only the cells whose state changed
+ * are touched: at 50 nodes, re-parsing 2,500 cells for one red one cost the page a long task.
+ */
 function renderMatrix(s, rows) {
   const records = new Map();
   for (const v of s.nodes.values())
@@ -138,36 +175,62 @@ function renderMatrix(s, rows) {
       if (records.get(k) !== 'terminated') records.set(k, r.status);
     }
   const subjects = rows.map((m) => m.key);
-  let html = `<table class="matrix"><thead><tr><th scope="col">observer ↓ / subject →</th>${subjects
-    .map((k) => `<th scope="col" title="${esc(k)}">${esc(short(k))}</th>`)
-    .join('')}</tr></thead><tbody>`;
+  const states = [];
   for (const o of subjects) {
     const view = s.nodes.get(o);
-    html += `<tr><th scope="row" title="${esc(o)}">${esc(short(o))}</th>`;
-    for (const j of subjects) {
-      let state = records.get(`${o}\n${j}`);
-      if (o === j) state = 'self';
-      else if (!state) state = !view || view.stale ? 'unknown' : 'reachable';
-      html += `<td data-testid="matrix-cell" data-observer="${esc(o)}" data-subject="${esc(j)}" data-state="${state}" class="m-${state}" title="${esc(short(o))} → ${esc(short(j))}: ${state}"></td>`;
+    const fallback = !view || view.stale ? 'unknown' : 'reachable';
+    for (const j of subjects) states.push(o === j ? 'self' : (records.get(`${o}\n${j}`) ?? fallback));
+  }
+  const joined = subjects.join('\n');
+  if (joined === matrixDrawn.subjects) {
+    const { cells } = matrixDrawn;
+    const n = subjects.length;
+    for (let i = 0; i < states.length; i++) {
+      if (matrixDrawn.states[i] === states[i]) continue;
+      const cell = cells[i];
+      const state = states[i];
+      cell.dataset.state = state;
+      cell.className = `m-${state}`;
+      cell.title = `${short(subjects[Math.floor(i / n)])} → ${short(subjects[i % n])}: ${state}`;
+    }
+    matrixDrawn.states = states;
+    return;
+  }
+  const names = subjects.map((k) => ({ key: esc(k), short: esc(short(k)) }));
+  let html = `<table class="matrix"><thead><tr><th scope="col">observer ↓ / subject →</th>${names
+    .map((k) => `<th scope="col" title="${k.key}">${k.short}</th>`)
+    .join('')}</tr></thead><tbody>`;
+  let i = 0;
+  for (const o of names) {
+    html += `<tr><th scope="row" title="${o.key}">${o.short}</th>`;
+    for (const j of names) {
+      const state = states[i++];
+      html += `<td data-testid="matrix-cell" data-observer="${o.key}" data-subject="${j.key}" data-state="${state}" class="m-${state}" title="${o.short} → ${j.short}: ${state}"></td>`;
     }
     html += '</tr>';
   }
-  setHtml('matrix', `${html}</tbody></table>`);
+  const matrix = $('matrix');
+  matrix.innerHTML = `${html}</tbody></table>`;
+  matrixDrawn = { subjects: joined, cells: [...matrix.querySelectorAll('td')], states };
 }
 
 function renderSbr(s) {
-  let html = '<div class="cards">';
+  const items = [];
   for (const v of s.nodes.values()) {
     const b = v.sbr;
     const left = typeof b.stableInMs === 'number' ? Math.max(0, b.stableInMs - (s.now - v.at)) : null;
     const d = b.lastDecision;
-    html += `<div class="card" data-testid="sbr" data-node="${esc(v.key)}"><h3>${esc(short(v.key))}</h3>
+    items.push([
+      v.key,
+      `<div class="card" data-testid="sbr" data-node="${esc(v.key)}"><h3>${esc(short(v.key))}</h3>
 <p>${esc(b.strategy)} · <code>${esc(b.state ?? '')}</code></p>
 <p>${left === null ? 'stable' : `decides in ${(left / 1000).toFixed(1)} s`}</p>
 <p>${d ? `${time(d.at)} <strong>${esc(d.decision)}</strong> ${esc(d.reason ?? '')} downed: ${esc(d.downed.map(short).join(', ') || '–')}` : 'no decision yet'}</p>
-<p class="muted">unreachable here: ${esc(v.unreachable.map(short).join(', ') || 'none')}</p></div>`;
+<p class="muted">unreachable here: ${esc(v.unreachable.map(short).join(', ') || 'none')}</p></div>`,
+    ]);
   }
-  setHtml('sbr', `${html}</div>`);
+  setHtml('sbr', '<div class="cards"></div>');
+  setKeyed($('sbr').firstChild, items);
 }
 
 function renderSingletons(s) {
@@ -233,21 +296,43 @@ function renderPartitions(s, rows) {
   setHtml('partitions', `${html}</div>`);
 }
 
-function renderMachines(s) {
-  let html = '<div class="cards">';
-  for (const v of s.nodes.values()) {
-    html += `<div class="card"><h3>${esc(short(v.key))}</h3><ul class="machines">`;
-    for (const m of v.machines) {
-      const state = JSON.stringify(m.state);
-      const steps = m.transitions
-        .map((t) => `<li>${time(t.at)} ${esc(JSON.stringify(t.state))}</li>`)
-        .join('');
-      html += `<li data-testid="machine" data-node="${esc(v.key)}" data-machine="${esc(m.id)}" data-state="${esc(state)}"><details><summary><code>${esc(m.id.replace(/^\/system\//, ''))}</code> <strong>${esc(state)}</strong></summary><ol>${steps}</ol></details></li>`;
-    }
-    html += '</ul></div>';
+/** A node's machines card, kept per view (a view never changes; a new one replaces it). */
+const machineCards = new WeakMap();
+
+function machineCard(v) {
+  let html = machineCards.get(v);
+  if (html !== undefined) return html;
+  html = `<div class="card"><h3>${esc(short(v.key))}</h3><ul class="machines">`;
+  for (const m of v.machines) {
+    const state = JSON.stringify(m.state);
+    const steps = m.transitions.map((t) => `<li>${time(t.at)} ${esc(JSON.stringify(t.state))}</li>`).join('');
+    html += `<li data-testid="machine" data-node="${esc(v.key)}" data-machine="${esc(m.id)}" data-state="${esc(state)}"><details><summary><code>${esc(m.id.replace(/^\/system\//, ''))}</code> <strong>${esc(state)}</strong></summary><ol>${steps}</ol></details></li>`;
   }
-  setHtml('machines', `${html}</div>`);
+  html += '</ul></div>';
+  machineCards.set(v, html);
+  return html;
 }
+
+function renderMachines(s) {
+  setHtml('machines', '<div class="cards"></div>');
+  setKeyed(
+    $('machines').firstChild,
+    [...s.nodes.values()].map((v) => [v.key, machineCard(v)]),
+  );
+}
+
+/** An event's line, kept per event (events never change). */
+const eventItems = new WeakMap();
+const eventItem = (e) => {
+  let html = eventItems.get(e);
+  if (html === undefined) {
+    html = `<li data-testid="timeline-item" data-node="${esc(e.node)}" data-event="${esc(e.event)}"><time>${time(e.at)}</time> <span class="node">${esc(short(e.node))}</span> <code>${esc(e.event)}</code> ${esc(e.msg ?? '')}</li>`;
+    eventItems.set(e, html);
+  }
+  return html;
+};
+/** The events the timeline shows, newest first, as drawn. */
+let timelineDrawn = [];
 
 function renderTimeline(s) {
   const select = $('filter-node');
@@ -261,17 +346,24 @@ function renderTimeline(s) {
   const kind = $('filter-kind').value.trim();
   const shown = s.events
     .filter((e) => (!node || e.node === node) && (!kind || e.event.includes(kind)))
-    .slice(-500);
-  setHtml(
-    'timeline',
-    shown
-      .reverse()
-      .map(
-        (e) =>
-          `<li data-testid="timeline-item" data-node="${esc(e.node)}" data-event="${esc(e.event)}"><time>${time(e.at)}</time> <span class="node">${esc(short(e.node))}</span> <code>${esc(e.event)}</code> ${esc(e.msg ?? '')}</li>`,
-      )
-      .join(''),
-  );
+    .slice(-500)
+    .reverse();
+  const list = $('timeline');
+  // newer events on top of what is drawn: only they are added (and the oldest dropped), not
+  // the 500 lines parsed and laid out again for each batch of events
+  const top = timelineDrawn.length ? shown.indexOf(timelineDrawn[0]) : -1;
+  const rest = top < 0 ? [] : shown.slice(top);
+  if (
+    top >= 0 &&
+    list.children.length === timelineDrawn.length &&
+    rest.every((e, i) => timelineDrawn[i] === e)
+  ) {
+    if (top > 0) list.insertAdjacentHTML('afterbegin', shown.slice(0, top).map(eventItem).join(''));
+    while (list.children.length > shown.length) list.lastElementChild.remove();
+  } else if (shown.length !== timelineDrawn.length || shown.some((e, i) => timelineDrawn[i] !== e)) {
+    list.innerHTML = shown.map(eventItem).join('');
+  }
+  timelineDrawn = shown;
 }
 
 function renderReplay() {
@@ -309,18 +401,31 @@ function render() {
 // ---- data --------------------------------------------------------------------------------------
 
 async function load() {
-  const [state, history] = await Promise.all([
-    fetch('/console/state').then((r) => r.json()),
-    fetch('/console/history').then((r) => r.json()),
-  ]);
+  const state = await fetch('/console/state').then((r) => r.json());
   live.servedBy = state.servedBy;
   live.skew = Date.now() - state.now;
   for (const [k, v] of Object.entries(state.nodes)) live.nodes.set(k, v);
   addEvents(state.events);
-  frames = history.frames;
-  historyFrom = history.from;
+  historyFrom = state.historyFrom ?? historyFrom;
   render();
   follow();
+  // the history is for the slider only: it comes after the first paint (at 50 nodes it is
+  // megabytes to encode, send and parse, which the first paint used to wait for)
+  fetch('/console/history')
+    .then((r) => r.json())
+    .then(mergeHistory)
+    .catch(() => {});
+}
+
+/** The history before the stream began, put in front of the frames the stream brought since. */
+function mergeHistory(history) {
+  if (offline || !Array.isArray(history.frames)) return;
+  const shown = replayAt === null ? null : instantOf(replayAt);
+  frames = history.frames.concat(frames.filter((f) => f.at > history.to));
+  if (frames.length > MAX_FRAMES) frames.splice(0, frames.length - MAX_FRAMES);
+  historyFrom = history.from;
+  if (shown !== null) replayAt = Math.max(0, indexAt(shown));
+  schedule();
 }
 
 function follow() {

@@ -56,6 +56,7 @@ export class ConsoleService {
     | undefined;
   private readonly timer: ReturnType<typeof setInterval>;
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private flushScheduled = false;
   private lastFlushAt = 0;
   private gatherUntil = 0;
   private lastRenewal = 0;
@@ -78,14 +79,17 @@ export class ConsoleService {
       historyBytes: options.historyBytes ?? DEFAULT_HISTORY_BYTES,
       ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}),
     });
-    this.viewers = new ConsoleViewers(options, (reason) =>
-      this.node.system.metrics.inc(
-        'doyen_console_viewers_closed_total',
-        'Console viewers closed by the server',
-        {
-          reason,
-        },
-      ),
+    this.viewers = new ConsoleViewers(
+      options,
+      (reason) =>
+        this.node.system.metrics.inc(
+          'doyen_console_viewers_closed_total',
+          'Console viewers closed by the server',
+          {
+            reason,
+          },
+        ),
+      (key) => key === this.selfKey,
     );
     this.gatherer.listen(this.viewers);
     this.publisher = new ConsolePublisher(
@@ -237,18 +241,28 @@ export class ConsoleService {
 
   /**
    * Something changed: send the subscribers an update (at most one per `coalesceMs`). Leading
-   * edge: the first change after a quiet spell goes on the next turn, not `coalesceMs` later —
-   * with the viewers' own coalescing behind it, two trailing delays put updates past 100 ms.
+   * edge: the first change after a quiet spell goes as soon as the current step returns, not
+   * `coalesceMs` later — with the viewers' own coalescing behind it, two trailing delays put
+   * updates past 100 ms.
    */
   private poke(): void {
-    if (this.flushTimer !== undefined || this.closed || this.publisher.subscriberCount === 0) return;
-    const wait = Math.max(0, this.lastFlushAt + this.coalesceMs - Date.now());
-    this.flushTimer = setTimeout(() => {
+    if (this.flushScheduled || this.closed || this.publisher.subscriberCount === 0) return;
+    this.flushScheduled = true;
+    const run = () => {
+      this.flushScheduled = false;
       this.flushTimer = undefined;
+      if (this.closed) return;
       this.lastFlushAt = Date.now();
       if (this.publisher.flush(false)) this.poke();
-    }, wait);
-    this.flushTimer.unref();
+    };
+    // a microtask, not a zero timer: the change that poked (a log line, a membership event) is
+    // in place once the current step returns, and on a loaded host a timer hop waited 50-130 ms
+    const wait = this.lastFlushAt + this.coalesceMs - Date.now();
+    if (wait <= 0) queueMicrotask(run);
+    else {
+      this.flushTimer = setTimeout(run, wait);
+      this.flushTimer.unref();
+    }
   }
 
   private tick(): void {
