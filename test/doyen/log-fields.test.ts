@@ -25,8 +25,8 @@ describe('doyen node log lines', () => {
     });
     first.process.kill('SIGTERM');
     expect((await first.exited).code).toBe(0);
-    second.process.kill('SIGTERM');
-    await second.exited;
+    // the second is only the first's peer (its own lines are not checked): afterEach kills it, a
+    // SIGTERM would wait out its leave phase (~11 s) once it is alone without its seed
 
     const lines = first.logs.filter((l) => l.startsWith('{'));
     // positive control: the life was logged, start to stop
