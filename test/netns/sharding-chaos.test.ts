@@ -94,23 +94,32 @@ describe.skipIf(!ok)(
     }, 360_000);
 
     it('positive control: with the fence skipped, the checker reports the overlap', async ({ expect }) => {
-      const r = await runChaos({
-        topo,
-        seed: 1,
-        faults: CONTROL_PLAN.length,
-        plan: CONTROL_PLAN,
-        entities: ENTITIES,
-        unsafeSkipFence: true,
-        leaseMs: CONTROL_LEASE_MS,
-        // n3 slow to down itself: it still runs when the majority has moved its partitions
-        envOf: (slot): Record<string, string> =>
-          slot === 2 ? { [CHAOS_STABLE_AFTER_ENV]: String(CONTROL_STABLE_AFTER_MS) } : {},
-        log,
-        ...logFile('control'),
-      });
-      console.info(`control ${summary(r)}`);
-      const overlaps = r.verdict.violations.filter((v) => v.rule === 'overlap');
-      expect(overlaps.length, summary(r)).toBeGreaterThan(0);
+      // the planted overlap needs the majority to re-activate n3's entities inside n3's lease; one
+      // full-suite run in many saw the cut not bite (every ask answered, no re-activation), so a
+      // second seed is tried before the control is failed
+      let overlaps: number | undefined;
+      let last = '';
+      for (const seed of [1, 2]) {
+        const r = await runChaos({
+          topo,
+          seed,
+          faults: CONTROL_PLAN.length,
+          plan: CONTROL_PLAN,
+          entities: ENTITIES,
+          unsafeSkipFence: true,
+          leaseMs: CONTROL_LEASE_MS,
+          // n3 slow to down itself: it still runs when the majority has moved its partitions
+          envOf: (slot): Record<string, string> =>
+            slot === 2 ? { [CHAOS_STABLE_AFTER_ENV]: String(CONTROL_STABLE_AFTER_MS) } : {},
+          log,
+          ...logFile(`control-${seed}`),
+        });
+        last = summary(r);
+        console.info(`control ${last}`);
+        overlaps = r.verdict.violations.filter((v) => v.rule === 'overlap').length;
+        if (overlaps > 0) break;
+      }
+      expect(overlaps, last).toBeGreaterThan(0);
     }, 360_000);
   },
 );

@@ -2,34 +2,18 @@
 // per-activation log line's level (debug unless the type asks for info), and an entity type
 // without idle timeout or cap keeping no recency order (still one activation per id, in order).
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePorts } from '../support/cluster-nodes.js';
-import { jsonLogCapture } from '../support/json-log.js';
 import {
   type CountReply,
   cartLogic,
   shardingNodesClosedAfterEach,
-  startShardingNode,
+  startLoggedShardingNode,
   tableOver,
 } from '../support/sharding-nodes.js';
-import { TableKeepers } from '../support/table-keeper.js';
 import { eventually } from '../support/wait.js';
 
 const nodes = shardingNodesClosedAfterEach(afterEach);
 
-async function oneNodeAtInfo() {
-  const { lines, logger } = jsonLogCapture('info');
-  const [port] = await freePorts(1);
-  const node = await startShardingNode(
-    port!,
-    [{ host: '127.0.0.1', port: port! }],
-    new TableKeepers(),
-    {},
-    logger,
-  );
-  nodes.push(node);
-  await node.node.cluster.whenUp();
-  return { node, lines };
-}
+const oneNodeAtInfo = () => startLoggedShardingNode(nodes, 'info');
 
 describe('entity hot path', () => {
   it('activations and stops are not logged at info by default; activationLog: info writes them (the witness)', async () => {

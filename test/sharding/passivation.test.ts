@@ -1,15 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePorts } from '../support/cluster-nodes.js';
-import { jsonLogCapture } from '../support/json-log.js';
 import {
   cartLogic,
   countOf,
   shardingNodesClosedAfterEach,
+  startLoggedShardingNode,
   startShardingCluster,
-  startShardingNode,
   tableOver,
 } from '../support/sharding-nodes.js';
-import { TableKeepers } from '../support/table-keeper.js';
 import { eventually } from '../support/wait.js';
 
 const nodes = shardingNodesClosedAfterEach(afterEach);
@@ -95,17 +92,7 @@ describe('passivation', () => {
 
 describe('sharding log events', () => {
   it('closing the region (a node downed and restarted in place, or stopping) logs a stop line per running entity', async () => {
-    const { lines, logger } = jsonLogCapture('debug');
-    const [port] = await freePorts(1);
-    const node = await startShardingNode(
-      port!,
-      [{ host: '127.0.0.1', port: port! }],
-      new TableKeepers(),
-      {},
-      logger,
-    );
-    nodes.push(node);
-    await node.node.cluster.whenUp();
+    const { node, lines } = await startLoggedShardingNode(nodes, 'debug');
     const carts = node.sharding.register('cart', cartLogic(new Map()));
     node.partitions.adopt(tableOver([node]));
     const ids = Array.from({ length: 12 }, (_, i) => `closed-${i}`);
@@ -127,17 +114,7 @@ describe('sharding log events', () => {
   });
 
   it('activated and passivated lines carry entity id, partition, table version, incarnation and activation', async () => {
-    const { lines, logger } = jsonLogCapture('debug');
-    const [port] = await freePorts(1);
-    const node = await startShardingNode(
-      port!,
-      [{ host: '127.0.0.1', port: port! }],
-      new TableKeepers(),
-      {},
-      logger,
-    );
-    nodes.push(node);
-    await node.node.cluster.whenUp();
+    const { node, lines } = await startLoggedShardingNode(nodes, 'debug');
     const carts = node.sharding.register('cart', cartLogic(new Map()), { passivateAfterMs: 50 });
     const table = tableOver([node]);
     node.partitions.adopt(table);

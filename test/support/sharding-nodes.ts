@@ -7,6 +7,7 @@ import { fromTransition } from '../../packages/core/src/index.js';
 import { allocate, PartitionService, type PartitionTable } from '../../packages/partitions/src/index.js';
 import { type RememberOptions, Sharding } from '../../packages/sharding/src/index.js';
 import { type ClusterNode, freePorts, startClusterNode } from './cluster-nodes.js';
+import { jsonLogCapture, type LogLine } from './json-log.js';
 import { TableKeepers } from './table-keeper.js';
 import { eventually } from './wait.js';
 
@@ -40,6 +41,28 @@ export async function startShardingNode(
     ...(remember ? { remember } : {}),
   });
   return { node, partitions, sharding, key };
+}
+
+/**
+ * One node alone (its own seed) whose log lines at `level` and above are captured, pushed to
+ * `nodes` (closed after each test) and up.
+ */
+export async function startLoggedShardingNode(
+  nodes: ShardingNode[],
+  level: string,
+): Promise<{ node: ShardingNode; lines: LogLine[] }> {
+  const { lines, logger } = jsonLogCapture(level);
+  const [port] = await freePorts(1);
+  const node = await startShardingNode(
+    port!,
+    [{ host: '127.0.0.1', port: port! }],
+    new TableKeepers(),
+    {},
+    logger,
+  );
+  nodes.push(node);
+  await node.node.cluster.whenUp();
+  return { node, lines };
 }
 
 /** A table over `nodes` (the allocator's optimal moves from `previous`). */
