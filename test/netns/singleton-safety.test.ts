@@ -72,7 +72,7 @@ const CONTROL_OTHERS_CONFIG = { hostLease: { leaseMs: 300, pauseBoundMs: 0 } };
 const UNSAFE_KNOB_CONTROLS: readonly FaultKey[] = ['a2', 'b1', 'b2', 'd', 'e'];
 /**
  * The successor's lines that say it has committed to start (the first of them): where fault d
- * heals and fault a2 continues the old host. Without the lease `singleton.taking-over` (the old
+ * heals and fault a2 continues the old host (their controls wait for `singleton.started`). Without the lease `singleton.taking-over` (the old
  * host is downed, the margin begins); with it `host-lease.acquired` (the pause bound begins).
  */
 const SUCCESSOR_COMMIT_EVENTS: readonly string[] = [
@@ -261,7 +261,7 @@ const others = (out: readonly Name[]) => NAMES.filter((n) => !out.includes(n));
 interface Severity {
   readonly pauseMs: number | 'past-failover';
   readonly stallMs: number;
-  /** The successor's lines that end fault a2's pause (default: its commit to start). */
+  /** The successor's lines that end fault a2's pause and fault d's cut (default: its commit to start). */
   readonly resumeOn?: readonly string[];
 }
 
@@ -326,8 +326,10 @@ const FAULTS: Record<
   },
   d: {
     what: 'a partition that heals just as the new instance starts',
-    run: async (run, { host, successor }) => {
-      const committed = run.nextLine(successor, SUCCESSOR_COMMIT_EVENTS, 25_000);
+    // the control heals once the successor STARTED (as a2 continues): healed at the commit, the old
+    // host could learn it was downed and stop before the successor's instance began (CI lost it once)
+    run: async (run, { host, successor }, { resumeOn = SUCCESSOR_COMMIT_EVENTS }) => {
+      const committed = run.nextLine(successor, resumeOn, 25_000);
       await run.topo.partition([host], others([host]));
       await committed;
       await run.topo.heal();
