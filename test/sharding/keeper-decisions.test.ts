@@ -386,23 +386,25 @@ describe('keeper log lines of a move', () => {
     );
   // two partitions: a move is up to 271 of them, each line per partition would be at info
   const two: KeeperPolicy = { ...policy, partitionCount: 2 };
+  // Q owns both at version 2 and creates their tokens once X renounced them
+  const bothCreated = [
+    { type: 'keeper.lease', held: true },
+    { type: 'keeper.membership', reachable: [X], absent: [] },
+    { type: 'keeper.table', table: { version: 2, owners: [Q, Q] } },
+    {
+      type: 'sharding.token-answer',
+      from: X,
+      version: 2,
+      round: 1,
+      newer: null,
+      answers: [0, 1].map((partition) => ({ partition, seen: null, handed: null, dormant: null })),
+    },
+  ] as KeeperEvent[];
 
   it('a step that activates partitions logs them at info in ONE line, each partition at debug', () => {
     let ctx: KeeperContext = initialKeeperContext;
     let last: KeeperStep | undefined;
-    for (const e of [
-      { type: 'keeper.lease', held: true },
-      { type: 'keeper.membership', reachable: [X], absent: [] },
-      { type: 'keeper.table', table: { version: 2, owners: [Q, Q] } },
-      {
-        type: 'sharding.token-answer',
-        from: X,
-        version: 2,
-        round: 1,
-        newer: null,
-        answers: [0, 1].map((partition) => ({ partition, seen: null, handed: null, dormant: null })),
-      },
-    ] as KeeperEvent[]) {
+    for (const e of bothCreated) {
       last = decide(two, ctx, e, 0);
       ctx = last.context;
     }
@@ -424,17 +426,7 @@ describe('keeper log lines of a move', () => {
       return step;
     };
     for (const e of [
-      { type: 'keeper.lease', held: true },
-      { type: 'keeper.membership', reachable: [X], absent: [] },
-      { type: 'keeper.table', table: { version: 2, owners: [Q, Q] } },
-      {
-        type: 'sharding.token-answer',
-        from: X,
-        version: 2,
-        round: 1,
-        newer: null,
-        answers: [0, 1].map((partition) => ({ partition, seen: null, handed: null, dormant: null })),
-      },
+      ...bothCreated,
       { type: 'keeper.table', table: { version: 3, owners: [X, X] } },
       { type: 'keeper.region-drained', partition: 0 },
       { type: 'keeper.region-drained', partition: 1 },
