@@ -14,7 +14,12 @@ import {
   type Shape,
   schema,
 } from '../../packages/core/src/index.js';
-import { checkEnvelope, EnvelopeMemo, readEnvelope } from '../../packages/wire/src/validation.js';
+import {
+  checkEnvelope,
+  EnvelopeMemo,
+  KnownSenders,
+  readEnvelope,
+} from '../../packages/wire/src/validation.js';
 
 const ORIGIN = { host: '10.0.0.2', port: 2552, uid: 'peer1' };
 const FROM = 'doyen://test@10.0.0.2:2552/user/sender#peer1';
@@ -135,11 +140,12 @@ describe('the receive path memo refuses what a fresh check refuses', () => {
   it('a stream through one memo gives, envelope by envelope, what checkEnvelope gives each alone', () => {
     const s = system();
     const memo = new EnvelopeMemo();
+    const senders = new KnownSenders();
     const refusals: { reason: string; detail: string }[] = [];
     for (const [name, raw] of envelopeCases) {
       const fresh = checkEnvelope(s, raw, ORIGIN);
       refusals.length = 0;
-      const envelope = readEnvelope(s, raw, ORIGIN, memo, ({ reason, detail }) =>
+      const envelope = readEnvelope(s, raw, ORIGIN, memo, senders, ({ reason, detail }) =>
         refusals.push({ reason, detail }),
       );
       if (!fresh.ok) {
@@ -163,17 +169,15 @@ describe('the receive path memo refuses what a fresh check refuses', () => {
     ]);
   });
 
-  it('keeps only a validated, recurring path: never a refused one, never a one-off reply path', () => {
-    const s = system();
-    const memo = new EnvelopeMemo();
-    const ignore = () => {};
-    readEnvelope(s, ping('/user/inbox'), ORIGIN, memo, ignore);
-    expect(memo.to).toBe('/user/inbox');
-    readEnvelope(s, ping('/user/a b'), ORIGIN, memo, ignore);
-    readEnvelope(s, ping('/temp/ask-7'), ORIGIN, memo, ignore);
-    expect(memo.to).toBe('/user/inbox');
-    readEnvelope(s, ping('/user/other'), ORIGIN, memo, ignore);
-    expect(memo.to).toBe('/user/other');
+  it('remembers only a sender it validated: never a forged one', () => {
+    const senders = new KnownSenders();
+    const forged = 'doyen://test@10.0.0.9:2552/user/sender#other';
+    expect(senders.check(forged, ORIGIN)).toBeUndefined();
+    // asked again, still checked, not remembered from the first time
+    expect(senders.check(forged, ORIGIN)).toBeUndefined();
+    // positive control: a sender on the connection's node is found, and found again
+    expect(senders.check(FROM, ORIGIN)).toBe(FROM);
+    expect(senders.check(FROM, ORIGIN)).toBe(FROM);
   });
 
   it('a type registered again is admitted by its new rule, not the remembered one', () => {
@@ -181,18 +185,22 @@ describe('the receive path memo refuses what a fresh check refuses', () => {
     const memo = new EnvelopeMemo();
     const refused: string[] = [];
     const n = (k: number) => ['/user/inbox', 'self1', null, { type: 'test.n', k }];
-    expect(readEnvelope(s, n(1), ORIGIN, memo, (r) => refused.push(r.reason))).toBeDefined();
+    expect(
+      readEnvelope(s, n(1), ORIGIN, memo, new KnownSenders(), (r) => refused.push(r.reason)),
+    ).toBeDefined();
     s.messageTypes.register('test.n', () => 'closed now');
-    expect(readEnvelope(s, n(2), ORIGIN, memo, (r) => refused.push(r.reason))).toBeUndefined();
+    expect(
+      readEnvelope(s, n(2), ORIGIN, memo, new KnownSenders(), (r) => refused.push(r.reason)),
+    ).toBeUndefined();
     expect(refused).toEqual(['invalid-message']);
 
     // positive control: a memo that ignored the registrations would let it through
     const stale = new EnvelopeMemo();
     const fresh = system();
-    readEnvelope(fresh, n(1), ORIGIN, stale, () => {});
+    readEnvelope(fresh, n(1), ORIGIN, stale, new KnownSenders(), () => {});
     fresh.messageTypes.register('test.n', () => 'closed now');
     stale.generation = fresh.messageTypes.generation;
-    expect(readEnvelope(fresh, n(2), ORIGIN, stale, () => {})).toBeDefined();
+    expect(readEnvelope(fresh, n(2), ORIGIN, stale, new KnownSenders(), () => {})).toBeDefined();
   });
 });
 

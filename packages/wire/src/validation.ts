@@ -66,16 +66,11 @@ export function cachedRecipientPathCount(): number {
 export type EnvelopeRefusal = (refusal: { readonly reason: RejectReason; readonly detail: string }) => void;
 
 /**
- * What the previous envelope of one connection was found to be: a batch is mostly runs of
- * envelopes to one recipient of one message type, and each run pays for the path check and the
- * type lookup once. Only what was validated is remembered (a path that passed `isValidPath`,
- * the current admission of a registered type); every other check runs for every envelope.
+ * What the previous message of one connection was found to be: a batch is mostly runs of one
+ * message type, and each run pays for the type lookup once. Only what was validated is remembered
+ * (the current admission of a registered type); every other check runs for every message.
  */
 export class EnvelopeMemo {
-  /** The last recipient path that passed the checks (its canonical copy). */
-  to: string | undefined = undefined;
-  /** The last recipient incarnation: this node's own uid string when it named this node. */
-  toUid: string | undefined = undefined;
   /** The last message type seen, its admission, and the registrations it was taken at. */
   type: string | undefined = undefined;
   admission: MessageAdmission | undefined = undefined;
@@ -92,25 +87,35 @@ export class EnvelopeMemo {
 export function checkEnvelope(system: ActorSystem, raw: unknown, origin: UniqueNodeAddress): EnvelopeCheck {
   let refused: { reason: RejectReason; detail: string } | undefined;
   let dropped: { reason: RejectReason; detail: string } | undefined;
-  const envelope = readEnvelope(system, raw, origin, new EnvelopeMemo(), ({ reason, detail }) => {
-    // the one refusal that keeps the envelope
-    if (reason === 'bad-trace-context') dropped = { reason, detail };
-    else refused = { reason, detail };
-  });
+  const envelope = readEnvelope(
+    system,
+    raw,
+    origin,
+    new EnvelopeMemo(),
+    new KnownSenders(),
+    ({ reason, detail }) => {
+      // the one refusal that keeps the envelope
+      if (reason === 'bad-trace-context') dropped = { reason, detail };
+      else refused = { reason, detail };
+    },
+  );
   if (envelope === undefined) return { ok: false, ...refused! };
   return dropped ? { ok: true, envelope, dropped } : { ok: true, envelope };
 }
 
 /**
- * `checkEnvelope` for a connection's stream of envelopes: the envelope as it may be delivered,
- * or undefined after `refuse` was told why not. A malformed trace context is reported to
- * `refuse` as `bad-trace-context` and the envelope is still returned, without the trace.
+ * `checkEnvelope` for a stream of envelopes (the simulated network's packets): the envelope as it
+ * may be delivered, or undefined after `refuse` was told why not. Its recipient, sender and trace
+ * are checked as a batch frame's route is (`readRoute`), its message as a batch's (`readMessage`),
+ * so the simulation validates with the wire's own checks. A malformed trace context is reported
+ * to `refuse` as `bad-trace-context` and the envelope is still returned, without the trace.
  */
 export function readEnvelope(
   system: ActorSystem,
   raw: unknown,
   origin: UniqueNodeAddress,
   memo: EnvelopeMemo,
+  senders: KnownSenders,
   refuse: EnvelopeRefusal,
 ): Envelope | undefined {
   if (!Array.isArray(raw) || raw.length < 4 || raw.length > 5) {
@@ -120,59 +125,24 @@ export function readEnvelope(
     });
     return undefined;
   }
-  const to: unknown = raw[0];
   const toUid: unknown = raw[1];
-  const from: unknown = raw[2];
-  const message: unknown = raw[3];
-  if (typeof to !== 'string') {
-    refuse({ reason: 'bad-envelope', detail: 'recipient must be an actor path' });
-    return undefined;
-  }
-  // The path's canonical copy is delivered in place of the equal string just decoded: its hash is
-  // computed once, and the recipient lookup compares it cheaply (see validPaths).
-  let path = memo.to;
-  if (to !== path) {
-    path = knownGoodPath(to);
-    if (path === undefined) {
-      refuse({ reason: 'bad-envelope', detail: 'recipient must be an actor path' });
-      return undefined;
-    }
-    // a one-off reply path is not kept: the next envelope is rarely to it (see isTempPath)
-    if (!isTempPath(path)) memo.to = path;
-  }
   if (typeof toUid !== 'string' || toUid.length === 0 || toUid.length > MAX_UID) {
     refuse({ reason: 'bad-envelope', detail: 'toUid must be a short string' });
     return undefined;
   }
+  const route = readRoute(
+    raw.length === 5 ? [raw[0], raw[2], raw[4]] : [raw[0], raw[2]],
+    origin,
+    senders,
+    refuse,
+  );
+  if (route === undefined) return undefined;
+  const message = readMessage(system, raw[3], origin, memo, refuse);
+  if (message === undefined) return undefined;
   // the node's own uid string in place of an equal decoded one: the receiver compares it with that
-  let uid = memo.toUid;
-  if (toUid !== uid) {
-    uid = toUid === system.node.uid ? system.node.uid : toUid;
-    memo.toUid = uid;
-  }
-  if (from !== null && (typeof from !== 'string' || from.length > 1024)) {
-    refuse({ reason: 'bad-envelope', detail: 'from must be an address string or nil' });
-    return undefined;
-  }
-  if (!isMessage(message)) {
-    refuse({ reason: 'bad-envelope', detail: 'message must be a map with a string type' });
-    return undefined;
-  }
-  if (from !== null && !isFrom(from, origin)) {
-    refuse({ reason: 'forged', detail: `sender ${from.slice(0, 200)} is not on the connection's node` });
-    return undefined;
-  }
-  const admitted = admitMessage(system, message, origin, memo, refuse);
-  if (admitted === undefined) return undefined;
-  const trace = raw[4];
-  if (trace === undefined || trace === null)
-    return { to: path, toUid: uid, from: from ?? undefined, message: admitted };
-  // a bad trace context costs the trace, never the message (W3C: ignore it, start afresh)
-  if (!isTraceparent(trace)) {
-    refuse({ reason: 'bad-trace-context', detail: 'traceparent is not W3C version 00' });
-    return { to: path, toUid: uid, from: from ?? undefined, message: admitted };
-  }
-  return { to: path, toUid: uid, from: from ?? undefined, message: admitted, trace };
+  const uid = toUid === system.node.uid ? system.node.uid : toUid;
+  const { to, from, trace } = route;
+  return trace === undefined ? { to, toUid: uid, from, message } : { to, toUid: uid, from, message, trace };
 }
 
 /** A sender address must name an actor on the node the connection authenticated as. */
