@@ -36,6 +36,24 @@ function run(events: KeeperEvent[]): { ctx: KeeperContext; kinds: string[] } {
   return { ctx, kinds };
 }
 
+/** A keeper fed events one at a time: `at` decides one and keeps its context (`ctx`). */
+function stepper(p: KeeperPolicy = policy): {
+  at: (now: number, e: KeeperEvent) => KeeperStep;
+  readonly ctx: KeeperContext;
+} {
+  let ctx: KeeperContext = initialKeeperContext;
+  return {
+    at: (now, e) => {
+      const step = decide(p, ctx, e, now);
+      ctx = step.context;
+      return step;
+    },
+    get ctx() {
+      return ctx;
+    },
+  };
+}
+
 const start: KeeperEvent[] = [
   { type: 'keeper.lease', held: true },
   { type: 'keeper.membership', reachable: [X, T], absent: [] },
@@ -117,12 +135,8 @@ describe('keeper recovery', () => {
   });
 
   it('asks the members that have not answered again every retry period, whatever else happens meanwhile', () => {
-    let ctx: KeeperContext = initialKeeperContext;
-    const at = (now: number, e: KeeperEvent) => {
-      const step = decide(policy, ctx, e, now);
-      ctx = step.context;
-      return step;
-    };
+    const k = stepper();
+    const at = k.at;
     for (const e of start) at(0, e);
     at(10, answer(X, null));
     // a stream of unrelated events does not push the retry back: it stays due at 100
@@ -144,24 +158,15 @@ describe('keeper recovery', () => {
 describe('keeper repairs of lost messages', () => {
   // Q holds p0's token (created at table 2), then table 3 moves p0 to X: Q drains and hands off
   const handedOff = (): { ctx: KeeperContext; at: (now: number, e: KeeperEvent) => KeeperStep } => {
-    let ctx: KeeperContext = initialKeeperContext;
-    const at = (now: number, e: KeeperEvent) => {
-      const step = decide(policy, ctx, e, now);
-      ctx = step.context;
-      return step;
-    };
+    const k = stepper();
+    const at = k.at;
     for (const e of [...start, answer(X, null), answer(T, null)]) at(0, e);
     at(0, { type: 'keeper.table', table: { version: 3, owners: [X] } });
     at(0, { type: 'keeper.region-drained', partition: 0 });
     at(0, { type: 'sharding.drain-marker', from: X, version: 3, active: [] });
     const off = at(0, { type: 'sharding.drain-marker', from: T, version: 3, active: [] });
     expect(off.effects.some((e) => e.kind === 'hand-off' && e.to === X)).toBe(true);
-    return {
-      get ctx() {
-        return ctx;
-      },
-      at,
-    };
+    return k;
   };
   const sent = (step: KeeperStep, type: string) =>
     step.effects.flatMap((e) => (e.kind === 'send' && e.message.type === type ? [e] : []));
@@ -238,12 +243,8 @@ describe('keeper repairs of lost messages', () => {
   });
 
   it('a receiver that answered "not received" never takes that hand-off (its sender took it back)', () => {
-    let ctx: KeeperContext = initialKeeperContext;
-    const at = (e: KeeperEvent) => {
-      const step = decide(policy, ctx, e, 0);
-      ctx = step.context;
-      return step;
-    };
+    const k = stepper();
+    const at = (e: KeeperEvent) => k.at(0, e);
     for (const e of start) at(e);
     at({ type: 'sharding.hand-off-probe', from: X, partition: 0, stamp, attempt: 0 });
     const late = at({
@@ -255,7 +256,7 @@ describe('keeper repairs of lost messages', () => {
       cargo: EMPTY_CARGO,
     });
     expect(late.effects).toContainEqual({ kind: 'count', event: 'token-late' });
-    expect(ctx.parts[0]?.token ?? null).toBeNull();
+    expect(k.ctx.parts[0]?.token ?? null).toBeNull();
     // positive control: the next hop of that token (after its sender took it back) is taken
     const next = at({
       type: 'sharding.hand-off',
@@ -277,12 +278,8 @@ describe('keeper repairs of lost messages', () => {
   });
 
   it('confirms every hand-off and answers probes by what it saw; drops a replay of a token it saw', () => {
-    let ctx: KeeperContext = initialKeeperContext;
-    const at = (e: KeeperEvent) => {
-      const step = decide(policy, ctx, e, 0);
-      ctx = step.context;
-      return step;
-    };
+    const k = stepper();
+    const at = (e: KeeperEvent) => k.at(0, e);
     for (const e of start) at(e);
     // an earlier hop it never got: "not received"
     const earlier = {
@@ -307,27 +304,23 @@ describe('keeper repairs of lost messages', () => {
     } as const;
     const took = at(token);
     expect(sent(took, 'sharding.hand-off-receipt')[0]!.message).toMatchObject({ received: true });
-    expect(ctx.parts[0]?.token?.phase).toBe('active');
+    expect(k.ctx.parts[0]?.token?.phase).toBe('active');
     expect(sent(at(probe), 'sharding.hand-off-receipt')[0]!.message).toMatchObject({ received: true });
     // Q hands it on and gets the same hand-off again (sent twice): never a second token
     at({ type: 'keeper.table', table: { version: 3, owners: [T] } });
     at({ type: 'keeper.region-drained', partition: 0 });
     at({ type: 'sharding.drain-marker', from: X, version: 3, active: [] });
     at({ type: 'sharding.drain-marker', from: T, version: 3, active: [] });
-    expect(ctx.parts[0]?.token ?? null).toBeNull();
+    expect(k.ctx.parts[0]?.token ?? null).toBeNull();
     at({ type: 'keeper.table', table: { version: 4, owners: [Q] } });
     const replay = at(token);
     expect(replay.effects).toContainEqual({ kind: 'count', event: 'token-duplicate' });
-    expect(ctx.parts[0]?.token ?? null).toBeNull();
+    expect(k.ctx.parts[0]?.token ?? null).toBeNull();
   });
 
   it('asks the members whose marker a drain waits for again, every retry period, and answers such a request', () => {
-    let ctx: KeeperContext = initialKeeperContext;
-    const at = (now: number, e: KeeperEvent) => {
-      const step = decide(policy, ctx, e, now);
-      ctx = step.context;
-      return step;
-    };
+    const k = stepper();
+    const at = k.at;
     for (const e of [...start, answer(X, null), answer(T, null)]) at(0, e);
     at(0, { type: 'keeper.table', table: { version: 3, owners: [X] } });
     at(0, { type: 'keeper.region-drained', partition: 0 });
@@ -361,20 +354,16 @@ describe('keeper repairs of lost messages', () => {
     } as const;
     const parts = splitHandOff(h, 1) as HandOffPart[];
     expect(parts).toHaveLength(3);
-    let ctx: KeeperContext = initialKeeperContext;
-    const at = (e: KeeperEvent) => {
-      const step = decide(policy, ctx, e, 0);
-      ctx = step.context;
-      return step;
-    };
+    const k = stepper();
+    const at = (e: KeeperEvent) => k.at(0, e);
     for (const e of start) at(e);
     at(parts[0]!);
     const gap = at(parts[2]!);
     expect(gap.effects).toContainEqual({ kind: 'count', event: 'hand-off-parts-discarded' });
-    expect(ctx.parts[0]?.token ?? null).toBeNull();
-    expect(ctx.assembling).toEqual({});
+    expect(k.ctx.parts[0]?.token ?? null).toBeNull();
+    expect(k.ctx.assembling).toEqual({});
     for (const part of parts) at(part);
-    const activated = (ctx.parts[0]?.token?.phase ?? null) === 'active';
+    const activated = (k.ctx.parts[0]?.token?.phase ?? null) === 'active';
     expect(activated).toBe(true);
   });
 });
@@ -419,12 +408,8 @@ describe('keeper log lines of a move', () => {
   });
 
   it('a step that hands partitions off logs them at info in ONE line, each partition at debug', () => {
-    let ctx: KeeperContext = initialKeeperContext;
-    const at = (e: KeeperEvent) => {
-      const step = decide(two, ctx, e, 0);
-      ctx = step.context;
-      return step;
-    };
+    const k = stepper(two);
+    const at = (e: KeeperEvent) => k.at(0, e);
     for (const e of [
       ...bothCreated,
       { type: 'keeper.table', table: { version: 3, owners: [X, X] } },
