@@ -53,6 +53,7 @@ const EXPECTED: Record<string, Authority> = {
   'console.update': 'member',
   // the partition keeper: each speaks only for its sender (checked against the connection)
   'sharding.token-query': 'member',
+  'sharding.token-withdraw': 'member',
   'sharding.token-answer': 'member',
   'sharding.hand-off': 'member',
   'sharding.drain-marker': 'member',

@@ -31,6 +31,7 @@ const stamp = { version: 1, round: 1, seq: 1 };
 const messages = (from: string): Message[] =>
   [
     { type: 'sharding.token-query', from, version: 2, round: 1, partitions: [0, 1] },
+    { type: 'sharding.token-withdraw', from, version: 2, round: 1, partitions: [0, 1] },
     {
       type: 'sharding.token-answer',
       from,

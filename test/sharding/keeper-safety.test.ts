@@ -3,6 +3,7 @@ import {
   decide,
   type Heard,
   type KeeperContext,
+  type KeeperEffect,
   type PartitionState,
 } from '../../packages/sharding/src/partition-keeper/keeper-decisions.js';
 import { type Decide, type FaultKind, type KeeperSimResult, simulateKeepers } from '../support/keeper-sim.js';
@@ -173,7 +174,9 @@ const acceptVoidToken: Decide = (policy, ctx, event, now) =>
   decide(
     policy,
     event.type === 'sharding.hand-off'
-      ? withParts(ctx, (p, s) => (p === event.partition ? { ...s, renounced: null } : s))
+      ? withParts(ctx, (p, s) =>
+          p === event.partition ? { ...s, renounced: null, voidBelow: null, withdrawable: [] } : s,
+        )
       : ctx,
     event,
     now,
@@ -238,11 +241,41 @@ const noMarkerRequest: Decide = (policy, ctx, event, now) => {
   };
 };
 
+/**
+ * A querier that withdraws the query it CREATED from: its renounces stop binding, so a token of
+ * an older epoch (a crashed sender's hand-off still on the way) activates beside the new one.
+ */
+const withdrawAfterCreating: Decide = (policy, ctx, event, now) => {
+  const step = decide(policy, ctx, event, now);
+  const withdraws: KeeperEffect[] = [];
+  for (const e of step.effects) {
+    if (e.kind !== 'log' || e.event !== 'sharding.token-created') continue;
+    const { partition, version, round } = e.fields as { partition: number; version: number; round: number };
+    for (const to of step.context.reachable)
+      withdraws.push({
+        kind: 'send',
+        to,
+        message: {
+          type: 'sharding.token-withdraw',
+          from: policy.selfKey,
+          version,
+          round,
+          partitions: [partition],
+        },
+      });
+  }
+  return { ...step, effects: [...step.effects, ...withdraws] };
+};
+
 const OVERLAP = /active at \d+ and \d+/;
 
 describe('partition keeper: positive controls (each defence off is caught)', () => {
   it('skipping the renounce wait: two nodes active at once', () => {
     expectCaught('skip renounce wait', 'moves', skipRenounceWait, OVERLAP);
+  });
+
+  it('withdrawing the renounces of a query that created: the stale token activates beside the recreated one', () => {
+    expectCaught('withdraw after creating', 'handoff-crash', withdrawAfterCreating, OVERLAP);
   });
 
   it('skipping the drain-marker wait: a sender’s messages delivered out of order', () => {

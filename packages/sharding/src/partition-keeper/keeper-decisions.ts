@@ -14,6 +14,7 @@ import {
   type Stamp,
   type TokenAnswer,
   type TokenQuery,
+  type TokenWithdraw,
 } from './keeper-messages.js';
 
 /**
@@ -42,6 +43,25 @@ import {
  *   reports having seen it (so it died there, or lies dormant there, its cargo reused by the
  *   creation). A hand-off still in flight is found by the chain check and waited for (the member
  *   it went to is asked again), so a planned move never loses its cargo to a recovery.
+ * - WITHDRAW: a renounce only needs to bind if its querier CREATES at its epoch. A querier that
+ *   ends a query without creating (the live token reached it, or it adopted a newer table) never
+ *   creates at that (v, r) again (a query is only ever created from while open; every new query
+ *   takes a fresh round; member keys name one incarnation), so it sends every member
+ *   `token-withdraw {v, r, partitions}`, behind the query on the same FIFO connection. A member
+ *   keeps per partition `voidBelow` (renounces that bind for good) and `withdrawable` (the latest
+ *   renounce per querier) and voids a token below either. A withdraw removes only the exact
+ *   (querier, v, r) entry; a querier's entry that its next query finds not withdrawn (so it may
+ *   have created there: a withdraw would have come first) moves into `voidBelow`, as do the
+ *   entries of a member gone from the view; a token kept dormant before the withdraw stays dormant
+ *   (recovery takes it, as before). WHY SAFE: each creation at (v, r) is never withdrawn, so every
+ *   member that renounced it still voids below (v, r), exactly as before; for a token arriving
+ *   after a withdraw, the member behaves as if the querier's query had never reached it, which is
+ *   what a connection reset already does to a query (so the order and cargo rules above, which
+ *   hold under resets, are unchanged). Only `renounced` (the highest ever, which clears a dormant
+ *   token once an owner is active at its version) ignores withdraws. A lost withdraw leaves the
+ *   renounce binding: slower (the token waits dormant for the next recovery), never unsafe. (Issue
+ *   29: without it, ~136 live hand-offs per rolling restart arrived void at a member that had
+ *   renounced during the start-up's table churn, each costing ~370 ms of recovery.)
  * - DRAIN (planned move A -> B): every node that adopts a table sends every member ONE drain
  *   marker `{version, active}` behind the entity messages it sent it (and the partitions active
  *   at it under that table), and starts BUFFERING each partition whose owner the table changed,
@@ -125,12 +145,33 @@ export interface Query {
   readonly blocked: boolean;
 }
 
+/** A token's epoch: the (table version, round) of the query that created it. */
+export interface Epoch {
+  readonly version: number;
+  readonly round: number;
+}
+
+/** A renounce given to querier `by` at its epoch, not withdrawn (yet). */
+export interface OpenRenounce extends Epoch {
+  readonly by: string;
+}
+
 export interface PartitionState {
   readonly token: Token | null;
   readonly seen: Stamp | null;
   readonly handed: { readonly to: string; readonly stamp: Stamp } | null;
-  /** The highest (version, round) renounced: a token of a lower epoch reaching us is void. */
-  readonly renounced: { readonly version: number; readonly round: number } | null;
+  /** The highest (version, round) ever renounced here (a dormant token goes once an owner is active at it). */
+  readonly renounced: Epoch | null;
+  /**
+   * The highest renounce that binds for good (its querier may have created at it, or left our
+   * view): a token of a lower epoch reaching us is void.
+   */
+  readonly voidBelow: Epoch | null;
+  /**
+   * The latest renounce per querier that it may still withdraw (at most one each): a token below
+   * one of them is void too, until its querier withdraws it.
+   */
+  readonly withdrawable: readonly OpenRenounce[];
   readonly dormant: { readonly stamp: Stamp; readonly cargo: HandOffCargo } | null;
   readonly query: Query | null;
   /** Sender side: buffering since this table version, until `active` at it or newer. */
@@ -249,6 +290,7 @@ export type KeeperEffect =
 export type KeeperCounted =
   | 'token-created'
   | 'token-void'
+  | 'renounce-withdrawn'
   | 'token-duplicate'
   | 'handed-off'
   | 'activated'
@@ -274,11 +316,22 @@ export function compareStamps(a: Stamp, b: Stamp): number {
 }
 
 /** Whether a token of this stamp is void under a renounce of (version, round). */
-export function voidUnder(stamp: Stamp, bound: { version: number; round: number } | null): boolean {
-  return (
-    bound !== null &&
-    (stamp.version < bound.version || (stamp.version === bound.version && stamp.round < bound.round))
-  );
+export function voidUnder(stamp: Stamp, bound: Epoch | null): boolean {
+  return bound !== null && epochBelow(stamp, bound);
+}
+
+function epochBelow(a: Epoch, b: Epoch): boolean {
+  return a.version < b.version || (a.version === b.version && a.round < b.round);
+}
+
+const maxEpoch = (a: Epoch | null, b: Epoch | null): Epoch | null =>
+  a === null ? b : b === null || !epochBelow(a, b) ? a : b;
+
+/** The epoch below which a token reaching this member is void: its binding renounce or an open one. */
+function voidBound(part: PartitionState): Epoch | null {
+  let bound = part.voidBelow;
+  for (const r of part.withdrawable) bound = maxEpoch(bound, { version: r.version, round: r.round });
+  return bound;
 }
 
 const maxStamp = (a: Stamp | null, b: Stamp | null): Stamp | null =>
@@ -291,6 +344,8 @@ const EMPTY_PART: PartitionState = {
   seen: null,
   handed: null,
   renounced: null,
+  voidBelow: null,
+  withdrawable: [],
   dormant: null,
   query: null,
   buffering: null,
@@ -368,6 +423,8 @@ function isEmptyPart(s: PartitionState): boolean {
     s.seen === null &&
     s.handed === null &&
     s.renounced === null &&
+    s.voidBelow === null &&
+    s.withdrawable.length === 0 &&
     s.dormant === null &&
     s.query === null &&
     s.buffering === null &&
@@ -417,6 +474,9 @@ export function decide(
     case 'sharding.token-query':
       queryReceived(s, event);
       break;
+    case 'sharding.token-withdraw':
+      withdrawReceived(s, event);
+      break;
     case 'sharding.token-answer':
       answerReceived(s, event);
       break;
@@ -457,6 +517,7 @@ function adoptTable(s: Step, table: KeeperTable): void {
   s.set({ table });
   if (old === null) s.effects.push({ kind: 'want-own-lease', active: true });
   const self = s.policy.selfKey;
+  const abandoned: { partition: number; query: Query }[] = [];
   for (let p = 0; p < table.owners.length; p++) {
     const owner = table.owners[p] || undefined;
     const before = old ? old.owners[p] || undefined : undefined;
@@ -474,8 +535,11 @@ function adoptTable(s: Step, table: KeeperTable): void {
     // messages we held as owner go on once no token can still come to us under an older table
     if (before === self && owner !== self && part.token === null) s.setPart(p, { rerouteAt: table.version });
     else if (owner === self && part.rerouteAt !== null) s.setPart(p, { rerouteAt: null });
-    // a query for an older table is over: ours again restarts it below, at this version
-    if (part.query !== null) s.setPart(p, { query: null });
+    // a query for an older table is over (withdrawn below): ours again restarts it at this version
+    if (part.query !== null) {
+      abandoned.push({ partition: p, query: part.query });
+      s.setPart(p, { query: null });
+    }
     const t = s.part(p).token;
     if (t !== null && (t.phase === 'active' || t.phase === 'held')) {
       // not yet draining: leave, or stay after all (a drain once begun always finishes)
@@ -484,6 +548,8 @@ function adoptTable(s: Step, table: KeeperTable): void {
         s.setPart(p, { token: { ...t, leaving, drainVersion: leaving ? table.version : t.drainVersion } });
     }
   }
+  // before this table's queries: on each connection the withdraw comes first
+  withdraw(s, abandoned);
   // every member learns we route by this table now, behind what we sent it before
   for (const to of s.ctx.reachable) sendMarker(s, to);
   // and we are a sender too: what stays active here under this table is announced to ourselves
@@ -527,6 +593,15 @@ function membershipChanged(s: Step, reachable: readonly string[], absent: readon
     s.count('hand-off-parts-discarded');
   }
   s.set({ fenceAsked: asked, markers, pending, assembling });
+  // renounces given to a member gone from our view bind for good (it may have created): bounded by the view
+  for (const p of s.partitions()) {
+    const part = s.part(p);
+    if (part.withdrawable.every((r) => inView.has(r.by))) continue;
+    let voidBelow = part.voidBelow;
+    for (const r of part.withdrawable)
+      if (!inView.has(r.by)) voidBelow = maxEpoch(voidBelow, { version: r.version, round: r.round });
+    s.setPart(p, { voidBelow, withdrawable: part.withdrawable.filter((r) => inView.has(r.by)) });
+  }
   // a member new to us, or back in reach, may have missed our marker and announcements
   for (const to of s.ctx.reachable) if (!before.has(to)) sendMarker(s, to);
 }
@@ -610,12 +685,7 @@ function answerQuery(s: Step, q: TokenQuery): void {
     // nor while our hand-off is unconfirmed: a renounce now would void the token if we must take it
     // back (its cargo then only reachable through an answer); the receipt comes within a round trip
     if (part.awaiting !== null) continue;
-    const bound = { version: q.version, round: q.round };
-    const raise =
-      part.renounced === null ||
-      part.renounced.version < bound.version ||
-      (part.renounced.version === bound.version && part.renounced.round < bound.round);
-    if (raise) s.setPart(p, { renounced: bound });
+    renounce(s, p, q.from, { version: q.version, round: q.round });
     answers.push({ partition: p, seen: part.seen, handed: part.handed, dormant: part.dormant });
   }
   s.message(q.from, {
@@ -626,6 +696,79 @@ function answerQuery(s: Step, q: TokenQuery): void {
     newer: null,
     answers,
   });
+}
+
+/**
+ * Our promise to querier `by`: a token below `epoch` reaching us is void. Its previous renounce,
+ * if it was not withdrawn before this later query (FIFO: a withdraw comes before the next query),
+ * may be one it created at: that one binds for good.
+ */
+function renounce(s: Step, p: number, by: string, epoch: Epoch): void {
+  const part = s.part(p);
+  const renounced = maxEpoch(part.renounced, epoch);
+  const before = part.withdrawable.find((r) => r.by === by);
+  if (before !== undefined && before.version === epoch.version && before.round === epoch.round) {
+    s.setPart(p, { renounced });
+    return;
+  }
+  s.setPart(p, {
+    renounced,
+    voidBelow:
+      before === undefined
+        ? part.voidBelow
+        : maxEpoch(part.voidBelow, { version: before.version, round: before.round }),
+    withdrawable: [...part.withdrawable.filter((r) => r.by !== by), { by, ...epoch }],
+  });
+}
+
+/**
+ * Our queries ended without creating (the token came, or a newer table): we never create at
+ * their epochs, so every member may drop the renounces it gave them (and queries it keeps for a
+ * newer table). One message per epoch, to every member we reach.
+ */
+function withdraw(s: Step, abandoned: readonly { partition: number; query: Query }[]): void {
+  const byEpoch = new Map<string, { version: number; round: number; partitions: number[] }>();
+  for (const { partition, query } of abandoned) {
+    const k = `${query.version}/${query.round}`;
+    const e = byEpoch.get(k) ?? { version: query.version, round: query.round, partitions: [] };
+    e.partitions.push(partition);
+    byEpoch.set(k, e);
+  }
+  for (const e of byEpoch.values())
+    for (const to of s.ctx.reachable)
+      s.message(to, { type: 'sharding.token-withdraw', from: s.policy.selfKey, ...e });
+}
+
+/**
+ * A querier withdrew (version, round): the renounce it holds here at exactly that epoch goes (a
+ * token kept dormant meanwhile stays so: recovery takes it, as it would have). A withdraw of an
+ * older epoch than its open renounce changes nothing: that one may have been superseded after a
+ * creation, and binds.
+ */
+function withdrawReceived(s: Step, w: TokenWithdraw): void {
+  let dropped = 0;
+  for (const p of w.partitions) {
+    if (p >= s.policy.partitionCount) {
+      refuse(s, w.from, 'partition out of range', { partition: p });
+      continue;
+    }
+    const part = s.part(p);
+    const open = part.withdrawable.filter(
+      (r) => !(r.by === w.from && r.version === w.version && r.round === w.round),
+    );
+    if (open.length === part.withdrawable.length) continue;
+    s.setPart(p, { withdrawable: open });
+    dropped++;
+  }
+  const q = s.ctx.pending[w.from];
+  if (q !== undefined && q.version === w.version && q.round === w.round) {
+    const pending = { ...s.ctx.pending };
+    const rest = q.partitions.filter((p) => !w.partitions.includes(p));
+    if (rest.length === 0) delete pending[w.from];
+    else pending[w.from] = { ...q, partitions: rest };
+    s.set({ pending });
+  }
+  if (dropped > 0) s.count('renounce-withdrawn');
 }
 
 function answerReceived(s: Step, a: TokenAnswer): void {
@@ -687,7 +830,7 @@ function tokenReceived(s: Step, h: HandOff, local = false): void {
       received: true,
     });
   const seen = maxStamp(part.seen, h.stamp);
-  if (voidUnder(h.stamp, part.renounced)) {
+  if (voidUnder(h.stamp, voidBound(part))) {
     // we promised a querier: this token may have been recreated; keep its cargo for the next creation
     const keep = part.dormant === null || compareStamps(h.stamp, part.dormant.stamp) > 0;
     s.setPart(p, { seen, dormant: keep ? { stamp: h.stamp, cargo: h.cargo } : part.dormant });
@@ -723,6 +866,8 @@ function tokenReceived(s: Step, h: HandOff, local = false): void {
     return;
   }
   const leaving = s.ownerOf(p) !== s.policy.selfKey;
+  // our query for p is over without a creation: its renounces bind nobody
+  if (part.query !== null) withdraw(s, [{ partition: p, query: part.query }]);
   s.setPart(p, {
     seen,
     query: null,
@@ -998,7 +1143,8 @@ function settle(s: Step): void {
       query: null,
       dormant: null,
       seen: maxStamp(part.seen, stamp),
-      renounced: { version: q.version, round: q.round },
+      renounced: maxEpoch(part.renounced, { version: q.version, round: q.round }),
+      voidBelow: maxEpoch(part.voidBelow, { version: q.version, round: q.round }),
       token: {
         stamp,
         cargo: cargo?.cargo ?? NO_CARGO,

@@ -267,6 +267,7 @@ export function createKeeperMachine(deps: KeeperDeps) {
           'keeper.region-drained': { actions: step },
           'keeper.tick': { actions: step },
           'sharding.token-query': { actions: step },
+          'sharding.token-withdraw': { actions: step },
           'sharding.token-answer': { actions: step },
           'sharding.hand-off': { actions: step },
           'sharding.drain-marker': { actions: step },

@@ -28,6 +28,21 @@ export interface TokenQuery {
   readonly partitions: readonly number[];
 }
 
+/**
+ * Querier -> every member, when it ends its query of these partitions at (version, round) WITHOUT
+ * creating their tokens (the live token reached it, or it adopted a newer table): it never creates
+ * at that epoch, so the renounces it was given there bind nobody. Sent behind the query on the same
+ * connection (FIFO: it never overtakes it, nor a later query's round); a lost one leaves the
+ * renounce in force (slower, still safe).
+ */
+export interface TokenWithdraw {
+  readonly type: 'sharding.token-withdraw';
+  readonly from: string;
+  readonly version: number;
+  readonly round: number;
+  readonly partitions: readonly number[];
+}
+
 /** One partition's renounce: what this member saw of the token, and its promise (by sending it). */
 export interface PartitionAnswer {
   readonly partition: number;
@@ -137,6 +152,7 @@ export interface HandOffPart {
 
 export type KeeperMessage =
   | TokenQuery
+  | TokenWithdraw
   | TokenAnswer
   | HandOff
   | DrainMarker
@@ -210,6 +226,14 @@ export function registerKeeperMessages(types: MessageTypes): void {
   types.register(
     'sharding.token-query',
     schema<TokenQuery>(
+      { from: read.memberKey, version: read.count, round: read.count, partitions },
+      bySender,
+      'member',
+    ),
+  );
+  types.register(
+    'sharding.token-withdraw',
+    schema<TokenWithdraw>(
       { from: read.memberKey, version: read.count, round: read.count, partitions },
       bySender,
       'member',
