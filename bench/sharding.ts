@@ -28,10 +28,12 @@
 // --smallest: 2 nodes, one restart order, a few hundred entities, a small memory figure, no scale-out: the
 // test's configuration (its figures are not the issue's).
 // --hot-path: only the entity hot path's figures (steps 1 to 3: cold activation local and from another node,
-// sharded vs plain remote tell), a small memory population, no fault scenario; ~1 minute.
+// sharded vs plain remote tell), a small memory population, no fault scenario, and the CPU per message of a
+// sharded and a plain remote tell in this process (interleaved rounds, `tellCpu`); ~1 minute.
 import { installSignalCleanup, liveProcesses } from './lib/node-processes.js';
 import { ACTIVATION_LOG_ENV } from './lib/sharding-protocol.js';
 import { runSharding, type ShardingRunFigures } from './lib/sharding-run.js';
+import { measureTellCpu, type TellCpu } from './lib/sharding-tell-cpu.js';
 import { median, printResult } from './lib/stats.js';
 import { formatFigure, formatTable } from './lib/table.js';
 import { startWatchdog } from './lib/watchdog.js';
@@ -79,6 +81,15 @@ const results: ShardingRunFigures[] = [];
 for (let r = 0; r < runs; r++) {
   options.log(`run ${r + 1}/${runs}`);
   results.push(await runSharding(options));
+}
+
+// --hot-path: CPU per message in this process, sharded against plain, interleaved (load distorts it least)
+let tellCpu: TellCpu | undefined;
+if (hotPath) {
+  tellCpu = await measureTellCpu(50_000, 6);
+  options.log(
+    `tell CPU per message (in-process, both nodes): sharded ${tellCpu.shardedUs} µs, plain to 1000 actors ${tellCpu.plainUs} µs, plain to one actor ${tellCpu.plainOneUs} µs`,
+  );
 }
 
 const med = (pick: (f: ShardingRunFigures) => number | undefined) => {
@@ -247,6 +258,7 @@ printResult({
   options: { ...options, log: undefined },
   ...json,
   targetsMissed: missed,
+  ...(tellCpu ? { tellCpu } : {}),
   errors: results.flatMap((r) => r.errors),
   perRun: results,
   tookS,

@@ -3,7 +3,7 @@
 // running the CLI from its TypeScript sources under tsx with bench/lib/sharding-app.ts, as the soak
 // bench does. Keeps what the figures need from the logs: entity activations and stops (for the
 // overlap check), partition activations (for moves) and every process's fate.
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { InstanceLogLine, ProcessFate } from '../../packages/testkit/src/instance-overlaps.js';
@@ -14,6 +14,7 @@ import { sourceNodeArgs } from './source-cli.js';
 const APP = fileURLToPath(new URL('./sharding-app.ts', import.meta.url));
 /** Set to a directory to keep every process's log there (`<proc>.log`), for looking into a run. */
 const LOG_DIR = process.env.SHARDING_BENCH_LOG_DIR;
+if (LOG_DIR) mkdirSync(LOG_DIR, { recursive: true });
 const ENTITY_LINE = /"event":"sharding\.(activated|passivated)"/;
 /** Events counted in `eventCounts`: load on the machine shows in them, not in the latency alone. */
 export const COUNTED_EVENTS = [

@@ -218,10 +218,26 @@ function validatorAdmission(validate: MessageValidator | undefined): MessageAdmi
   };
 }
 
+/**
+ * The last origin checked and its key: a connection's messages come from one origin, and a key
+ * built per message cost a string concatenation and a fresh hash in the authority's lookup
+ * (~0.1 µs a message, issue 29's sharded tell). Compared by its fields, not its identity.
+ */
+let lastOrigin: UniqueNodeAddress = { host: '', port: 0, uid: '' };
+let lastOriginKey = nodeKey(lastOrigin);
+
+function originKey(origin: UniqueNodeAddress): string {
+  if (origin.uid !== lastOrigin.uid || origin.port !== lastOrigin.port || origin.host !== lastOrigin.host) {
+    lastOrigin = { host: origin.host, port: origin.port, uid: origin.uid };
+    lastOriginKey = nodeKey(lastOrigin);
+  }
+  return lastOriginKey;
+}
+
 /** A throwing check refuses (it must never let a message through by accident, nor crash). */
 function runCheck(holds: AuthorityCheck, origin: UniqueNodeAddress): boolean {
   try {
-    return holds(nodeKey(origin), origin);
+    return holds(originKey(origin), origin);
   } catch {
     return false;
   }

@@ -63,7 +63,7 @@ export class Sharding {
       ...(options.remember ? { remember: options.remember } : {}),
     });
     this.refHost = entityRefHost(system, {
-      sendToEntity: (type, id, message, sender) => this.sendToEntity(type, id, message, sender),
+      sendToEntity: (target, message, sender) => this.sendToEntity(target, message, sender),
     });
     const adopt = (t: PartitionTable) => this.region.adoptTable(t);
     const table = partitions.table();
@@ -108,13 +108,10 @@ export class Sharding {
     return new EntityRef<M>(this.refHost, address, entityType, entityId);
   }
 
-  private sendToEntity(
-    entityType: string,
-    entityId: string,
-    message: Message,
-    sender: ActorRef | undefined,
-  ): void {
-    const refusal = this.region.send(entityType, entityId, message, sender);
+  private sendToEntity(target: EntityRef, message: Message, sender: ActorRef | undefined): void {
+    const { entityType, entityId } = target;
+    // the ref remembers its id's partition (see EntityRef.partition)
+    const refusal = this.region.send(entityType, entityId, message, sender, target);
     if (refusal === undefined) return;
     if (refusal === 'unknown-entity-type') throw new UnknownEntityTypeError(entityType);
     if (refusal === 'invalid-entity-id')

@@ -3,8 +3,11 @@
  * another version are refused. 3: a reachability report lists every change of one heartbeat tick.
  * 4: both sides of the handshake sign it with their node identity key; members carry that key.
  * 5: a batch frame sends its recipient incarnation and its routes once (see batch-frame.ts).
+ * 6: sharded messages travel as `sharding.batch` and the keeper withdraws renounces
+ * (`sharding.token-withdraw`); a protocol-5 node would refuse both as unknown types and lose entity
+ * messages, so it is refused at the handshake instead.
  */
-export const PROTOCOL_VERSION = 5;
+export const PROTOCOL_VERSION = 6;
 
 /** The one WebSocket endpoint of a node. */
 export const WS_PATH = '/doyen';

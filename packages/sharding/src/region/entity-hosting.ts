@@ -84,6 +84,11 @@ export class EntityHosting {
     return this.entities.has(entityId);
   }
 
+  /** The partition of a running entity (checked when it started), or undefined when none runs. */
+  partitionOfRunning(entityId: string): number | undefined {
+    return this.entities.get(entityId)?.partition;
+  }
+
   /** Delivers to the entity, starting it first when it is not running. */
   deliver(entityId: string, partition: number, payload: Message, sender: ActorRef | undefined): void {
     let entity = this.entities.get(entityId);

@@ -1,5 +1,6 @@
 import {
   type ActorRef,
+  ActorRef as ActorRefClass,
   type ActorSystem,
   type DeadLetterReason,
   type Message,
@@ -16,13 +17,17 @@ import type {
 } from '../partition-keeper/keeper-host.js';
 import type { RememberChange } from '../remember/remember-store.js';
 import { RememberedEntities, type RememberOptions } from '../remember/remembered-entities.js';
+import { EntityBatches } from './entity-batches.js';
 import { EntityHosting, type EntitySnapshot } from './entity-hosting.js';
 import { PartitionBuffers } from './partition-buffers.js';
 import {
+  BATCH_SLOTS,
+  type EntityBatch,
   type EntityEnvelope,
   MAX_HOPS,
   REGION_NAME,
   REGION_PATH,
+  readPayload,
   registerRegionMessages,
 } from './region-messages.js';
 import type { RoutedMessage } from './routed-message.js';
@@ -43,6 +48,11 @@ export type RefusalReason =
   | 'wrong-partition'
   | 'hop-limit'
   | 'no-host';
+
+/** Where a sender keeps an id's partition between sends (an EntityRef: its id never changes). */
+export interface PartitionMemo {
+  partition: number | undefined;
+}
 
 export interface RegionOptions {
   readonly partitionCount: number;
@@ -67,6 +77,9 @@ interface Draining {
   /** Set once every entity stopped: the cargo's snapshots. */
   snapshots: readonly EntitySnapshot[] | undefined;
 }
+
+/** What a refused batch entry's dead letter carries when its payload was not readable. */
+const INVALID_PAYLOAD: Message = { type: 'sharding.invalid-payload' };
 
 /** How often a drain looks again whether its entities have worked off their mailboxes. */
 const DRAIN_POLL_MS = 1;
@@ -97,6 +110,8 @@ export class Region implements KeeperHost {
    */
   private readonly lapsed = new Map<number, EntitySnapshot[]>();
   private readonly buffers: PartitionBuffers;
+  /** Envelopes on their way to each owner, sent as one batch at the end of the task. */
+  private readonly batches: EntityBatches;
   private readonly refusedLog: RateLimitedLog;
   private readonly inbox: ActorRef;
   private readonly watcher: ActorRef;
@@ -123,6 +138,10 @@ export class Region implements KeeperHost {
       (m) => this.dropped(m, 'sharding-buffer-full', 'buffer-full'),
     );
     this.inbox = system.functionRef(REGION_NAME, (m, sender) => this.onInbox(m, sender), 'user');
+    this.batches = new EntityBatches(
+      (owner, batch) => this.regionOf(owner).send(batch, this.inbox),
+      () => this.table?.version ?? 0,
+    );
     this.watcher = system.functionRef(`${REGION_NAME}-watch`, (m) => this.onTerminated(m), 'system');
     this.remembered = options.remember
       ? new RememberedEntities(system, options.remember, metrics, {
@@ -190,6 +209,11 @@ export class Region implements KeeperHost {
     return this.buffers.size;
   }
 
+  /** Messages batched for other nodes and not sent yet (they leave at the end of the task). */
+  batchedCount(): number {
+    return this.batches.size;
+  }
+
   /** Whether the entity runs on this node now (tests and tools). */
   isRunning(entityType: string, entityId: string): boolean {
     return this.types.get(entityType)?.hosting?.has(entityId) ?? false;
@@ -211,12 +235,39 @@ export class Region implements KeeperHost {
     entityId: string,
     payload: Message,
     sender: ActorRef | undefined,
+    memo?: PartitionMemo,
   ): RefusalReason | undefined {
     const refusal = this.refusalOf(entityType, entityId, payload);
     if (refusal) return refusal;
-    const partition = partitionOf(entityId, this.options.partitionCount);
-    this.route({ entityType, entityId, partition, payload, sender, hops: 0 });
+    let partition = memo?.partition;
+    if (partition === undefined) {
+      partition = partitionOf(entityId, this.options.partitionCount);
+      if (memo) memo.partition = partition;
+    }
+    // the usual case, an active partition elsewhere: the envelope straight away, no RoutedMessage
+    const owner = this.remoteOwnerOf(partition);
+    if (owner !== undefined) this.sendEnvelope(owner, entityType, entityId, partition, 0, payload, sender);
+    else this.route({ entityType, entityId, partition, payload, sender, hops: 0 });
     return undefined;
+  }
+
+  /** The id's partition: a running entity's was checked when it started, so only a new id is hashed. */
+  private partitionOfId(entityType: string, entityId: string): number {
+    return (
+      this.types.get(entityType)?.hosting?.partitionOfRunning(entityId) ??
+      partitionOf(entityId, this.options.partitionCount)
+    );
+  }
+
+  /**
+   * The owner `route` would send a message for `p` to now (another node's key), or undefined when
+   * it would deliver, keep or hold it here: the conditions of `route`, in its order.
+   */
+  private remoteOwnerOf(p: number): string | undefined {
+    if (this.active.has(p) || this.draining.has(p) || this.holding.has(p) || this.suspended.has(p))
+      return undefined;
+    const owner = this.table?.owners[p];
+    return !owner || owner === this.options.selfKey ? undefined : owner;
   }
 
   private refusalOf(entityType: string, entityId: unknown, payload: Message): RefusalReason | undefined {
@@ -254,7 +305,21 @@ export class Region implements KeeperHost {
   }
 
   private sendTo(ownerKey: string, m: RoutedMessage): void {
-    const { entityType, entityId, partition, hops, payload, sender } = m;
+    this.sendEnvelope(ownerKey, m.entityType, m.entityId, m.partition, m.hops, m.payload, m.sender);
+  }
+
+  private sendEnvelope(
+    ownerKey: string,
+    entityType: string,
+    entityId: string,
+    partition: number,
+    hops: number,
+    payload: Message,
+    sender: ActorRef | undefined,
+  ): void {
+    if (this.batches.add(ownerKey, entityType, entityId, partition, hops, payload, sender)) return;
+    // not batchable: alone, behind what is batched for the owner
+    this.batches.flush(ownerKey);
     const version = this.table?.version ?? 0;
     // two literals, not a spread: one per message on the hot path
     const envelope: EntityEnvelope = sender
@@ -282,52 +347,135 @@ export class Region implements KeeperHost {
 
   private onInbox(message: Message, sender: string | undefined): void {
     if (this.closed) return;
+    if (message.type === 'sharding.batch') {
+      this.onBatch(message as unknown as EntityBatch, sender);
+      return;
+    }
     if (message.type !== 'sharding.envelope') {
       this.listener?.received(message);
       return;
     }
     const e = message as unknown as EntityEnvelope;
-    // a payload type the app registered with a schema is rebuilt from it, as any message is
-    const parsed = this.system.messageTypes.has(e.payload.type)
-      ? this.system.messageTypes.parse(e.payload, undefined)
-      : ({ ok: true, message: e.payload } as const);
+    this.received(e.entityType, e.entityId, e.partition, e.version, e.hops, e.payload, e.sender, sender);
+  }
+
+  /**
+   * Each message of a batch, checked alone (its schema checked only the layout): a malformed one
+   * is refused alone (`invalid-message`), the others go on as envelopes would, in order.
+   */
+  private onBatch(batch: EntityBatch, sender: string | undefined): void {
+    const { entries, entityTypes, version } = batch;
+    for (let i = 0; i < entries.length && !this.closed; i += BATCH_SLOTS) {
+      const typeIndex = entries[i];
+      const entityType = typeof typeIndex === 'number' ? entityTypes[typeIndex] : undefined;
+      const entityId = entries[i + 1];
+      const partition = entries[i + 2];
+      const hops = entries[i + 3];
+      const from = entries[i + 5];
+      let payload: Message | undefined;
+      try {
+        payload = readPayload(entries[i + 4], 'payload');
+      } catch {
+        payload = undefined;
+      }
+      if (
+        entityType === undefined ||
+        typeof entityId !== 'string' ||
+        !Number.isSafeInteger(partition) ||
+        (partition as number) < 0 ||
+        !Number.isSafeInteger(hops) ||
+        (hops as number) < 0 ||
+        payload === undefined ||
+        (from !== null && !(from instanceof ActorRefClass))
+      ) {
+        const m: RoutedMessage = {
+          entityType: entityType ?? 'invalid',
+          entityId: String(entityId),
+          partition: -1,
+          payload: payload ?? INVALID_PAYLOAD,
+          sender: undefined,
+          hops: 0,
+        };
+        this.refuse(m, 'invalid-message', `batch entry ${i / BATCH_SLOTS} is malformed`);
+        continue;
+      }
+      this.received(
+        entityType,
+        entityId,
+        partition as number,
+        version,
+        hops as number,
+        payload,
+        from === null ? undefined : (from as ActorRef),
+        sender,
+      );
+    }
+  }
+
+  /** One message for an entity from another node's region, its fields read: checked, then routed. */
+  private received(
+    entityType: string,
+    entityId: string,
+    p: number,
+    version: number,
+    hops: number,
+    raw: Message,
+    from: ActorRef | undefined,
+    sender: string | undefined,
+  ): void {
+    // a payload type the app registered is admitted as any message is (a schema's rebuilt from it)
+    const types = this.system.messageTypes;
+    let invalid: string | undefined;
+    const payload = types.has(raw.type)
+      ? types.admit(raw, undefined, (r) => {
+          invalid = r.detail;
+        })
+      : raw;
+    const refusal =
+      payload === undefined
+        ? 'invalid-message'
+        : (this.refusalOf(entityType, entityId, payload) ??
+          (this.partitionOfId(entityType, entityId) !== p ? 'wrong-partition' : undefined));
+    // the usual case, an active partition hosted here: delivered without a RoutedMessage
+    const hosting =
+      refusal === undefined && this.active.has(p) ? this.types.get(entityType)?.hosting : undefined;
+    if (hosting !== undefined) {
+      hosting.deliver(entityId, p, payload!, from);
+      return;
+    }
     const m: RoutedMessage = {
-      entityType: e.entityType,
-      entityId: e.entityId,
-      partition: e.partition,
-      payload: parsed.ok ? parsed.message : e.payload,
-      sender: e.sender,
-      hops: e.hops,
+      entityType,
+      entityId,
+      partition: p,
+      payload: payload ?? raw,
+      sender: from,
+      hops,
     };
-    if (!parsed.ok) {
-      this.refuse(m, 'invalid-message', parsed.detail);
+    if (refusal !== undefined) {
+      const detail =
+        refusal === 'invalid-message'
+          ? (invalid ?? 'invalid')
+          : refusal === 'wrong-partition'
+            ? `partition ${p} is not the id's`
+            : `from ${sender ?? 'unknown'}`;
+      this.refuse(m, refusal, detail);
       return;
     }
-    const refusal = this.refusalOf(e.entityType, e.entityId, e.payload);
-    if (refusal) {
-      this.refuse(m, refusal, `from ${sender ?? 'unknown'}`);
-      return;
-    }
-    if (partitionOf(e.entityId, this.options.partitionCount) !== e.partition) {
-      this.refuse(m, 'wrong-partition', `partition ${e.partition} is not the id's`);
-      return;
-    }
-    const p = e.partition;
     if (this.active.has(p) || this.draining.has(p) || this.suspended.has(p)) {
       this.route(m);
       return;
     }
     const owner = this.table?.owners[p];
     // ours, or the sender knows a newer table than ours: held until activation or our next table
-    if (!owner || owner === this.options.selfKey || e.version > (this.table?.version ?? 0)) {
+    if (!owner || owner === this.options.selfKey || version > (this.table?.version ?? 0)) {
       this.hold(m);
       return;
     }
-    if (e.hops >= MAX_HOPS) {
-      this.refuse(m, 'hop-limit', `forwarded ${e.hops} times`);
+    if (hops >= MAX_HOPS) {
+      this.refuse(m, 'hop-limit', `forwarded ${hops} times`);
       return;
     }
-    this.sendTo(owner, { ...m, hops: e.hops + 1 });
+    this.sendTo(owner, { ...m, hops: hops + 1 });
   }
 
   // ---- the table --------------------------------------------------------------------------
@@ -339,6 +487,8 @@ export class Region implements KeeperHost {
    */
   adoptTable(table: RoutingTable): void {
     if (this.table && table.version <= this.table.version) return;
+    // what is batched was routed by the table it names: sent before routing follows the new one
+    this.batches.flushAll();
     const previous = this.table;
     this.table = table;
     // members gone from the table drop out of the cache
@@ -555,6 +705,7 @@ export class Region implements KeeperHost {
 
   /** The marker goes the way envelopes go (same lane, same actor), so it arrives behind them. */
   sendMarker(to: string, marker: DrainMarkerPayload): void {
+    this.batches.flush(to);
     this.regionOf(to).send({ type: 'sharding.drain-marker', ...marker }, this.inbox);
   }
 
@@ -563,6 +714,8 @@ export class Region implements KeeperHost {
   }
 
   close(): void {
+    // accepted before the close: on their way, as an envelope sent at once would be
+    this.batches.flushAll();
     this.closed = true;
     this.remembered?.close();
     for (const [, d] of this.draining) if (d.timer !== undefined) this.system.clock.clearTimeout(d.timer);
