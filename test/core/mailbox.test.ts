@@ -33,6 +33,41 @@ describe('mailbox', () => {
     expect(box.drain().map((x) => (x.message as unknown as { n: number }).n)).toEqual([2, 3]);
   });
 
+  // takeMessage skips the sender check while no queued message carries a sender (a count of them):
+  // the count must follow every way a message leaves (take, takeMessage, drain, drop-oldest eviction)
+  it('keeps each message with its sender whichever way messages leave, with and without senders mixed', () => {
+    const box = new Mailbox({ capacity: 3, overflow: 'drop-oldest' });
+    const m = (n: number) => ({ type: 'm', n }) as { type: string };
+    box.offerMessage(m(1), 'a');
+    box.offerMessage(m(2), undefined);
+    box.offerMessage(m(3), 'c');
+    const evicted = box.offerMessage(m(4), undefined); // evicts 1 (with sender a)
+    expect(evicted).toMatchObject({ accepted: true, evicted: { message: { n: 1 }, sender: 'a' } });
+    expect(box.takeMessage()).toEqual(m(2));
+    expect(box.takeMessage()).toEqual(m(3)); // a sender-carrying item: its message alone
+    expect(box.takeMessage()).toEqual(m(4));
+    expect(box.takeMessage()).toBeUndefined();
+    // every sender-carrying item left: plain messages come back as they are
+    box.offerMessage(m(5), undefined);
+    expect(box.takeMessage()).toEqual(m(5));
+    box.offerMessage(m(6), 'f');
+    box.offerMessage(m(7), undefined);
+    expect(box.take()).toEqual({ message: m(6), sender: 'f' });
+    box.offerMessage(m(8), 'h');
+    expect(box.drain()).toEqual([
+      { message: m(7), sender: undefined },
+      { message: m(8), sender: 'h' },
+    ]);
+    box.offerMessage(m(9), 'i');
+    expect(box.takeMessage()).toEqual(m(9));
+    // a refused message with a sender is never queued, so never counted
+    const full = new Mailbox({ capacity: 1, overflow: 'reject' });
+    full.offerMessage(m(10), undefined);
+    expect(full.offerMessage(m(11), 'k')).toEqual({ accepted: false, policy: 'reject' });
+    expect(full.takeMessage()).toEqual(m(10));
+    expect((full as unknown as { withSender: number }).withSender).toBe(0);
+  });
+
   it('reject reports the policy so the sender can be told', () => {
     const box = new Mailbox({ capacity: 1, overflow: 'reject' });
     box.offer(d(1));

@@ -16,6 +16,7 @@ import {
   type UniqueNodeAddress,
 } from './address.js';
 import { AskDeadlines } from './ask-deadlines.js';
+import type { HistogramSeries } from './bucket-histogram.js';
 import { type Clock, immediateScheduler, realClock, type TurnScheduler } from './clock.js';
 import type { DeadLetterReason } from './dead-letter-reasons.js';
 import { DeadLetters } from './dead-letters.js';
@@ -115,8 +116,8 @@ class CellRef extends LocalActorRef {
  * One per node: spawns actors from xstate logic under paths, delivers messages locally or
  * through the transport, supervises, watches, and keeps the dead letters.
  */
-const ASK_SETTLED = { outcome: 'settled' } as const;
-const ASK_TIMED_OUT = { outcome: 'timeout' } as const;
+const ASK_DURATION = 'doyen_ask_duration_seconds';
+const ASK_DURATION_HELP = 'From an ask to its reply (outcome settled) or its timeout';
 
 export class ActorSystem implements RefHost, CellHost {
   readonly cluster: string;
@@ -125,6 +126,9 @@ export class ActorSystem implements RefHost, CellHost {
   readonly clock: Clock;
   readonly random: () => number;
   readonly metrics: Metrics;
+  private readonly askSettled: HistogramSeries;
+  private readonly askTimedOut: HistogramSeries;
+  private readonly mailboxDepthSampled: HistogramSeries;
   readonly deadLetters: DeadLetters;
   readonly messageTypes = new MessageTypes();
   /** This incarnation's identity key, admitted with it into the membership (see PeerKeys). */
@@ -172,6 +176,15 @@ export class ActorSystem implements RefHost, CellHost {
     this.clock = config.clock ?? realClock;
     this.random = config.random ?? Math.random;
     this.metrics = config.metrics ?? new Metrics();
+    // taken once: an ask observes its duration into its outcome's series without a label lookup
+    this.askSettled = this.metrics.histogramSeries(ASK_DURATION, ASK_DURATION_HELP, { outcome: 'settled' });
+    this.askTimedOut = this.metrics.histogramSeries(ASK_DURATION, ASK_DURATION_HELP, { outcome: 'timeout' });
+    this.mailboxDepthSampled = this.metrics.histogramSeries(
+      'doyen_mailbox_depth_sampled',
+      'Mailbox depth seen by one enqueue in 64 (after it)',
+      {},
+      MAILBOX_DEPTH_BUCKETS,
+    );
     const logger = config.logger ?? silentLogger();
     // a node's own logger may name the node already: a second `node` key would repeat in the JSON
     this.logger =
@@ -500,14 +513,7 @@ export class ActorSystem implements RefHost, CellHost {
         this.deadLetter(cell.ref.id, e.message, e.sender, 'mailbox-overflow-dropped-oldest');
       } else if (result.highWater) this.mailboxHighWater(cell);
       // one enqueue in 64 samples the depth it found: the distribution without a cost per message
-      if ((++this.enqueues & 63) === 0)
-        this.metrics.observe(
-          'doyen_mailbox_depth_sampled',
-          'Mailbox depth seen by one enqueue in 64 (after it)',
-          cell.mailbox.size,
-          {},
-          MAILBOX_DEPTH_BUCKETS,
-        );
+      if ((++this.enqueues & 63) === 0) this.mailboxDepthSampled.observe(cell.mailbox.size);
       // only a cell waiting for its turn: one backing off after a failure gains nothing from turns
       if (cell.mailbox.size >= this.drainBacklogAt && cell.scheduled) this.dispatcher.drainNow();
       return;
@@ -632,12 +638,7 @@ export class ActorSystem implements RefHost, CellHost {
     }
     if (!expired) this.askDeadlines.settled(ask.timeout);
     ask.span?.end(expired ? new AskTimeoutError(ask.path, ask.timeout) : undefined);
-    this.metrics.observe(
-      'doyen_ask_duration_seconds',
-      'From an ask to its reply (outcome settled) or its timeout',
-      (this.clock.now() - ask.startedAt) / 1000,
-      expired ? ASK_TIMED_OUT : ASK_SETTLED,
-    );
+    (expired ? this.askTimedOut : this.askSettled).observe((this.clock.now() - ask.startedAt) / 1000);
   }
 
   /** The capacity of a local actor's mailbox, for the error an ask fails with when it was full. */

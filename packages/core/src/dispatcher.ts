@@ -55,8 +55,20 @@ export const defaultDispatcherConfig: DispatcherConfig = {
 export class Dispatcher {
   private readonly ready = new RingBuffer<Runnable>(64);
   private turnPending = false;
+  /**
+   * A turn handed to the scheduler has not run yet. A caller-runs drain (`drainNow`) works the
+   * ready queue off before it runs, and the next sends would queue one more, one per drain: a
+   * burst of a million tells left thousands of setImmediate handles alive until the sender's loop
+   * returned, and young-generation collections copied and promoted them (issue 31). The one
+   * already queued runs whatever is ready when it comes.
+   */
+  private schedulerTurnPending = false;
   private inTurn = false;
   private readonly runTurn = () => this.turn();
+  private readonly runSchedulerTurn = () => {
+    this.schedulerTurnPending = false;
+    this.turn();
+  };
   /** Microtask turns are allowed until `microtaskWindowEnds`, while a window is open. */
   private microtaskWindowOpen = false;
   private microtaskWindowEnds = 0;
@@ -79,8 +91,15 @@ export class Dispatcher {
       this.turnPending = true;
       if (!this.inTurn && this.config.microtaskTurns && this.microtaskTurnAllowed())
         queueMicrotask(this.runTurn);
-      else this.scheduler.schedule(this.runTurn);
+      else this.scheduleTurn();
     }
+  }
+
+  /** Hands a turn to the scheduler unless one it was given has not run yet. */
+  private scheduleTurn(): void {
+    if (this.schedulerTurnPending) return;
+    this.schedulerTurnPending = true;
+    this.scheduler.schedule(this.runSchedulerTurn);
   }
 
   /** Whether the current window (see `microtaskTurns`) still has time; opens one if none is open. */
@@ -132,7 +151,7 @@ export class Dispatcher {
     }
     if (this.ready.length > 0 && !this.turnPending) {
       this.turnPending = true;
-      this.scheduler.schedule(this.runTurn);
+      this.scheduleTurn();
     }
   }
 }

@@ -70,6 +70,8 @@ export class Mailbox {
   private readonly capacity: number;
   /** The depth reached by the offer that crosses the mark (queue length before the push). */
   private readonly highWaterBefore: number;
+  /** Queued items that carry a sender: while none do, taking a message needs no type check. */
+  private withSender = 0;
 
   constructor(readonly config: MailboxConfig) {
     const { capacity, highWaterMark } = config;
@@ -105,11 +107,14 @@ export class Mailbox {
     const length = this.queue.length;
     if (length < this.capacity) {
       this.queue.push(item);
+      // counted once queued (a refused message never is)
+      if (sender !== undefined) this.withSender++;
       return length === this.highWaterBefore ? ACCEPTED_AT_HIGH_WATER : ACCEPTED;
     }
     if (this.config.overflow === 'drop-oldest') {
-      const evicted = toDelivery(this.queue.shift()!);
+      const evicted = this.take()!;
       this.queue.push(item);
+      if (sender !== undefined) this.withSender++;
       return { accepted: true, evicted };
     }
     return REJECTED[this.config.overflow];
@@ -117,22 +122,25 @@ export class Mailbox {
 
   take(): Delivery | undefined {
     const item = this.queue.shift();
-    return item === undefined ? undefined : toDelivery(item);
+    if (item === undefined) return undefined;
+    if (item instanceof WithSender) {
+      this.withSender--;
+      return { message: item.message, sender: item.sender };
+    }
+    return { message: item, sender: undefined };
   }
 
   /** The next message alone: the hot path of the dispatcher. */
   takeMessage(): Message | undefined {
     const item = this.queue.shift();
-    return item instanceof WithSender ? item.message : item;
+    if (this.withSender === 0 || !(item instanceof WithSender)) return item as Message | undefined;
+    this.withSender--;
+    return item.message;
   }
 
   drain(): Delivery[] {
-    return this.queue.drain().map(toDelivery);
+    const out: Delivery[] = [];
+    for (let d = this.take(); d !== undefined; d = this.take()) out.push(d);
+    return out;
   }
-}
-
-function toDelivery(item: Message | WithSender): Delivery {
-  return item instanceof WithSender
-    ? { message: item.message, sender: item.sender }
-    : { message: item, sender: undefined };
 }
