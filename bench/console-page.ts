@@ -8,13 +8,23 @@
 //    kill): the decisive frame written → the page's handler got it → the matrix cell red;
 //  - the renderer's CPU per incident (Chrome's Performance metrics: script, style, layout), which
 //    the load of a shared machine distorts far less than wall-clock times.
-// --old=DIR also measures the page files in DIR (e.g. a `git show HEAD:…` copy), interleaved: an A/B.
+// The stream carries changes as deltas (as the serving node does), interleaved with the same page
+// sent whole views (`wholeViews`, as before): an A/B. The serving node's own CPU per incident and
+// the bytes, whole views against deltas, are measured in-process first (`servingSide`).
+// --old=DIR also measures the page files in DIR (e.g. a `git show HEAD:…` copy), fed whole views.
 import { readFileSync } from 'node:fs';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { type CDPSession, chromium } from 'playwright-core';
+import {
+  readViewDelta,
+  readWireView,
+  type WireView,
+} from '../packages/doyen/src/console/console-messages.js';
+import { streamDelta } from '../packages/doyen/src/console/console-viewers.js';
 import type { NodeView } from '../packages/doyen/src/console/node-view.js';
+import { applyDelta, diffView } from '../packages/doyen/src/console/view-delta.js';
 import { median, printResult } from './lib/stats.js';
 
 const CHROMIUM = process.env.DOYEN_CHROMIUM ?? '/usr/bin/chromium';
@@ -39,6 +49,7 @@ const TYPES: Record<string, string> = {
   'console.css': 'text/css; charset=utf-8',
 };
 
+const T0 = Date.now();
 const keys = Array.from({ length: N }, (_, i) => `127.0.0.1:${40000 + i}#${(1e6 + i).toString(16)}`);
 
 /** Node `i`'s view, with `unreachable` reported by it (observer) about the subjects given. */
@@ -79,8 +90,9 @@ function viewOf(i: number, at: number, unreachable: readonly string[] = []): Nod
     machines: MACHINES.map((m) => ({
       id: `/system/${m}`,
       state: unreachable.length ? { up: 'unstable' } : { up: 'stable' },
+      // the older transitions stay as they were; an incident adds one
       transitions: Array.from({ length: 10 }, (_, t) => ({
-        at: at - 1000 * t,
+        at: (t === 0 && unreachable.length ? at : T0) - 1000 * t,
         event: 'transition',
         state: { up: t % 2 ? 'stable' : 'unstable' },
       })),
@@ -152,10 +164,16 @@ async function metrics(cdp: CDPSession) {
   return { script: get('ScriptDuration'), style: get('RecalcStyleDuration'), layout: get('LayoutDuration') };
 }
 
-async function measure(browser: Awaited<ReturnType<typeof chromium.launch>>, dir: string) {
+async function measure(browser: Awaited<ReturnType<typeof chromium.launch>>, dir: string, deltas: boolean) {
   const at0 = Date.now() - 600_000;
   let now = Date.now();
-  const current = new Map(keys.map((k, i) => [k, viewOf(i, now)]));
+  // revisions as the serving node's gatherer numbers its views (the stream's deltas go between them)
+  let rev = 0;
+  const revised = (v: NodeView): NodeView => ({ ...v, rev: ++rev });
+  const current = new Map(keys.map((k, i) => [k, revised(viewOf(i, now))]));
+  /** What the stream carried last per node (the page loaded `current` from the state). */
+  const carried = new Map(current);
+  let streamBytes = 0;
   const history = {
     from: at0,
     to: now,
@@ -178,8 +196,16 @@ async function measure(browser: Awaited<ReturnType<typeof chromium.launch>>, dir
     history,
     streams,
   );
-  const send = (view: NodeView) => {
-    const text = `event: view\ndata: ${JSON.stringify(view)}\n\n`;
+  const send = (whole: NodeView) => {
+    const view = revised(whole);
+    current.set(view.key, view);
+    const prev = carried.get(view.key);
+    carried.set(view.key, view);
+    const delta = deltas && prev ? streamDelta(prev, view) : undefined;
+    const text = delta
+      ? `event: delta\ndata: ${JSON.stringify(delta)}\n\n`
+      : `event: view\ndata: ${JSON.stringify(view)}\n\n`;
+    streamBytes += text.length;
     for (const s of streams) s.write(text);
   };
   // the timeline: every node logs the fact too (as after a kill: member.unreachable on each)
@@ -204,7 +230,14 @@ async function measure(browser: Awaited<ReturnType<typeof chromium.launch>>, dir
   await page.waitForFunction('window.__ready !== undefined', undefined, { timeout: 30_000 });
   const firstPaintMs = (await page.evaluate('window.__ready')) as number;
   await page.waitForTimeout(1500);
-  const incidents: { toPageMs: number; pageMs: number; script: number; style: number; layout: number }[] = [];
+  const incidents: {
+    toPageMs: number;
+    pageMs: number;
+    script: number;
+    style: number;
+    layout: number;
+    bytes: number;
+  }[] = [];
   for (let k = 0; k < INCIDENTS; k++) {
     const subject = keys[N - 1 - (k % (N - 1))]!;
     const needle = `"subject":"${subject}","status":"unreachable"`;
@@ -217,19 +250,18 @@ async function measure(browser: Awaited<ReturnType<typeof chromium.launch>>, dir
       new MutationObserver(check).observe(document.body, { subtree: true, childList: true, attributes: true });
     })()`);
     const before = await metrics(cdp);
+    const bytesBefore = streamBytes;
     now = Date.now();
     // the serving node's own view first (it logged the event), then every other node's, as gossip spreads it
     const first = viewOf(0, now, [subject]);
-    current.set(keys[0]!, first);
     const written = Date.now();
     send(first);
     for (let i = 1; i < N; i++) {
-      const v = viewOf(i, Date.now(), i % 3 === 0 ? [subject] : []);
-      current.set(keys[i]!, v);
-      send(v);
+      send(viewOf(i, Date.now(), i % 3 === 0 ? [subject] : []));
       logged(keys[i]!, subject);
       if (i % 10 === 0) await new Promise((r) => setTimeout(r, 10));
     }
+    const bytes = streamBytes - bytesBefore;
     await page.waitForFunction('window.__shown !== undefined', undefined, { timeout: 20_000 });
     await page.waitForTimeout(1200);
     const after = await metrics(cdp);
@@ -243,13 +275,10 @@ async function measure(browser: Awaited<ReturnType<typeof chromium.launch>>, dir
       script: Math.round(after.script - before.script),
       style: Math.round(after.style - before.style),
       layout: Math.round(after.layout - before.layout),
+      bytes,
     });
     // back to healthy for the next incident
-    for (let i = 0; i < N; i++) {
-      const v = viewOf(i, Date.now());
-      current.set(keys[i]!, v);
-      send(v);
-    }
+    for (let i = 0; i < N; i++) send(viewOf(i, Date.now()));
     await page.waitForTimeout(800);
   }
   await context.close();
@@ -261,10 +290,67 @@ async function measure(browser: Awaited<ReturnType<typeof chromium.launch>>, dir
     frameToDomMs: med((x) => x.toPageMs + x.pageMs),
     frameToPageMs: med((x) => x.toPageMs),
     pageToDomMs: med((x) => x.pageMs),
+    streamBytesPerIncident: med((x) => x.bytes),
     cpuPerIncidentMs: {
       script: med((x) => x.script),
       style: med((x) => x.style),
       layout: med((x) => x.layout),
+    },
+  };
+}
+
+/**
+ * The serving node's own work for one incident (every one of N members' views changing), whole
+ * views against deltas, in this process's CPU time (what load distorts least): each member's
+ * update read at the wire boundary (the bytes: its JSON), applied, and encoded for the stream.
+ * The members' side (making the delta) is counted apart: each member does it once for its view.
+ */
+function servingSide() {
+  const t0 = Date.now();
+  const before = keys.map((_, i) => viewOf(i, t0));
+  const after = keys.map((_, i) => viewOf(i, t0 + 1000, i % 3 === 0 ? [keys[N - 1]!] : []));
+  const wire = (v: NodeView): WireView => {
+    const { stale: _s, rev: _r, ...rest } = v;
+    return rest;
+  };
+  const cpu = (reps: number, f: () => void) => {
+    for (let r = 0; r < 5; r++) f();
+    const t = process.cpuUsage();
+    for (let r = 0; r < reps; r++) f();
+    const u = process.cpuUsage(t);
+    return +((u.user + u.system) / 1000 / reps).toFixed(2);
+  };
+  const deltas = after.map((v, i) => diffView(wire(before[i]!), wire(v), 1)!);
+  let bytesWhole = 0;
+  let bytesDelta = 0;
+  for (let i = 0; i < N; i++) {
+    bytesWhole += JSON.stringify(wire(after[i]!)).length;
+    bytesDelta += JSON.stringify(deltas[i]).length;
+  }
+  const reps = 40;
+  return {
+    wireBytes: { wholeViews: bytesWhole, deltas: bytesDelta },
+    servingCpuMs: {
+      wholeViews: cpu(reps, () => {
+        for (let i = 0; i < N; i++) {
+          const v = readWireView(JSON.parse(JSON.stringify(wire(after[i]!))), 'view');
+          JSON.stringify({ ...v, stale: false, rev: 2 });
+        }
+      }),
+      deltas: cpu(reps, () => {
+        for (let i = 0; i < N; i++) {
+          const d = readViewDelta(JSON.parse(JSON.stringify(deltas[i])), 'delta');
+          const applied = applyDelta({ ...before[i]!, rev: 1 }, 1, d);
+          if (!('view' in applied)) throw new Error('delta did not apply');
+          JSON.stringify(streamDelta({ ...before[i]!, rev: 1 }, { ...applied.view, rev: 2 }));
+        }
+      }),
+    },
+    memberCpuMsPerView: {
+      wholeViewCompare: cpu(reps * 10, () => {
+        JSON.stringify(wire(after[1]!)) === JSON.stringify(wire(before[1]!));
+      }),
+      delta: cpu(reps * 10, () => diffView(wire(before[1]!), wire(after[1]!), 1)),
     },
   };
 }
@@ -274,15 +360,24 @@ const browser = await chromium.launch({
   headless: true,
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
 });
-const results: Record<string, unknown[]> = { new: [], ...(OLD ? { old: [] } : {}) };
+// deltas: the stream carries each changed view as its change (as the serving node does);
+// wholeViews: the same page sent every view whole (before the deltas), interleaved with it
+const variants: [name: string, dir: string, deltas: boolean][] = [
+  ['deltas', NEW, true],
+  ['wholeViews', NEW, false],
+  ...(OLD ? [['old', OLD, false] as [string, string, boolean]] : []),
+];
+const results: Record<string, unknown[]> = Object.fromEntries(variants.map(([name]) => [name, []]));
+const serving = servingSide();
+process.stderr.write(`N=${N} serving side per incident: ${JSON.stringify(serving)}\n`);
 try {
   for (let round = 0; round < 2; round++)
-    for (const [name, dir] of [['new', NEW], ...(OLD ? [['old', OLD]] : [])] as const) {
-      const r = await measure(browser, dir);
+    for (const [name, dir, deltas] of variants) {
+      const r = await measure(browser, dir, deltas);
       process.stderr.write(`N=${N} ${name}: ${JSON.stringify(r)}\n`);
       results[name]!.push(r);
     }
 } finally {
   await browser.close();
 }
-printResult({ bench: 'console-page', nodes: N, incidents: INCIDENTS, results });
+printResult({ bench: 'console-page', nodes: N, incidents: INCIDENTS, servingSide: serving, results });

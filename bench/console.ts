@@ -156,6 +156,7 @@ const PAINT_MARKS = `(() => {
   // it), how many frames and bytes came, and the main thread's long tasks
   window.__needles = {};
   window.__arrived = {};
+  window.__carrier = {};
   window.__stream = { frames: 0, bytes: 0 };
   window.__long = [];
   const ES = window.EventSource;
@@ -166,7 +167,14 @@ const PAINT_MARKS = `(() => {
       window.__stream.frames++;
       window.__stream.bytes += m.data.length;
       for (const [name, needle] of Object.entries(window.__needles))
-        if (window.__arrived[name] === undefined && m.data.includes(needle)) window.__arrived[name] = t;
+        if (window.__arrived[name] === undefined && m.data.includes(needle)) {
+          window.__arrived[name] = t;
+          // which node's view carried it, when that node built it, when the serving node sent it
+          try {
+            const d = JSON.parse(m.data);
+            window.__carrier[name] = { key: d.key, builtAt: d.at, sentAt: d.sentAt };
+          } catch {}
+        }
       return fn.call(this, m);
     }, ...rest);
   };
@@ -367,10 +375,31 @@ async function runSize(browser: Browser, n: number) {
       'kill',
       `document.querySelector('[data-testid=matrix-cell][data-subject="${kKey}"][data-state=unreachable]') !== null`,
     );
+    const firstLogged = (event: string, address: string, since: number) =>
+      Math.min(
+        ...nodes.flatMap((x) =>
+          x
+            .events()
+            .filter((e) => e.event === event && e.member?.address === address && (e.time as number) >= since)
+            .map((e) => e.time as number),
+        ),
+      );
     const killAt = Date.now();
     killed.kill9();
     const killShown = await seenAt(live.page, 'kill');
-    const killLogged = await loggedAt(serving, 'member.unreachable', killed.address, killAt);
+    // on a loaded host the serving node may have taken the member for unreachable already (a
+    // flap before the kill) and log nothing new: then the time is the first node's that did
+    const killLogged = await loggedAt(serving, 'member.unreachable', killed.address, killAt, 5_000).catch(
+      () => {
+        const first = firstLogged('member.unreachable', killed.address, killAt);
+        if (!Number.isFinite(first))
+          throw new Error(`no node logged member.unreachable for ${killed.address}`);
+        process.stderr.write(
+          `N=${n}: the serving node logged no member.unreachable; timed from the first node's\n`,
+        );
+        return first;
+      },
+    );
     await sleep(1000);
     const leaveAt = Date.now();
     await fetch(`http://127.0.0.1:${leaver.httpPort}/cluster/leave`, {
@@ -381,9 +410,10 @@ async function runSize(browser: Browser, n: number) {
     const leaveShown = await seenAt(live.page, 'leave');
     const leaveLogged = await loggedAt(serving, 'member.leaving', leaver.address, leaveAt);
     const pageSide = (await live.page.evaluate(
-      '({ arrived: window.__arrived, stream: window.__stream, long: window.__long })',
+      '({ arrived: window.__arrived, carrier: window.__carrier, stream: window.__stream, long: window.__long })',
     )) as {
       arrived: { kill?: number; leave?: number };
+      carrier: Record<'kill' | 'leave', { key?: string; builtAt?: number; sentAt?: number } | undefined>;
       stream: { frames: number; bytes: number };
       long: [number, number][];
     };
@@ -393,9 +423,46 @@ async function runSize(browser: Browser, n: number) {
       toPageMs: arrived === undefined ? null : arrived - logged,
       pageMs: arrived === undefined ? null : shown - arrived,
     });
+    // the finer stages, from the first node that logged it: → the view carrying it was built on
+    // its node → the serving node wrote the frame → it reached the page → the DOM showed it
+    const chain = (
+      observed: number,
+      logged: number,
+      carrier: { key?: string; builtAt?: number; sentAt?: number } | undefined,
+      arrived: number | undefined,
+      shown: number,
+    ) => ({
+      firstLoggedMs: Number.isFinite(observed) ? observed - logged : null,
+      carrier: carrier?.key === undefined ? null : carrier.key === keyOf(serving) ? 'serving' : 'member',
+      toViewBuiltMs: carrier?.builtAt === undefined ? null : carrier.builtAt - observed,
+      toFrameSentMs:
+        carrier?.sentAt === undefined || carrier.builtAt === undefined
+          ? null
+          : carrier.sentAt - carrier.builtAt,
+      toPageMs:
+        arrived === undefined || carrier?.builtAt === undefined
+          ? null
+          : arrived - (carrier.sentAt ?? carrier.builtAt),
+      onPageMs: arrived === undefined ? null : shown - arrived,
+      totalFromFirstMs: shown - observed,
+    });
     const stages = {
       kill: stage(killLogged, pageSide.arrived.kill, killShown),
       leave: stage(leaveLogged, pageSide.arrived.leave, leaveShown),
+      killChain: chain(
+        firstLogged('member.unreachable', killed.address, killAt),
+        killLogged,
+        pageSide.carrier.kill,
+        pageSide.arrived.kill,
+        killShown,
+      ),
+      leaveChain: chain(
+        firstLogged('member.leaving', leaver.address, leaveAt),
+        leaveLogged,
+        pageSide.carrier.leave,
+        pageSide.arrived.leave,
+        leaveShown,
+      ),
       streamFrames: pageSide.stream.frames,
       streamBytes: pageSide.stream.bytes,
       pageLongTasksMs: pageSide.long.map(([, d]) => d),

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { serveConsolePage } from '../../packages/doyen/src/console/console-routes.js';
+import type { StreamDelta } from '../../packages/doyen/src/console/console-viewers.js';
 import type { NodeView } from '../../packages/doyen/src/console/node-view.js';
 import {
   type ConsoleBrowser,
@@ -67,10 +68,14 @@ describe.skipIf(missing !== undefined)('the console page under updates, in headl
   const streams = new Set<ServerResponse>();
   let heldHistory: ServerResponse | undefined;
   let historyRequested = false;
+  let streamOpens = 0;
   const members = keys.slice(0, N - 1);
 
   const send = (view: NodeView) => {
     for (const s of streams) s.write(`event: view\ndata: ${JSON.stringify(view)}\n\n`);
+  };
+  const sendDelta = (delta: StreamDelta) => {
+    for (const s of streams) s.write(`event: delta\ndata: ${JSON.stringify(delta)}\n\n`);
   };
   let seq = 0;
   const logged = (event: string) => {
@@ -99,6 +104,7 @@ describe.skipIf(missing !== undefined)('the console page under updates, in headl
       } else if (path === '/console/stream') {
         response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' });
         response.write(': console\n\n');
+        streamOpens++;
         streams.add(response);
         response.once('close', () => streams.delete(response));
       } else {
@@ -214,6 +220,39 @@ describe.skipIf(missing !== undefined)('the console page under updates, in headl
     expect(await kept()).toBe(0);
     await page.locator('#filter-kind').fill('');
     await expect.poll(() => items.count()).toBe(4);
+    expect(browser.problems).toEqual([]);
+  });
+
+  it('applies a delta on the revision it holds; one from another revision opens a new stream (positive control: none before)', async () => {
+    const page = browser.page;
+    const six = keys.slice(0, N);
+    const row = (text: string) => `[data-testid=member][data-key="${keys[1]}"] >> text=${text}`;
+    send({ ...viewOf(1, six, { name: 'whole-1' }), rev: 10 });
+    await page.waitForSelector(row('whole-1'), { timeout: 5_000 });
+    const opens = streamOpens;
+    sendDelta({
+      key: keys[1]!,
+      base: 10,
+      version: 11,
+      at: Date.now(),
+      stale: false,
+      set: { name: 'delta-1' },
+    });
+    await page.waitForSelector(row('delta-1'), { timeout: 5_000 });
+    // the delta was the next revision: no new stream
+    expect(streamOpens).toBe(opens);
+    // made from a revision the page does not hold: not applied, the page asks for every view whole
+    sendDelta({
+      key: keys[1]!,
+      base: 99,
+      version: 100,
+      at: Date.now(),
+      stale: false,
+      set: { name: 'skipped' },
+    });
+    await expect.poll(() => streamOpens).toBe(opens + 1);
+    expect(await page.locator(row('skipped')).count()).toBe(0);
+    expect(await page.locator(row('delta-1')).count()).toBe(1);
     expect(browser.problems).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ConsoleViewers } from '../../packages/doyen/src/console/console-viewers.js';
+import { ConsoleViewers, STREAM_COALESCE_MS } from '../../packages/doyen/src/console/console-viewers.js';
 import type { NodeView } from '../../packages/doyen/src/console/node-view.js';
 
 /**
@@ -120,5 +120,24 @@ describe('console stream coalescing', () => {
     vi.advanceTimersByTime(2 * COALESCE_MS);
     expect(frames).toHaveLength(3);
     viewers.close();
+  });
+
+  it('by default a burst waits one drawing frame (16 ms), not the 50 ms of whole views (positive control: 50 ms set)', async () => {
+    const burst = async (limits: { coalesceMs?: number }) => {
+      const viewers = new ConsoleViewers({ ...limits, pingMs: 60_000 }, () => {});
+      const { response, frames } = fakeResponse();
+      viewers.add('127.0.0.1', response);
+      viewers.view(view('first'));
+      await Promise.resolve();
+      viewers.view(view('second'));
+      vi.advanceTimersByTime(STREAM_COALESCE_MS);
+      const written = frames.length;
+      vi.advanceTimersByTime(100);
+      viewers.close();
+      return written;
+    };
+    expect(STREAM_COALESCE_MS).toBe(16);
+    expect(await burst({})).toBe(2);
+    expect(await burst({ coalesceMs: 50 })).toBe(1);
   });
 });

@@ -4,7 +4,9 @@ import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultClusterConfig } from '../../packages/cluster/src/index.js';
 import { runConsoleCommand } from '../../packages/doyen/src/console/console-standalone.js';
+import type { StreamDelta } from '../../packages/doyen/src/console/console-viewers.js';
 import type { ConsoleState, NodeView } from '../../packages/doyen/src/console/node-view.js';
+import { applyDelta } from '../../packages/doyen/src/console/view-delta.js';
 import {
   createNodeLogger,
   type DoyenNode,
@@ -137,7 +139,7 @@ describe('the cluster console gathers every member over the wire', () => {
     );
   }, 60_000);
 
-  it('the event stream starts with every view gathered, then sends a view after a change', async () => {
+  it('the event stream starts with every view gathered, then sends a change as a delta on the revision it carried', async () => {
     const { a, httpPort, secret } = await threeNodes();
     // gathered before the viewer comes: the stream must start with them (nothing changes after)
     await eventually(async () => Object.keys((await state(httpPort)).nodes).length === 3, {
@@ -152,6 +154,8 @@ describe('the cluster console gathers every member over the wire', () => {
     const reader = response.body!.getReader();
     let text = '';
     const views: NodeView[] = [];
+    const deltaBytes: number[] = [];
+    let misapplied = 0;
     const pump = (async () => {
       for (;;) {
         const { value, done } = await reader.read();
@@ -164,6 +168,16 @@ describe('the cluster console gathers every member over the wire', () => {
           const kind = /^event: (\S+)$/m.exec(frame)?.[1];
           const data = /^data: (.*)$/m.exec(frame)?.[1];
           if (kind === 'view' && data) views.push(JSON.parse(data) as NodeView);
+          if (kind === 'delta' && data) {
+            // a change from the revision last carried for that node (the page's way)
+            const d = JSON.parse(data) as StreamDelta;
+            deltaBytes.push(data.length);
+            const prev = views.findLast((v) => v.key === d.key);
+            const applied = prev && applyDelta(prev, prev.rev!, d);
+            if (applied && 'view' in applied)
+              views.push({ ...applied.view, rev: d.version, stale: d.stale } as NodeView);
+            else misapplied++;
+          }
           i = text.indexOf('\n\n');
         }
       }
@@ -183,6 +197,9 @@ describe('the cluster console gathers every member over the wire', () => {
     await eventually(() => views.some((v) => v.key === selfKey && v.members.length === 4), {
       what: "A's view with the newcomer on the stream",
     });
+    // the change came as deltas, each applying on the revision the stream carried before it
+    expect(deltaBytes.length).toBeGreaterThan(0);
+    expect(misapplied).toBe(0);
     controller.abort();
     await pump;
   }, 40_000);

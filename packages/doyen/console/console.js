@@ -428,14 +428,60 @@ function mergeHistory(history) {
   schedule();
 }
 
+/**
+ * A view with a stream delta applied (the node's view-delta.ts, the same rules), or undefined
+ * when it does not apply: made from another revision, or naming a row the view lacks.
+ */
+function applyDelta(view, d) {
+  if (!view || view.rev !== d.base) return undefined;
+  const out = { ...view, ...d.set, at: d.at, stale: d.stale, rev: d.version };
+  for (const f of d.unset ?? []) delete out[f];
+  const keyed = (list, change, keyOf) => {
+    const items = new Map(list.map((x) => [keyOf(x), x]));
+    for (const x of change.put) items.set(keyOf(x), x);
+    const next = (change.keys ?? list.map(keyOf)).map((k) => items.get(k));
+    return next.some((x) => !x) ? undefined : next;
+  };
+  if (d.members) out.members = keyed(view.members, d.members, (r) => r.key);
+  if (d.machines) out.machines = keyed(view.machines, d.machines, (m) => m.id);
+  if (!out.members || !out.machines) return undefined;
+  if (d.partitions) {
+    const p = d.partitions;
+    const owners = Array.from({ length: p.length }, (_, i) => view.partitions?.owners[i] ?? '');
+    const backups = Array.from({ length: p.length }, (_, i) => view.partitions?.backups[i] ?? []);
+    for (const [i, o] of p.owners) owners[i] = o;
+    for (const [i, b] of p.backups) backups[i] = b;
+    out.partitions = { version: p.version, owners, backups, ...(p.moving ? { moving: p.moving } : {}) };
+  }
+  return out;
+}
+
+let resyncAt = 0;
+/** A delta did not apply: a new stream (it starts with every view whole), at most once a second. */
+function resync() {
+  if (Date.now() - resyncAt < 1000) return;
+  resyncAt = Date.now();
+  source?.close();
+  follow();
+}
+
 function follow() {
   source = new EventSource('/console/stream');
   const at = () => Date.now() - live.skew;
-  source.addEventListener('view', (m) => {
-    const view = JSON.parse(m.data);
+  const put = (view) => {
     live.nodes.set(view.key, view);
     pushFrame({ at: at(), kind: 'view', view });
     schedule();
+  };
+  source.addEventListener('view', (m) => {
+    const { sentAt: _, ...view } = JSON.parse(m.data);
+    put(view);
+  });
+  source.addEventListener('delta', (m) => {
+    const d = JSON.parse(m.data);
+    const view = applyDelta(live.nodes.get(d.key), d);
+    if (view) put(view);
+    else resync();
   });
   source.addEventListener('timeline', (m) => {
     const events = JSON.parse(m.data);

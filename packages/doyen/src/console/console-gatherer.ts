@@ -1,6 +1,7 @@
 import { HistoryBuffer } from './console-history.js';
-import type { ConsoleUpdate } from './console-messages.js';
+import { CONSOLE_CAPS, type ConsoleUpdate } from './console-messages.js';
 import type { ConsoleState, NodeView, TimelineEvent } from './node-view.js';
+import { applyDelta, type ViewDelta } from './view-delta.js';
 
 /** Recent events `GET /console/state` answers with (the rest is in the history). */
 export const RECENT_EVENTS = 500;
@@ -14,11 +15,17 @@ export interface GathererListener {
   gone(key: string): void;
 }
 
-/** Why an update was dropped (the label of `doyen_console_updates_refused_total`). */
-export type UpdateRefusal = 'not-member' | 'forged' | 'not-gathering';
+/**
+ * Why an update was dropped (the label of `doyen_console_updates_refused_total`); `resync`: a
+ * change made from a version this node does not hold (one lost, or it came before the whole
+ * view) — the member is asked for its whole view.
+ */
+export type UpdateRefusal = 'not-member' | 'forged' | 'not-gathering' | 'resync';
 
 interface Gathered {
   view: NodeView;
+  /** The member's version of `view` (what its next change is made from). */
+  version: number | undefined;
   heardAt: number;
 }
 
@@ -33,6 +40,8 @@ export class ConsoleGatherer {
   private readonly nodes = new Map<string, Gathered>();
   private readonly recent: TimelineEvent[] = [];
   private seq = 0;
+  /** Revision of the views kept here, for the viewers' deltas (one counter for all nodes). */
+  private rev = 0;
   readonly history: HistoryBuffer;
   private readonly listeners = new Set<GathererListener>();
 
@@ -51,21 +60,33 @@ export class ConsoleGatherer {
     return () => this.listeners.delete(listener);
   }
 
-  /** Takes an update `from` sent (`from`: the member its connection authenticated as). */
+  /**
+   * Takes an update `from` sent (`from`: the member its connection authenticated as). A change
+   * to the view is applied on the version it was made from only; otherwise (`resync`) the view
+   * stays as it was, the events are still taken, and the caller asks for the whole view.
+   */
   receive(
     from: string,
-    update: Pick<ConsoleUpdate, 'view' | 'events'>,
+    update: Pick<ConsoleUpdate, 'view' | 'version' | 'delta' | 'events'>,
     isMember: (key: string) => boolean,
   ): UpdateRefusal | undefined {
     if (!isMember(from)) return 'not-member';
     if (update.view && update.view.key !== from) return 'forged';
     const at = this.now();
     const known = this.nodes.get(from);
+    let refusal: UpdateRefusal | undefined;
     if (update.view) {
-      this.put(from, { ...update.view, stale: false }, at, at);
+      this.put(from, { ...update.view, stale: false }, update.version, at, at);
+    } else if (update.delta) {
+      const applied = known?.version === undefined ? undefined : this.applied(known, update.delta);
+      if (known && applied) this.put(from, { ...applied, stale: false }, update.delta.version, at, at);
+      else {
+        refusal = 'resync';
+        if (known) known.version = undefined;
+      }
     } else if (known) {
       known.heardAt = at;
-      if (known.view.stale) this.put(from, { ...known.view, stale: false }, at, at);
+      if (known.view.stale) this.put(from, { ...known.view, stale: false }, known.version, at, at);
     }
     if (update.events.length > 0) {
       const events: TimelineEvent[] = update.events.map((e) => ({
@@ -83,7 +104,12 @@ export class ConsoleGatherer {
       if (this.recent.length > RECENT_EVENTS) this.recent.splice(0, this.recent.length - RECENT_EVENTS);
       for (const l of this.listeners) l.events(events);
     }
-    return undefined;
+    return refusal;
+  }
+
+  private applied(known: Gathered, delta: ViewDelta): NodeView | undefined {
+    const result = applyDelta(known.view, known.version!, delta, CONSOLE_CAPS);
+    return 'view' in result ? result.view : undefined;
   }
 
   /** Marks quiet members stale and forgets those that left `members`. */
@@ -95,7 +121,7 @@ export class ConsoleGatherer {
         this.history.forget(key);
         for (const l of this.listeners) l.gone(key);
       } else if (!g.view.stale && at - g.heardAt > this.staleAfterMs) {
-        this.put(key, { ...g.view, stale: true }, g.heardAt, at);
+        this.put(key, { ...g.view, stale: true }, g.version, g.heardAt, at);
       }
     }
     this.history.trim();
@@ -124,8 +150,9 @@ export class ConsoleGatherer {
     };
   }
 
-  private put(key: string, view: NodeView, heardAt: number, at: number): void {
-    this.nodes.set(key, { view, heardAt });
+  private put(key: string, view: NodeView, version: number | undefined, heardAt: number, at: number): void {
+    view = { ...view, rev: ++this.rev };
+    this.nodes.set(key, { view, version, heardAt });
     this.history.add({ at, kind: 'view', view });
     for (const l of this.listeners) l.view(view);
   }

@@ -10,6 +10,13 @@ import type {
   SbrStateView,
   SingletonRow,
 } from './node-view.js';
+import {
+  type MachinesDelta,
+  type MembersDelta,
+  OPTIONAL_FIELDS,
+  type PartitionsDelta,
+  type ViewDelta,
+} from './view-delta.js';
 
 /**
  * The console's wire messages. A serving node (one a browser has the console open on) asks
@@ -47,6 +54,8 @@ export interface ConsoleSubscribe {
   readonly type: 'console.subscribe';
   readonly from: string;
   readonly leaseMs: number;
+  /** Send the whole view next (the subscriber lost track of its versions). */
+  readonly full?: boolean;
 }
 
 /** A logged event as a member sends it (the serving node adds `seq` and binds `node` to the sender). */
@@ -58,13 +67,19 @@ export interface WireEvent {
 }
 
 /** The view as a member sends it (`stale` is the serving node's to say). */
-export type WireView = Omit<NodeView, 'stale'>;
+export type WireView = Omit<NodeView, 'stale' | 'rev'>;
 
-/** Member -> subscriber: my current view (when it changed) and the events logged since the last update. */
+/**
+ * Member -> subscriber: my view when it changed — whole (`view`, with its `version`) to a new
+ * subscriber, else only the change (`delta`, from the version the subscriber holds) — and the
+ * events logged since the last update.
+ */
 export interface ConsoleUpdate {
   readonly type: 'console.update';
   readonly from: string;
   readonly view?: WireView;
+  readonly version?: number;
+  readonly delta?: ViewDelta;
   readonly events: readonly WireEvent[];
 }
 
@@ -170,6 +185,12 @@ const entities: Read<Record<string, number>> = (v, path) => {
   return out;
 };
 
+const election = read.object<NonNullable<WireView['election']>>({
+  kind: name,
+  term: read.optional(read.count),
+  leader: read.optional(read.nullable(name)),
+});
+
 export const readWireView = read.object<WireView>({
   key,
   address: read.address,
@@ -186,12 +207,70 @@ export const readWireView = read.object<WireView>({
   reachability: read.list(reachabilityRecord, C.reachability),
   sbr,
   singletons: read.list(singleton, C.singletons),
-  election: read.optional(
-    read.object({ kind: name, term: read.optional(read.count), leader: read.optional(read.nullable(name)) }),
-  ),
+  election: read.optional(election),
   partitions: read.optional(partitions),
   entities: read.optional(entities),
   machines: read.list(machine, C.machines),
+});
+
+/** `[index, value]` with the index a partition number. */
+const cell =
+  <T>(of: Read<T>): Read<readonly [number, T]> =>
+  (v, path) => {
+    if (!Array.isArray(v) || v.length !== 2) throw new FieldError(path, 'must be [partition, value]');
+    const i = read.count(v[0], `${path}[0]`);
+    if (i >= C.partitions) throw new FieldError(`${path}[0]`, `must be below ${C.partitions}`);
+    return [i, of(v[1], `${path}[1]`)] as const;
+  };
+
+const partitionsDelta = read.object<PartitionsDelta>({
+  version: read.count,
+  length: (v, path) => {
+    const n = read.count(v, path);
+    if (n > C.partitions) throw new FieldError(path, `at most ${C.partitions} partitions`);
+    return n;
+  },
+  owners: read.list(cell(keyOrEmpty), C.partitions),
+  backups: read.list(cell(read.list(key, C.backupsPerPartition)), C.partitions),
+  moving: read.optional(read.list(read.count, C.partitions)),
+});
+
+/** A view's change (view-delta.ts), read with the same caps as a whole view. */
+export const readViewDelta = read.object<ViewDelta>({
+  base: read.count,
+  version: read.count,
+  at: read.time,
+  set: read.optional(
+    read.object<NonNullable<ViewDelta['set']>>({
+      name: read.optional(name),
+      roles: read.optional(roles),
+      incarnation: read.optional(read.count),
+      upSince: read.optional(read.time),
+      membershipVersion: read.optional(read.count),
+      coordinator: read.optional(key),
+      successor: read.optional(key),
+      unreachable: read.optional(read.list(key, C.members)),
+      reachability: read.optional(read.list(reachabilityRecord, C.reachability)),
+      sbr: read.optional(sbr),
+      singletons: read.optional(read.list(singleton, C.singletons)),
+      election: read.optional(election),
+      entities: read.optional(entities),
+    }),
+  ),
+  unset: read.optional(read.list(read.oneOf(...OPTIONAL_FIELDS), OPTIONAL_FIELDS.length)),
+  members: read.optional(
+    read.object<MembersDelta>({
+      put: read.list(memberRow, C.members),
+      keys: read.optional(read.list(key, C.members)),
+    }),
+  ),
+  machines: read.optional(
+    read.object<MachinesDelta>({
+      put: read.list(machine, C.machines),
+      keys: read.optional(read.list(read.path, C.machines)),
+    }),
+  ),
+  partitions: read.optional(partitionsDelta),
 });
 
 const wireEvent = read.object<WireEvent>({
@@ -210,7 +289,11 @@ export function registerConsoleMessages(types: MessageTypes): void {
   if (types.has('console.update')) return;
   types.register(
     'console.subscribe',
-    schema<ConsoleSubscribe>({ from: key, leaseMs: read.count }, (m) => [m.from], 'member'),
+    schema<ConsoleSubscribe>(
+      { from: key, leaseMs: read.count, full: read.optional(read.boolean) },
+      (m) => [m.from],
+      'member',
+    ),
   );
   types.register(
     'console.update',
@@ -218,6 +301,8 @@ export function registerConsoleMessages(types: MessageTypes): void {
       {
         from: key,
         view: read.optional(readWireView),
+        version: read.optional(read.count),
+        delta: read.optional(readViewDelta),
         events: read.list(wireEvent, C.eventsPerUpdate),
       },
       // the view is about its sender, or it is forged

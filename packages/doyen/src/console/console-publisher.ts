@@ -1,4 +1,5 @@
 import { CONSOLE_CAPS, type ConsoleUpdate, type WireEvent, type WireView } from './console-messages.js';
+import { diffView, type ViewDelta } from './view-delta.js';
 
 /** Events kept for subscribers that come later or lag (a ring: the oldest go first). */
 export const PUBLISHED_EVENTS_KEPT = 512;
@@ -9,20 +10,23 @@ interface Subscriber {
   expiresAt: number;
   /** Sequence of the last event sent to it. */
   sentUpTo: number;
-  /** The view text last sent to it (undefined: send the view). */
-  viewSent: string | undefined;
+  /** The view version it holds (undefined: send the whole view). */
+  has: number | undefined;
 }
 
 /**
  * The member side of the console: who subscribed to this node's view and events, until when,
  * and what each was sent. `flush` builds at most one view and hands each subscriber an update
- * with the view when it changed for it and the events it has not had (at most one update's
- * worth; `flush` reports whether more are waiting).
+ * with what changed in the view since the version it holds (the whole view to a new one or one
+ * that asked for it) and the events it has not had (at most one update's worth; `flush`
+ * reports whether more are waiting). The change is worked out once per flush, for everyone.
  */
 export class ConsolePublisher {
   private readonly subscribers = new Map<string, Subscriber>();
   private readonly events: { seq: number; event: WireEvent }[] = [];
   private seq = 0;
+  /** The last view made, its version, and the change that made it from the one before. */
+  private last: { view: WireView; version: number; delta: ViewDelta | undefined } | undefined;
 
   constructor(
     private readonly self: () => string,
@@ -35,12 +39,17 @@ export class ConsolePublisher {
     return this.subscribers.size;
   }
 
-  /** Starts or renews `from`'s subscription (a new one gets the view and the events kept). */
-  subscribe(from: string, leaseMs: number): void {
+  /**
+   * Starts or renews `from`'s subscription (a new one gets the whole view and the events kept;
+   * `full`: the whole view again, for a subscriber that lost track of the versions).
+   */
+  subscribe(from: string, leaseMs: number, full = false): void {
     const expiresAt = this.now() + Math.min(leaseMs, MAX_SUBSCRIPTION_MS);
     const existing = this.subscribers.get(from);
-    if (existing) existing.expiresAt = expiresAt;
-    else this.subscribers.set(from, { expiresAt, sentUpTo: this.firstSeq() - 1, viewSent: undefined });
+    if (existing) {
+      existing.expiresAt = expiresAt;
+      if (full) existing.has = undefined;
+    } else this.subscribers.set(from, { expiresAt, sentUpTo: this.firstSeq() - 1, has: undefined });
   }
 
   /** A subscriber left the membership (or this node restarted): nothing more goes to it. */
@@ -67,28 +76,36 @@ export class ConsolePublisher {
     const now = this.now();
     for (const [key, s] of this.subscribers) if (s.expiresAt <= now) this.subscribers.delete(key);
     if (this.subscribers.size === 0) return false;
-    const view = this.view();
-    const { at: _at, ...rest } = view;
-    const viewText = JSON.stringify(rest);
+    const { view, version, delta } = this.advance();
     let more = false;
     const from = this.self();
     for (const [key, s] of this.subscribers) {
       const pending = this.pendingFor(s);
-      const needsView = s.viewSent !== viewText;
+      const needsView = s.has !== version;
       if (!needsView && pending.length === 0 && !liveness) continue;
       if (pending.length > 0) {
         s.sentUpTo = pending.at(-1)!.seq;
         if (s.sentUpTo < this.seq) more = true;
       }
-      if (needsView) s.viewSent = viewText;
-      this.send(key, {
-        type: 'console.update',
-        from,
-        ...(needsView ? { view } : {}),
-        events: pending.map((e) => e.event),
-      });
+      const change = !needsView ? {} : delta && s.has === delta.base ? { delta } : { view, version };
+      s.has = version;
+      this.send(key, { type: 'console.update', from, ...change, events: pending.map((e) => e.event) });
     }
     return more;
+  }
+
+  /** Builds the view; a new version when anything but its time changed. */
+  private advance(): { view: WireView; version: number; delta: ViewDelta | undefined } {
+    const view = this.view();
+    const last = this.last;
+    if (!last) {
+      this.last = { view, version: 1, delta: undefined };
+      return this.last;
+    }
+    const delta = diffView(last.view, view, last.version);
+    if (!delta) return last;
+    this.last = { view, version: delta.version, delta };
+    return this.last;
   }
 
   private firstSeq(): number {

@@ -24,8 +24,8 @@ export interface ConsoleOptions extends ConsoleViewerLimits {
   readonly staleAfterMs?: number;
   /** How often members are told to keep sending (default 5000 ms; the lease is three times it). */
   readonly renewMs?: number;
-  /** Least time between two updates a member sends (default 50 ms). */
-  readonly coalesceMs?: number;
+  /** Least time between two updates a member sends (default 50 ms; `coalesceMs` is the stream's own). */
+  readonly publishEveryMs?: number;
 }
 
 /** The node as the console reads it (its system and cluster change when it restarts). */
@@ -35,6 +35,8 @@ export interface ConsoleHost extends ConsoleNode {
 }
 
 const TICK_MS = 1000;
+/** Least time between two requests for one member's whole view. */
+const ASK_WHOLE_EVERY_MS = 500;
 
 /**
  * The cluster console on one node, both sides of it:
@@ -61,6 +63,8 @@ export class ConsoleService {
   private gatherUntil = 0;
   private lastRenewal = 0;
   private refusalLog: { system: ActorSystem; log: RateLimitedLog } | undefined;
+  /** When each member was last asked for its whole view. */
+  private readonly askedWhole = new Map<string, number>();
   private closed = false;
   private readonly historyMs: number;
   private readonly renewMs: number;
@@ -73,7 +77,7 @@ export class ConsoleService {
   ) {
     this.historyMs = options.historyMs ?? DEFAULT_HISTORY_MS;
     this.renewMs = options.renewMs ?? 5000;
-    this.coalesceMs = options.coalesceMs ?? 50;
+    this.coalesceMs = options.publishEveryMs ?? 50;
     this.gatherer = new ConsoleGatherer({
       historyMs: this.historyMs,
       historyBytes: options.historyBytes ?? DEFAULT_HISTORY_BYTES,
@@ -178,7 +182,7 @@ export class ConsoleService {
     if (this.closed) return;
     if (message.type === 'console.subscribe') {
       if (!this.isMember(message.from)) return;
-      this.publisher.subscribe(message.from, message.leaseMs);
+      this.publisher.subscribe(message.from, message.leaseMs, message.full === true);
       this.attach().tracker.setActive(true);
       this.poke();
     } else if (message.type === 'console.update') {
@@ -192,6 +196,26 @@ export class ConsoleService {
       ? this.gatherer.receive(from, update, this.isMember)
       : 'not-gathering';
     if (refusal) this.refuse(refusal, from);
+    if (refusal === 'resync') this.askWhole(from);
+  }
+
+  /** A member's change came from a version this node lacks: ask it for its whole view (once per renewal period at most). */
+  private askWhole(key: string): void {
+    const now = Date.now();
+    if ((this.askedWhole.get(key) ?? 0) > now - ASK_WHOLE_EVERY_MS) return;
+    this.askedWhole.set(key, now);
+    if (this.askedWhole.size > 4 * 1024) this.askedWhole.clear();
+    const leaseMs = this.renewMs * 3;
+    if (key === this.selfKey) {
+      this.publisher.subscribe(key, leaseMs, true);
+      this.poke();
+      return;
+    }
+    const member = this.node.cluster.state().membership?.members.find((x) => memberKey(x) === key);
+    if (!member) return;
+    this.node.system
+      .remoteRef(nodeOf(member), CONSOLE_PATH)
+      .send({ type: 'console.subscribe', from: this.selfKey, leaseMs, full: true } as unknown as Message);
   }
 
   private refuse(reason: UpdateRefusal, from: string): void {
@@ -199,7 +223,8 @@ export class ConsoleService {
     system.metrics.inc('doyen_console_updates_refused_total', 'Console updates from members dropped', {
       reason,
     });
-    if (reason === 'not-gathering') return; // updates still in flight after a lapse: expected
+    // updates still in flight after a lapse, a change after a lost one: expected
+    if (reason === 'not-gathering' || reason === 'resync') return;
     if (this.refusalLog?.system !== system)
       this.refusalLog = { system, log: new RateLimitedLog(system.logger, Date.now) };
     this.refusalLog.log.warn(

@@ -84,6 +84,8 @@ export interface NodeView {
   readonly at: number;
   /** Set by the serving node: nothing heard from this node lately. */
   readonly stale: boolean;
+  /** Set by the serving node: the view's revision there (the stream's deltas go from one to the next). */
+  readonly rev?: number;
   readonly membershipVersion: number;
   readonly members: readonly ConsoleMemberRow[];
   readonly coordinator?: string;
