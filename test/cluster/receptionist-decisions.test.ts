@@ -15,6 +15,7 @@ import {
   decide,
   initialReceptionistContext,
   listingOf,
+  MAX_LISTING_SENDS,
   type ReceptionistContext,
   type ReceptionistEffect,
   type ReceptionistEvent,
@@ -75,9 +76,9 @@ describe('receptionist decisions', () => {
     const a = refOf(1, '/user/a');
     const { context, effects } = run([membership(grown(3)), register('inbox', a)]);
     expect(ids(listingOf(context, 'inbox'))).toEqual(['/user/a']);
-    // first seen up, both younger than us: nothing to tell, so they ask us themselves (the ask
-    // for theirs is deferred); then the registration goes to both
-    expect(kinds(effects)).toEqual(['ask-later', 'watch', 'listing-changed', 'send-listing']);
+    // first seen up with nothing to tell: nothing sent (a member with registrations tells us);
+    // then the registration goes to both
+    expect(kinds(effects)).toEqual(['watch', 'listing-changed', 'send-listing']);
     expect(sends(effects)).toEqual([{ to: [key(2), key(3)], version: 1, reply: false }]);
     // the same registration again changes nothing
     expect(decide(policy, context, register('inbox', a)).effects).toEqual([]);
@@ -99,37 +100,41 @@ describe('receptionist decisions', () => {
     expect(sends(run([membership(joining)], policy, start).effects)).toEqual([]);
   });
 
-  it('a node without registrations asks older members at once, younger ones only if their listing does not come', () => {
-    // member 3 sees 1 and 2 (older) up: it asks them now, with its empty listing
+  it('a node without registrations sends nothing when members come up; one with registrations sends until answered', () => {
+    // member 3 sees 1 and 2 (older) up, member 1 sees 4 (younger) come up: with nothing
+    // registered, neither sends anything nor schedules an ask (an empty listing is no listing)
     const p3: ReceptionistPolicy = { ...policy, selfKey: key(3) };
-    expect(sends(run([membership(grown(3))], p3).effects)).toEqual([
-      { to: [key(1), key(2)], version: 0, reply: true },
-    ]);
-    // member 1 sees 4 (younger) come up: deferred, and one ask-due scheduled
+    expect(run([membership(grown(3))], p3).effects).toEqual([]);
     const joining = addJoiner(grown(3), node(4)).membership;
     const joined = setStatus(joining, [key(4)], 'up');
-    const start = run([membership(grown(3)), { type: 'receptionist.ask-due' }]).context;
-    const seen = run([membership(joining), membership(joined)], policy, start);
-    expect(kinds(seen.effects)).toEqual(['ask-later']);
-    // its listing came (it asked us): the ask-due asks nobody, and nothing is answered (we have nothing)
-    const told = run([listing(4, 0, [], true), { type: 'receptionist.ask-due' }], policy, seen.context);
-    expect(sends(told.effects)).toEqual([]);
-    expect(run([membership(joined)], policy, told.context).effects).toEqual([]);
-    // a registration still reaches it (and everyone)
-    const later = run([register('inbox', refOf(1, '/user/a'))], policy, told.context);
-    expect(sends(later.effects)).toEqual([{ to: [key(2), key(3), key(4)], version: 1, reply: false }]);
-    // positive control: its listing did not come (refused while it was unknown here, or lost): asked at the ask-due
-    expect(sends(run([{ type: 'receptionist.ask-due' }], policy, seen.context).effects)).toEqual([
-      { to: [key(4)], version: 0, reply: true },
+    const start = run([membership(grown(3))]).context;
+    expect(run([membership(joining), membership(joined)], policy, start).effects).toEqual([]);
+    // asked by a member with registrations, it answers all the same (its empty listing): the
+    // answer is what stops the asker's repeats
+    expect(sends(run([membership(joined), listing(4, 1, [], true)], policy, start).effects)).toEqual([
+      { to: [key(4)], version: 0, reply: false },
     ]);
-    // gone by then: not asked
+    // positive control: with a registration of our own we tell it at once, asking for its listing
+    const registered = run([register('inbox', refOf(1, '/user/a'))], policy, start);
+    const seen = run([membership(joining), membership(joined)], policy, registered.context);
+    expect(sends(seen.effects)).toEqual([{ to: [key(4)], version: 1, reply: true }]);
+    expect(kinds(seen.effects)).toContain('ask-later');
+    // no answer (refused while we were not in its view, or lost): sent again at each ask-due, up
+    // to MAX_LISTING_SENDS in all
+    let ctx = seen.context;
+    const repeats: number[] = [];
+    for (let i = 0; i < MAX_LISTING_SENDS + 2; i++) {
+      const due = run([{ type: 'receptionist.ask-due' }], policy, ctx);
+      repeats.push(sends(due.effects).length);
+      ctx = due.context;
+    }
+    expect(repeats).toEqual([...Array(MAX_LISTING_SENDS - 1).fill(1), 0, 0, 0]);
+    // its answer came, even an empty one: the ask-due sends nothing and schedules nothing more
+    const told = run([listing(4, 0, []), { type: 'receptionist.ask-due' }], policy, seen.context);
+    expect(told.effects.filter((e) => e.kind === 'send-listing' || e.kind === 'ask-later')).toEqual([]);
+    // gone by then: not sent
     const gone = run([membership(grown(3)), { type: 'receptionist.ask-due' }], policy, seen.context);
     expect(sends(gone.effects)).toEqual([]);
-    // with registrations of our own we tell it at once, as before
-    const registered = run([register('inbox', refOf(1, '/user/a'))], policy, start);
-    expect(sends(run([membership(joined)], policy, registered.context).effects)).toEqual([
-      { to: [key(4)], version: 1, reply: true },
-    ]);
   });
 
   it("a member's listing is kept per member key; older versions and non-members are ignored", () => {

@@ -21,9 +21,9 @@ export interface ReceptionistListing {
   readonly version: number;
   readonly entries: readonly ListingEntry[];
   /**
-   * Sent to a member first seen up: answer with your listing. Whichever of two new members sees
-   * the other last asks, and by then both know each other (a listing from a node not yet in the
-   * receiver's view is refused at the wire).
+   * Sent by a node with registrations to a member first seen up: answer with your listing, even
+   * an empty one. Until the answer comes the sender sends again (a listing from a node not yet in
+   * the receiver's view is refused at the wire), a bounded number of times.
    */
   readonly reply: boolean;
 }

@@ -5,7 +5,8 @@ import type { ReceptionistListing } from './messages.js';
 /**
  * The receptionist's decisions as pure functions of (context, event): each node owns its local
  * registrations and sends them whole (versioned) to every member on a change and to each member
- * that comes up; it keeps the others' sets by member key and drops a set when its member leaves
+ * that comes up (a node that never registered sends nothing); it keeps the others' sets by
+ * member key and drops a set when its member leaves
  * the membership. The machine (receptionist-machine.ts) runs the effects.
  */
 
@@ -24,26 +25,32 @@ export interface ReceptionistContext {
   /** Members that have our current listing (sent on change, or when they came up). */
   readonly announcedTo: ReadonlySet<string>;
   /**
-   * Younger members we have not asked for their listing yet, having nothing to tell them: each
-   * asks us itself; the ones whose listing has not come by the next `receptionist.ask-due` are asked.
+   * Members we sent our listing to when they came up, asking for theirs, whose answer has not
+   * come (it is refused while we are not in their view yet, or lost), with the sends so far:
+   * each `receptionist.ask-due` sends it again, up to MAX_LISTING_SENDS in all.
    */
-  readonly deferred: ReadonlySet<string>;
+  readonly deferred: ReadonlyMap<string, number>;
 }
 
 /**
- * How long a node without registrations waits for a younger member's own listing before asking
- * for it: the younger one sends it (asking for ours) when it first sees us up. Asking only when
- * that did not come (refused while it was unknown here, or lost) spares a connection per pair:
- * every pair of nodes used to talk both ways, a full mesh of handshakes (2,450 at 50 nodes).
+ * How long a node with registrations waits for the answer of a member it sent its listing to
+ * before sending it again. Only nodes with registrations send anything when a member comes up
+ * (every asked member answers, even with nothing, so that an answer that has not come means a
+ * listing that did not arrive): an empty listing is the same as none, so a pair of nodes with nothing registered never
+ * talks. Each such pair used to talk once (the younger asked the older): a connection and a
+ * handshake for each of the n(n-1)/2 pairs (a 40-node rolling start: 1,254 handshakes, now 682).
  */
 export const DEFERRED_ASK_MS = 2_000;
+
+/** Sends of our listing to a member that does not answer (its node runs no receptionist, say). */
+export const MAX_LISTING_SENDS = 5;
 
 export const initialReceptionistContext: ReceptionistContext = {
   membership: undefined,
   local: { version: 0, entries: new Map() },
   remote: new Map(),
   announcedTo: new Set(),
-  deferred: new Set(),
+  deferred: new Map(),
 };
 
 export interface ReceptionistPolicy {
@@ -297,15 +304,15 @@ export function takeMembership(
   const fresh = peersOf(policy, membership).filter((key) => !ctx.announcedTo.has(key));
   const announcedTo = new Set([...ctx.announcedTo].filter((key) => present.has(key)));
   for (const key of fresh) announcedTo.add(key);
-  // Nothing to tell (never registered): ask only the older members now. A younger one asks us
-  // itself when it sees us up; we ask it only if its listing has not come by the ask-due.
-  let asked = fresh;
+  // Nothing to tell (never registered): nothing to send, since a member with registrations sends
+  // us its listing when it sees us up, and again until we answer.
+  const asked = ctx.local.version === 0 ? [] : fresh;
   let deferred = ctx.deferred;
-  if (ctx.local.version === 0) {
-    const younger = fresh.filter((key) => isYounger(membership, key, policy.selfKey));
-    asked = fresh.filter((key) => !younger.includes(key) && !remote.has(key));
-    const waiting = younger.filter((key) => !remote.has(key));
-    if (waiting.length > 0) deferred = new Set([...ctx.deferred, ...waiting]);
+  const waiting = asked.filter((key) => !remote.has(key));
+  if (waiting.length > 0) {
+    const more = new Map(ctx.deferred);
+    for (const key of waiting) more.set(key, 1);
+    deferred = more;
   }
   const next: ReceptionistContext = { ...ctx, membership, remote, announcedTo, deferred };
   const droppedKeys = gone.flatMap((key) => [...ctx.remote.get(key)!.entries.keys()]);
@@ -324,29 +331,22 @@ export function takeMembership(
   return { context: next, effects };
 }
 
-/** Whether member `key` came after `self` (a higher age; an unknown one counts as older). */
-function isYounger(membership: Membership, key: string, self: string): boolean {
-  let age: number | undefined;
-  let selfAge: number | undefined;
-  for (const m of membership.members) {
-    const k = nodeKey(m);
-    if (k === key) age = m.age;
-    else if (k === self) selfAge = m.age;
-  }
-  return age !== undefined && selfAge !== undefined && age > selfAge;
-}
-
-/** The deferred asks are due: the members still present whose listing has not come are asked. */
+/**
+ * The deferred asks are due: the members still present whose answer has not come get our listing
+ * again, and stay deferred until they answer or have had MAX_LISTING_SENDS.
+ */
 function askDeferred(policy: ReceptionistPolicy, ctx: ReceptionistContext): ReceptionistStep {
   if (ctx.deferred.size === 0) return same(ctx);
   const present = new Set(ctx.membership?.members.map(nodeKey) ?? []);
-  const to = [...ctx.deferred].filter((key) => present.has(key) && !ctx.remote.has(key));
-  const next: ReceptionistContext = { ...ctx, deferred: new Set() };
-  return {
-    context: next,
-    effects:
-      to.length > 0 ? [{ kind: 'send-listing', to, listing: listingFor(policy, ctx.local, true) }] : [],
-  };
+  const deferred = new Map<string, number>();
+  for (const [key, sends] of ctx.deferred)
+    if (present.has(key) && !ctx.remote.has(key)) deferred.set(key, sends + 1);
+  const to = [...deferred.keys()];
+  for (const [key, sends] of deferred) if (sends >= MAX_LISTING_SENDS) deferred.delete(key);
+  const effects: ReceptionistEffect[] =
+    to.length > 0 ? [{ kind: 'send-listing', to, listing: listingFor(policy, ctx.local, true) }] : [];
+  if (deferred.size > 0) effects.push({ kind: 'ask-later', afterMs: DEFERRED_ASK_MS });
+  return { context: { ...ctx, deferred }, effects };
 }
 
 /**
@@ -373,10 +373,10 @@ export function takeListing(
         },
       ],
     };
-  const answer: ReceptionistEffect[] =
-    listing.reply && ctx.local.version > 0
-      ? [{ kind: 'send-listing', to: [from], listing: listingFor(policy, ctx.local) }]
-      : [];
+  // answered even when we have nothing: the answer is what stops the sender's repeats
+  const answer: ReceptionistEffect[] = listing.reply
+    ? [{ kind: 'send-listing', to: [from], listing: listingFor(policy, ctx.local) }]
+    : [];
   const held = ctx.remote.get(from);
   if (held && held.version >= listing.version) return { context: ctx, effects: answer };
   const foreign = listing.entries.flatMap((e) => e.refs).find((r) => nodeKey(r.address.node) !== from);
