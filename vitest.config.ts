@@ -1,20 +1,61 @@
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { configDefaults, defineConfig } from 'vitest/config';
+import AloneBesideSequencer from './test/support/alone-beside-sequencer.js';
 
 /**
- * Files that run one at a time, alone, after every other file: each asserts wall-clock bounds on
- * real processes or a real event loop that a second test file on the same 2 cores would eat into.
+ * Files that run one at a time after every `shared` file, with nothing beside them but a niced
+ * `beside` simulation: each asserts wall-clock bounds on real processes or a real event loop that
+ * a second test file at the same priority on the same 2 cores would eat into.
  */
 const ALONE = [
   // ten node processes in network namespaces; SIGSTOP pauses and CPU starvation exactly at the
   // host lease's pause bound, partitions judged against the failure detector's timing
   'test/netns/**/*.test.ts',
   // a minute of churn on five node processes judged on pauses within the bound and no false
-  // downing: it passed alone and missed its targets twice beside CPU-bound simulations
+  // downing: it passed alone and missed its targets twice beside CPU-bound simulations (at the
+  // same priority)
   'test/bench/soak.test.ts',
   // the event loop's longest stall under a flood of 1 MiB frames must stay under 250 ms
   'test/security/flood-fairness.test.ts',
   'test/security/wire-system-flood.test.ts',
 ];
+
+/**
+ * Deterministic simulations (virtual time, no sockets, no processes, no wall-clock bound): CPU
+ * only, about 200 s of it. They run on the second worker while the `alone` files run on the
+ * first, at nice 19, so they use the CPU the `alone` files' processes leave idle (those use about
+ * half a core) instead of lengthening the `shared` group.
+ */
+const BESIDE_FILES = [
+  'test/singleton/failover-faults.test.ts',
+  'test/singleton/host-lease-safety.test.ts',
+  'test/singleton/host-lease-owner-safety.test.ts',
+  'test/singleton/seeded-*.test.ts',
+  'test/election/coordinator-seeded.test.ts',
+  'test/sharding/keeper-safety.test.ts',
+  'test/cluster/sbr-seeded-*.test.ts',
+  'test/cluster/sbr-one-decision.test.ts',
+  'test/cluster/sbr-rolling-join.test.ts',
+  'test/cluster/membership-chaos.test.ts',
+  'test/cluster/scale-simulation.test.ts',
+  'test/cluster/succession-pair.test.ts',
+  'test/election/seeded-replay.test.ts',
+  'test/election/quorum.test.ts',
+  'test/partitions/backups.test.ts',
+  'test/partitions/properties.test.ts',
+  'test/partitions/allocator-simulation.test.ts',
+];
+/** DOYEN_TEST_BESIDE=off puts them back in `shared` (to compare, or if an `alone` bound ever suffers). */
+const BESIDE = process.env.DOYEN_TEST_BESIDE === 'off' ? [] : BESIDE_FILES;
+
+// one lock per vitest run, for alone-lock.ts in every worker (they inherit this environment)
+if (!process.env.DOYEN_ALONE_LOCK) {
+  const lock = join(tmpdir(), `doyen-vitest-alone-${process.pid}.lock`);
+  process.env.DOYEN_ALONE_LOCK = lock;
+  process.once('exit', () => rmSync(lock, { force: true }));
+}
 
 export default defineConfig({
   resolve: { conditions: ['@doyen/source'] },
@@ -23,25 +64,43 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // interleaves the last group's `alone` and `beside` files (see the sequencer)
+    sequence: { sequencer: AloneBesideSequencer },
     projects: [
       {
         extends: true,
         test: {
           name: 'shared',
           include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...ALONE],
+          exclude: [...configDefaults.exclude, ...ALONE, ...BESIDE],
           // one file per core, not vitest's default of cores − 1 (1 on a 2-core runner): most
           // files wait on timers, sockets and child processes, so two share 2 cores well
           maxWorkers: '100%',
         },
       },
+      // the last group: two workers, one `alone` file at a time (alone-lock.ts) and a niced
+      // simulation beside it (beside-nice.ts); same groupOrder and maxWorkers, so one group
       {
         extends: true,
         test: {
           name: 'alone',
           include: ALONE,
-          // vitest runs a project without file parallelism last, one file at a time
-          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+          maxWorkers: 2,
+          setupFiles: ['test/support/alone-lock.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'beside',
+          include: BESIDE,
+          sequence: { groupOrder: 1 },
+          maxWorkers: 2,
+          setupFiles: ['test/support/beside-nice.ts'],
+          // a simulation's bounds are on simulated time; niced beside a busy `alone` file it can
+          // take several times its usual wall time (a guard against hangs, not a bound)
+          testTimeout: 120_000,
         },
       },
     ],
