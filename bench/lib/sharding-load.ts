@@ -37,6 +37,8 @@ export class LoadGenerator {
   /** The steady load's samples: send time and latency (ms; -1 when the ask failed). */
   private readonly t: number[] = [];
   private readonly ms: number[] = [];
+  /** Per sample: the entity index asked (which partition a slow ask waited on). */
+  private readonly e: number[] = [];
   private readonly errors = new Map<string, number>();
   private steady: Steady | undefined;
   private pending = 0;
@@ -91,6 +93,7 @@ export class LoadGenerator {
         const sentAt = now();
         const slot = this.t.push(sentAt) - 1;
         this.ms.push(Number.NaN);
+        this.e.push(i);
         void this.add(i, timeoutMs).then((ms) => {
           this.ms[slot] = ms < 0 ? -1 : Math.round(ms * 100) / 100;
         });
@@ -112,11 +115,18 @@ export class LoadGenerator {
     return { pending: this.pending };
   }
 
-  samples(from: number): { next: number; t: number[]; ms: number[]; errors: Record<string, number> } {
+  samples(from: number): {
+    next: number;
+    t: number[];
+    ms: number[];
+    e: number[];
+    errors: Record<string, number>;
+  } {
     const to = this.t.length;
     return {
       next: to,
       t: this.t.slice(from, to),
+      e: this.e.slice(from, to),
       // not settled yet: NaN, which JSON writes as null
       ms: this.ms.slice(from, to),
       errors: Object.fromEntries(this.errors),

@@ -123,7 +123,35 @@ interface Samples {
   next: number;
   t: number[];
   ms: (number | null)[];
+  /** The entity index of each sample (steady load only). */
+  e?: number[];
   errors: Record<string, number>;
+}
+
+/**
+ * The `count` slowest asks sent in the window: entity, its partition, send and answer time (wall
+ * clock ms, the nodes' log clock), to align with the keepers' hand-offs and activations.
+ */
+function slowestAsks(
+  s: Samples,
+  window: { from: number; to: number },
+  count: number,
+): { entity: number; partition: number; sentAt: number; answeredAt: number | null; ms: number }[] {
+  const rows: { entity: number; partition: number; sentAt: number; answeredAt: number | null; ms: number }[] =
+    [];
+  s.t.forEach((t, k) => {
+    const ms = s.ms[k];
+    const entity = s.e?.[k];
+    if (ms === null || ms === undefined || entity === undefined || t < window.from || t >= window.to) return;
+    rows.push({
+      entity,
+      partition: partitionOf(entityId(entity), PARTITIONS),
+      sentAt: Math.round(t),
+      answeredAt: ms < 0 ? null : Math.round(t + ms),
+      ms: ms < 0 ? Number.POSITIVE_INFINITY : ms,
+    });
+  });
+  return rows.sort((a, b) => b.ms - a.ms).slice(0, count);
 }
 
 /** Added latency of the samples sent in [from, to): each latency minus the baseline's median. */
@@ -362,6 +390,17 @@ async function rollingRestart(
   const samples = await procs.control<Samples>(`/samples?from=${from}`);
   const latency = addedLatency(samples, baseline, window, timeoutMs);
   for (const [error, n] of Object.entries(samples.errors)) log(`  ask failed ×${n}: ${error}`);
+  // what the slowest asks waited on: their partitions, to find in the nodes' logs (SHARDING_BENCH_LOG_DIR)
+  const slow = slowestAsks(samples, window, 8);
+  if (slow.length > 0)
+    log(
+      `  slowest asks (partition p, sent → answered, wall-clock ms): ${slow
+        .map(
+          (r) =>
+            `p${r.partition} ${r.sentAt} → ${r.answeredAt ?? 'failed'} (${Number.isFinite(r.ms) ? r.ms.toFixed(0) : '—'} ms)`,
+        )
+        .join('; ')}`,
+    );
   const verdict = await procs.control<{
     checked: number;
     lost: number;

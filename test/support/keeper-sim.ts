@@ -89,6 +89,12 @@ export interface KeeperSimOptions {
   readonly maxConcurrentHandOffs?: number;
   /** Longest delay of one message on a link (ms). */
   readonly maxDelayMs?: number;
+  /**
+   * When a node says `sharding.farewell` to every member: `left` (default: a leaver, once gone,
+   * as the region does once closed: behind everything it sent), `never`, or `lying` (a positive
+   * control: every node soon after it starts, and it goes on sending).
+   */
+  readonly farewell?: 'left' | 'never' | 'lying';
 }
 
 export interface KeeperSimResult {
@@ -353,6 +359,7 @@ class KeeperSim {
     if (member) this.members.push(i);
     this.scheduleSends(n);
     this.at(this.now, () => this.updateViews());
+    if (this.options.farewell === 'lying') this.at(this.now + 20, () => this.sayFarewell(n));
     return n;
   }
 
@@ -393,11 +400,18 @@ class KeeperSim {
       return;
     }
     this.plan.push(`${this.now}: left ${i}`);
+    if ((this.options.farewell ?? 'left') === 'left') this.sayFarewell(n);
     n.alive = false;
     this.members = this.members.filter((k) => k !== i);
     this.leaving.delete(i);
     this.gone.add(i);
     this.updateViews();
+  }
+
+  /** `sharding.farewell` to every member, on the channel its entity messages and markers take. */
+  private sayFarewell(n: SimNode): void {
+    for (const i of this.members)
+      if (i !== n.i) this.sendKeeper(n, this.nodes[i]!.key, { type: 'sharding.farewell', from: n.key });
   }
 
   private rebalance(): void {
@@ -738,6 +752,8 @@ class KeeperSim {
       }
       case 'want-own-lease':
         n.wantsLease = e.active;
+        return;
+      case 'tokens-held':
         return;
     }
   }

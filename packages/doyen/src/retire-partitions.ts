@@ -63,7 +63,9 @@ export async function retirePartitions(
     (region.activePartitions().length === 0 &&
       region.drainingPartitions().length === 0 &&
       region.bufferedCount() === 0 &&
-      (sharding?.unconfirmedHandOffs() ?? 0) === 0);
+      (sharding?.unconfirmedHandOffs() ?? 0) === 0 &&
+      // a token handed here as the owner lease lapsed is held, not active: it must go on too
+      (sharding?.tokensHeld() ?? 0) === 0);
   const retirement = new Retirement(system, cluster, partitions);
   const deadline = started + options.timeoutMs;
   const pollMs = options.pollMs ?? 10;
@@ -94,6 +96,7 @@ export async function retirePartitions(
     draining: region?.drainingPartitions().length ?? 0,
     buffered: region?.bufferedCount() ?? 0,
     unconfirmed: sharding?.unconfirmedHandOffs() ?? 0,
+    tokensHeld: sharding?.tokensHeld() ?? 0,
   };
   // what is still held says which hand-off or activation it waits for
   const bufferedIn = region?.bufferedPartitions().slice(0, 20) ?? [];

@@ -1,4 +1,4 @@
-import type { Cluster } from '@doyen/cluster';
+import { type Cluster, memberKey } from '@doyen/cluster';
 import { type ActorRef, type ActorSystem, InvalidConfigError, type Message } from '@doyen/core';
 import type { PartitionService, PartitionTable } from '@doyen/partitions';
 import type { AnyActorLogic, EventFromLogic } from 'xstate';
@@ -142,13 +142,23 @@ export class Sharding {
     return this.keeper.unconfirmedHandOffs?.() ?? 0;
   }
 
-  /** Stops the keeper and every entity (the incarnation ends). */
+  /** Partitions whose token this node's keeper holds, active or not (the retire step waits for 0). */
+  tokensHeld(): number {
+    return this.keeper.tokensHeld?.() ?? 0;
+  }
+
+  /**
+   * Stops the keeper and every entity (the incarnation ends). Every member in our view is told
+   * `sharding.farewell` behind what we sent it: their drains need not wait for our fence.
+   */
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
     this.unsubscribe();
     this.keeper.stop();
-    this.region.close();
+    const self = this.cluster.self.key;
+    const members = this.cluster.state().membership?.members ?? [];
+    this.region.close(members.map(memberKey).filter((k) => k !== self));
     this.options.onStop?.();
   }
 }

@@ -4,6 +4,7 @@ import type { HandOffCargo } from './keeper-host.js';
 import {
   type ActiveNotice,
   type DrainMarker,
+  type Farewell,
   type HandOff,
   type HandOffPart,
   type HandOffProbe,
@@ -72,6 +73,11 @@ import {
  *   at the drain's version or newer (or is fenced). B activates: restores snapshots, delivers the
  *   forwarded messages, then announces `active`; the senders flush their buffers to B in order.
  *   At most `maxConcurrentHandOffs` drains run at once; the rest queue, all in one round.
+ * - FAREWELL: a node that stops closes its region (it routes nothing more) and then sends every
+ *   member `farewell` on the same path as its markers, so behind all it sent them: it counts as
+ *   marked at every version. Without it a drain waits for a departed incarnation's FENCE (its
+ *   lease and the pause bound), which in a rolling restart came ~650 ms after the table that
+ *   brought its next incarnation back (issue 29). A lost farewell leaves the fence, as before.
  * - A former owner that never got the token back reroutes the messages it held for p only once
  *   every member marked its new table (a token handed to it under an older table, whose cargo
  *   they belong in ahead of later ones, has arrived by then).
@@ -284,6 +290,8 @@ export type KeeperEffect =
   | { readonly kind: 'send'; readonly to: string; readonly message: KeeperMessage }
   | { readonly kind: 'fence'; readonly key: string }
   | { readonly kind: 'want-own-lease'; readonly active: boolean }
+  /** How many partitions' tokens this node holds now, in any phase (after a step that changed it). */
+  | { readonly kind: 'tokens-held'; readonly count: number }
   /** Counted in `doyen_sharding_keeper_events_total{event}`. */
   | { readonly kind: 'count'; readonly event: KeeperCounted };
 
@@ -362,6 +370,8 @@ class Step {
   ctx: KeeperContext;
   readonly effects: KeeperEffect[] = [];
   private readonly parts: Record<number, PartitionState>;
+  /** A token came or went in this step: the count is reported (a retiring node waits for 0). */
+  private tokensChanged = false;
 
   constructor(
     readonly policy: KeeperPolicy,
@@ -377,6 +387,8 @@ class Step {
   }
 
   setPart(p: number, patch: Partial<PartitionState>): void {
+    if (patch.token !== undefined && (patch.token === null) !== (this.part(p).token === null))
+      this.tokensChanged = true;
     this.parts[p] = { ...this.part(p), ...patch };
   }
 
@@ -406,7 +418,13 @@ class Step {
 
   result(): KeeperStep {
     const parts: Record<number, PartitionState> = {};
-    for (const [k, v] of Object.entries(this.parts)) if (!isEmptyPart(v)) parts[Number(k)] = v;
+    let tokens = 0;
+    for (const [k, v] of Object.entries(this.parts)) {
+      if (isEmptyPart(v)) continue;
+      parts[Number(k)] = v;
+      if (v.token !== null) tokens++;
+    }
+    if (this.tokensChanged) this.effects.push({ kind: 'tokens-held', count: tokens });
     const context = { ...this.ctx, parts };
     const open =
       Object.values(parts).some((s) => (s.query !== null && !s.query.blocked) || s.awaiting !== null) ||
@@ -470,6 +488,9 @@ export function decide(
       break;
     case 'sharding.drain-marker':
       markerReceived(s, event);
+      break;
+    case 'sharding.farewell':
+      farewellReceived(s, event);
       break;
     case 'sharding.token-query':
       queryReceived(s, event);
@@ -630,6 +651,21 @@ function markerReceived(s: Step, m: DrainMarker): void {
   // the marker also says what is active at its sender under this table
   if (m.active.length > 0)
     activeReceived(s, { type: 'sharding.active', from: m.from, version: m.version, partitions: m.active });
+}
+
+/** The marker a farewell stands for: at every version a drain or a reroute can wait for. */
+const FAREWELL_MARKER = Number.MAX_SAFE_INTEGER;
+
+/**
+ * A member of our view stopped and sends no entity message any more, and everything it sent came
+ * before this on the same path: it counts as marked at every version, so our drains stop waiting
+ * for it (they used to wait for its fence: lease plus pause bound, ~650 ms after the table that
+ * brought its next incarnation back). A farewell from a key outside our view changes nothing.
+ */
+function farewellReceived(s: Step, m: Farewell): void {
+  if (!s.ctx.reachable.includes(m.from) && !s.ctx.absent.includes(m.from)) return;
+  s.set({ markers: { ...s.ctx.markers, [m.from]: FAREWELL_MARKER } });
+  s.log('debug', 'sharding.farewell-received', { from: m.from }, 'a stopped member sends no more: marked');
 }
 
 /** Partitions active here that our newest table leaves with us (announced in our markers). */

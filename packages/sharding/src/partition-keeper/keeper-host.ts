@@ -161,5 +161,10 @@ export interface KeeperInbox {
    * taken back): a leaving node waits for none before it leaves (absent: none tracked).
    */
   unconfirmedHandOffs?(): number;
+  /**
+   * Partitions whose token this node holds, in any phase: one handed to a retiring node as it
+   * lost its owner lease is held without being active, and must still be handed on (absent: none).
+   */
+  tokensHeld?(): number;
   stop(): void;
 }

@@ -49,6 +49,8 @@ export interface KeeperDeps {
   readonly onActive?: (partition: number, active: boolean) => void;
   /** Told how many hand-offs from here await their receiver's receipt, whenever that changes. */
   readonly onUnconfirmed?: (count: number) => void;
+  /** Told how many partitions' tokens this node holds (any phase), whenever that changes. */
+  readonly onTokensHeld?: (count: number) => void;
   /** Encoded bytes per hand-off part (default HAND_OFF_PART_BYTES; Infinity: never chunk, tests' positive control). */
   readonly handOffPartBytes?: number;
 }
@@ -212,6 +214,9 @@ export function createKeeperMachine(deps: KeeperDeps) {
       case 'want-own-lease':
         leases.want(effect.active);
         return;
+      case 'tokens-held':
+        deps.onTokensHeld?.(effect.count);
+        return;
     }
   };
 
@@ -271,6 +276,7 @@ export function createKeeperMachine(deps: KeeperDeps) {
           'sharding.token-answer': { actions: step },
           'sharding.hand-off': { actions: step },
           'sharding.drain-marker': { actions: step },
+          'sharding.farewell': { actions: step },
           'sharding.active': { actions: step },
           'sharding.hand-off-part': { actions: step },
           'sharding.hand-off-probe': { actions: step },
@@ -314,6 +320,7 @@ export function startPartitionKeeper(options: PartitionKeeperOptions): KeeperInb
   const selfKey = nodeKey(system.node);
   const activeHere = new Set<number>();
   let unconfirmedHandOffs = 0;
+  let tokensHeld = 0;
   // every key the keeper asked to fence: one it never saw as a member (a token handed to an
   // incarnation that was downed and restarted before this one joined) must hear its fence too,
   // or the partitions handed to it are never recreated (found by the chaos runner, seeds 2, 29)
@@ -343,6 +350,9 @@ export function startPartitionKeeper(options: PartitionKeeperOptions): KeeperInb
       onActive: (p, on) => (on ? activeHere.add(p) : activeHere.delete(p)),
       onUnconfirmed: (count) => {
         unconfirmedHandOffs = count;
+      },
+      onTokensHeld: (count) => {
+        tokensHeld = count;
       },
       ...(options.handOffPartBytes !== undefined ? { handOffPartBytes: options.handOffPartBytes } : {}),
     }),
@@ -409,6 +419,7 @@ export function startPartitionKeeper(options: PartitionKeeperOptions): KeeperInb
     isActive: (partition) => activeHere.has(partition),
     activePartitions: () => [...activeHere].sort((a, b) => a - b),
     unconfirmedHandOffs: () => unconfirmedHandOffs,
+    tokensHeld: () => tokensHeld,
     stop() {
       for (const u of unsubscribers) u();
       system.stop(ref);

@@ -15,6 +15,7 @@ import type {
   HandOffCargo,
   KeeperHost,
 } from '../partition-keeper/keeper-host.js';
+import type { Farewell } from '../partition-keeper/keeper-messages.js';
 import type { RememberChange } from '../remember/remember-store.js';
 import { RememberedEntities, type RememberOptions } from '../remember/remembered-entities.js';
 import { EntityBatches } from './entity-batches.js';
@@ -239,6 +240,15 @@ export class Region implements KeeperHost {
   ): RefusalReason | undefined {
     const refusal = this.refusalOf(entityType, entityId, payload);
     if (refusal) return refusal;
+    if (this.closed) {
+      // after our farewell nothing may follow it: a stopped node's sends are counted dead letters
+      this.dropped(
+        { entityType, entityId, partition: -1, payload, sender, hops: 0 },
+        'actor-stopped',
+        'stopped',
+      );
+      return undefined;
+    }
     let partition = memo?.partition;
     if (partition === undefined) {
       partition = partitionOf(entityId, this.options.partitionCount);
@@ -281,6 +291,10 @@ export class Region implements KeeperHost {
 
   /** Local delivery, holding, or an envelope to the owner: decided per message from local state only. */
   private route(m: RoutedMessage): void {
+    if (this.closed) {
+      this.dropped(m, 'actor-stopped', 'stopped');
+      return;
+    }
     const p = m.partition;
     if (this.active.has(p)) {
       this.deliver(m);
@@ -713,10 +727,17 @@ export class Region implements KeeperHost {
     return [...this.types.values()].flatMap((t) => (t.hosting ? [t.hosting] : []));
   }
 
-  close(): void {
+  /**
+   * Stops routing and hosting. `farewellTo`: the members told `sharding.farewell` behind what we
+   * sent them (this incarnation ends: its node stops or restarts as a new one): nothing follows it.
+   */
+  close(farewellTo: readonly string[] = []): void {
     // accepted before the close: on their way, as an envelope sent at once would be
     this.batches.flushAll();
     this.closed = true;
+    const farewell: Farewell = { type: 'sharding.farewell', from: this.options.selfKey };
+    for (const to of farewellTo)
+      if (to !== this.options.selfKey) this.regionOf(to).send(farewell, this.inbox);
     this.remembered?.close();
     for (const [, d] of this.draining) if (d.timer !== undefined) this.system.clock.clearTimeout(d.timer);
     this.draining.clear();
