@@ -30,7 +30,14 @@ import {
   TooManyPendingAsksError,
 } from './errors.js';
 import { RateLimitedLog, silentLogger } from './logger.js';
-import { type Delivery, defaultMailboxConfig, type MailboxConfig, type OverflowPolicy } from './mailbox.js';
+import {
+  ACCEPTED,
+  type Delivery,
+  defaultMailboxConfig,
+  type MailboxConfig,
+  type OfferResult,
+  type OverflowPolicy,
+} from './mailbox.js';
 import { MAILBOX_DEPTH_MAX_SERIES, mailboxDepthSeries } from './mailbox-depth-series.js';
 import type { Message } from './message.js';
 import { MessageTypes } from './message-types.js';
@@ -107,9 +114,16 @@ interface FunctionTarget {
 
 const noInput = (): undefined => undefined;
 
+/**
+ * Where a CellRef keeps its cell: a symbol only this module holds, so no other ref can claim one. `deliver`
+ * reads it from any ref (absent: undefined) instead of asking `instanceof CellRef`, which V8 ran as a generic
+ * check on every tell: CPU per fromTransition tell went from ~36 to ~19 ns without it (issue 31).
+ */
+const CELL: unique symbol = Symbol('doyen.cell');
+
 /** A local ref that may point straight at its cell, skipping a map lookup on every send. */
 class CellRef extends LocalActorRef {
-  cell: ActorCell | undefined;
+  [CELL]: ActorCell | undefined;
 }
 
 /**
@@ -281,7 +295,7 @@ export class ActorSystem implements RefHost, CellHost {
       parentCell,
       options.snapshot,
     );
-    ref.cell = cell;
+    ref[CELL] = cell;
     this.cells.set(path, cell);
     parentCell?.addChild(cell);
     cell.start();
@@ -392,10 +406,17 @@ export class ActorSystem implements RefHost, CellHost {
   // ---- delivery -------------------------------------------------------------------------------
 
   deliver(ref: ActorRef, message: Message, sender: ActorRef | undefined): void {
-    if (ref instanceof CellRef && ref.cell && !ref.cell.isStopped) {
-      this.enqueue(ref.cell, message, sender?.id);
+    // the local tell alone here, the rest in `deliverElsewhere`: small enough for V8 to inline into `send`
+    const cell = (ref as CellRef)[CELL];
+    if (cell !== undefined && !cell.isStopped) {
+      this.enqueue(cell, message, sender?.id);
       return;
     }
+    this.deliverElsewhere(ref, message, sender);
+  }
+
+  /** A tell that is not to a live local cell this ref holds: by path, to another node, or a dead letter. */
+  private deliverElsewhere(ref: ActorRef, message: Message, sender: ActorRef | undefined): void {
     if (this.terminated) {
       this.deadLetter(ref.id, message, sender?.id, 'system-terminated');
       return;
@@ -506,21 +527,44 @@ export class ActorSystem implements RefHost, CellHost {
 
   private enqueue(cell: ActorCell, message: Message, sender: string | undefined): void {
     const result = cell.enqueue(message, sender);
-    if (result.accepted) {
-      if (result.evicted) {
-        const e = result.evicted;
-        this.mailboxDropped(cell, e.message, 'drop-oldest');
-        this.deadLetter(cell.ref.id, e.message, e.sender, 'mailbox-overflow-dropped-oldest');
-      } else if (result.highWater) this.mailboxHighWater(cell);
-      // one enqueue in 64 samples the depth it found: the distribution without a cost per message
-      if ((++this.enqueues & 63) === 0) this.mailboxDepthSampled.observe(cell.mailbox.size);
-      // only a cell waiting for its turn: one backing off after a failure gains nothing from turns
-      if (cell.mailbox.size >= this.drainBacklogAt && cell.scheduled) this.dispatcher.drainNow();
-      return;
+    // nearly every offer returns the shared ACCEPTED: one comparison, and the rare outcomes out of line,
+    // which keeps this small enough for V8 to inline into every sender's `send`
+    if (result !== ACCEPTED && !this.offerOutcome(cell, message, sender, result)) return;
+    // one enqueue in 64 samples the depth it found: the distribution without a cost per message
+    if ((++this.enqueues & 63) === 0) this.mailboxDepthSampled.observe(cell.mailbox.size);
+    // only a cell waiting for its turn: one backing off after a failure gains nothing from turns
+    if (cell.mailbox.size >= this.drainBacklogAt && cell.scheduled) this.dispatcher.drainNow();
+  }
+
+  /** Acts on an offer that was not a plain ACCEPTED; returns whether the message was queued. */
+  private offerOutcome(
+    cell: ActorCell,
+    message: Message,
+    sender: string | undefined,
+    result: OfferResult,
+  ): boolean {
+    if (!result.accepted) {
+      this.refused(cell, message, sender, result.policy);
+      return false;
     }
-    this.mailboxDropped(cell, message, result.policy);
+    if (result.evicted) {
+      const e = result.evicted;
+      this.mailboxDropped(cell, e.message, 'drop-oldest');
+      this.deadLetter(cell.ref.id, e.message, e.sender, 'mailbox-overflow-dropped-oldest');
+    } else if (result.highWater) this.mailboxHighWater(cell);
+    return true;
+  }
+
+  /** A full bounded mailbox refused the message: dropped, dead-lettered, and a `reject` tells the sender. */
+  private refused(
+    cell: ActorCell,
+    message: Message,
+    sender: string | undefined,
+    policy: OverflowPolicy,
+  ): void {
+    this.mailboxDropped(cell, message, policy);
     this.deadLetter(cell.ref.id, message, sender, 'mailbox-full');
-    if (result.policy === 'reject' && sender !== undefined && message.type !== 'doyen.rejected') {
+    if (policy === 'reject' && sender !== undefined && message.type !== 'doyen.rejected') {
       const rejected: Rejected = {
         type: 'doyen.rejected',
         target: cell.ref.id,
@@ -813,7 +857,7 @@ export class ActorSystem implements RefHost, CellHost {
   onStopped(cell: ActorCell, reason: TerminationReason, undelivered: Delivery[]): void {
     if (this.cells.get(cell.ref.path) === cell) this.cells.delete(cell.ref.path);
     this.mailboxLog.forget(`mailbox:${cell.ref.path}`);
-    (cell.ref as CellRef).cell = undefined;
+    (cell.ref as CellRef)[CELL] = undefined;
     cell.parent?.removeChild(cell);
     for (const d of undelivered) this.deadLetter(cell.ref.id, d.message, d.sender, 'actor-stopped');
     for (const watcher of cell.watchers.values()) {

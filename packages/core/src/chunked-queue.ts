@@ -30,29 +30,28 @@ export class ChunkedQueue<T> {
   }
 
   push(item: T): void {
-    if (this.tail === NO_CHUNK) {
-      this.head = this.tail = chunk<T>(FIRST_CHUNK);
-    } else if (this.writeAt === this.tail.items.length) {
-      const size = Math.min(this.tail.items.length * 2, MAX_CHUNK);
-      const fresh = this.spare !== undefined && this.spare.items.length >= size ? this.spare : chunk<T>(size);
-      this.spare = undefined;
-      this.tail.next = fresh;
-      this.tail = fresh;
-      this.writeAt = 0;
-    }
+    if (this.writeAt === this.tail.items.length || this.tail === NO_CHUNK) this.addChunk();
     this.tail.items[this.writeAt++] = item;
     this.count++;
   }
 
+  /** A first chunk, or the next one when the tail is full: out of line, so `push` stays small. */
+  private addChunk(): void {
+    if (this.tail === NO_CHUNK) {
+      this.head = this.tail = chunk<T>(FIRST_CHUNK);
+      return;
+    }
+    const size = Math.min(this.tail.items.length * 2, MAX_CHUNK);
+    const fresh = this.spare !== undefined && this.spare.items.length >= size ? this.spare : chunk<T>(size);
+    this.spare = undefined;
+    this.tail.next = fresh;
+    this.tail = fresh;
+    this.writeAt = 0;
+  }
+
   shift(): T | undefined {
     if (this.count === 0) return undefined;
-    if (this.readAt === this.head.items.length) {
-      const done = this.head;
-      this.head = done.next!;
-      done.next = undefined;
-      this.spare = done;
-      this.readAt = 0;
-    }
+    if (this.readAt === this.head.items.length) this.nextChunk();
     const items = this.head.items;
     const item = items[this.readAt];
     items[this.readAt++] = undefined;
@@ -64,6 +63,15 @@ export class ChunkedQueue<T> {
       this.head.next = undefined;
     }
     return item;
+  }
+
+  /** The head chunk is read to its end: move to the next, keeping the done one as the spare. */
+  private nextChunk(): void {
+    const done = this.head;
+    this.head = done.next!;
+    done.next = undefined;
+    this.spare = done;
+    this.readAt = 0;
   }
 
   /** Removes and returns everything, oldest first. */
