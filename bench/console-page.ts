@@ -12,19 +12,21 @@
 // sent whole views (`wholeViews`, as before): an A/B. The serving node's own CPU per incident and
 // the bytes, whole views against deltas, are measured in-process first (`servingSide`).
 // --old=DIR also measures the page files in DIR (e.g. a `git show HEAD:…` copy), fed whole views.
-import { readFileSync } from 'node:fs';
+import { EventEmitter } from 'node:events';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { type CDPSession, chromium } from 'playwright-core';
+import { ConsoleGatherer } from '../packages/doyen/src/console/console-gatherer.js';
 import {
   readViewDelta,
   readWireView,
   type WireView,
 } from '../packages/doyen/src/console/console-messages.js';
-import { streamDelta } from '../packages/doyen/src/console/console-viewers.js';
+import { ConsoleViewers, streamDelta } from '../packages/doyen/src/console/console-viewers.js';
 import type { NodeView } from '../packages/doyen/src/console/node-view.js';
-import { applyDelta, diffView } from '../packages/doyen/src/console/view-delta.js';
+import { applyDelta, diffView, type ViewDelta } from '../packages/doyen/src/console/view-delta.js';
 import { median, printResult } from './lib/stats.js';
 
 const CHROMIUM = process.env.DOYEN_CHROMIUM ?? '/usr/bin/chromium';
@@ -32,8 +34,12 @@ const arg = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`
 const N = Number(arg('nodes') ?? 50);
 const INCIDENTS = Number(arg('incidents') ?? 10);
 const OLD = arg('old');
+/** `--profile=FILE`: the renderer's CPU profile over the incidents of the first round with deltas (Chrome DevTools format). */
+const PROFILE = arg('profile');
 const NEW = fileURLToPath(new URL('../packages/doyen/console/', import.meta.url));
 const HISTORY_FRAMES = 2000;
+/** Events the state holds, as after a 50-node cluster formed (each node logs member.up for each). */
+const STATE_EVENTS = 2500;
 const MACHINES = [
   'membership',
   'failure-detector',
@@ -164,7 +170,12 @@ async function metrics(cdp: CDPSession) {
   return { script: get('ScriptDuration'), style: get('RecalcStyleDuration'), layout: get('LayoutDuration') };
 }
 
-async function measure(browser: Awaited<ReturnType<typeof chromium.launch>>, dir: string, deltas: boolean) {
+async function measure(
+  browser: Awaited<ReturnType<typeof chromium.launch>>,
+  dir: string,
+  deltas: boolean,
+  profile?: string,
+) {
   const at0 = Date.now() - 600_000;
   let now = Date.now();
   // revisions as the serving node's gatherer numbers its views (the stream's deltas go between them)
@@ -183,6 +194,14 @@ async function measure(browser: Awaited<ReturnType<typeof chromium.launch>>, dir
       view: viewOf(f % N, at0 + f * 300),
     })),
   };
+  const formation = Array.from({ length: STATE_EVENTS }, (_, e) => ({
+    seq: e + 1,
+    at: at0 + e * 10,
+    node: keys[e % N],
+    event: 'member.up',
+    msg: `member.up ${keys[Math.floor(e / N) % N]}`,
+    fields: {},
+  }));
   const streams = new Set<ServerResponse>();
   const server = await serve(
     dir,
@@ -190,7 +209,7 @@ async function measure(browser: Awaited<ReturnType<typeof chromium.launch>>, dir
       servedBy: keys[0],
       now: Date.now(),
       nodes: Object.fromEntries(current),
-      events: [],
+      events: formation,
       historyFrom: at0,
     }),
     history,
@@ -209,7 +228,7 @@ async function measure(browser: Awaited<ReturnType<typeof chromium.launch>>, dir
     for (const s of streams) s.write(text);
   };
   // the timeline: every node logs the fact too (as after a kill: member.unreachable on each)
-  let seq = 0;
+  let seq = STATE_EVENTS;
   const logged = (node: string, subject: string) => {
     const e = {
       seq: ++seq,
@@ -230,6 +249,11 @@ async function measure(browser: Awaited<ReturnType<typeof chromium.launch>>, dir
   await page.waitForFunction('window.__ready !== undefined', undefined, { timeout: 30_000 });
   const firstPaintMs = (await page.evaluate('window.__ready')) as number;
   await page.waitForTimeout(1500);
+  if (profile) {
+    await cdp.send('Profiler.enable');
+    await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+    await cdp.send('Profiler.start');
+  }
   const incidents: {
     toPageMs: number;
     pageMs: number;
@@ -280,6 +304,10 @@ async function measure(browser: Awaited<ReturnType<typeof chromium.launch>>, dir
     // back to healthy for the next incident
     for (let i = 0; i < N; i++) send(viewOf(i, Date.now()));
     await page.waitForTimeout(800);
+  }
+  if (profile) {
+    const { profile: taken } = (await cdp.send('Profiler.stop')) as { profile: unknown };
+    writeFileSync(profile, JSON.stringify(taken));
   }
   await context.close();
   server.close();
@@ -346,6 +374,10 @@ function servingSide() {
         }
       }),
     },
+    // the serving node's whole path for the deltas, as it runs it: read at the wire boundary,
+    // gathered (applied, kept in the history, which measures each frame's JSON) and streamed to
+    // one viewer, the incident and the way back alternating
+    gatheredAndStreamedMs: gatheredAndStreamed(before, deltas, wire, cpu),
     memberCpuMsPerView: {
       wholeViewCompare: cpu(reps * 10, () => {
         JSON.stringify(wire(after[1]!)) === JSON.stringify(wire(before[1]!));
@@ -353,6 +385,54 @@ function servingSide() {
       delta: cpu(reps * 10, () => diffView(wire(before[1]!), wire(after[1]!), 1)),
     },
   };
+}
+
+/** CPU per incident of the serving node's gatherer and stream (see servingSide). */
+function gatheredAndStreamed(
+  before: NodeView[],
+  deltas: ViewDelta[],
+  wire: (v: NodeView) => WireView,
+  cpu: (reps: number, f: () => void) => number,
+): number {
+  const gatherer = new ConsoleGatherer({ historyMs: 600_000, historyBytes: 16 * 1024 * 1024 });
+  const viewers = new ConsoleViewers({ coalesceMs: 0, pingMs: 600_000 }, () => {});
+  gatherer.listen(viewers);
+  const sink = Object.assign(new EventEmitter(), {
+    destroyed: false,
+    writableLength: 0,
+    writeHead: () => sink,
+    write: () => true,
+    end: () => {},
+    destroy: () => {},
+  });
+  viewers.add('127.0.0.1', sink as unknown as ServerResponse);
+  const member = () => true;
+  for (let i = 0; i < N; i++)
+    gatherer.receive(keys[i]!, { view: wire(before[i]!), version: 1, events: [] }, member);
+  // the way back from each incident: the delta from `after` to `before`, made once
+  const back = deltas.map((d, i) => {
+    const applied = applyDelta(wire(before[i]!), 1, d);
+    if (!('view' in applied)) throw new Error('delta did not apply');
+    return diffView(applied.view, wire(before[i]!), 2)!;
+  });
+  const texts = [deltas, back].map((list) => list.map((d) => JSON.stringify(d)));
+  let version = 1;
+  let round = 0;
+  const ms = cpu(40, () => {
+    const list = texts[round++ % 2]!;
+    for (let i = 0; i < N; i++) {
+      const d = readViewDelta(JSON.parse(list[i]!), 'delta');
+      gatherer.receive(
+        keys[i]!,
+        { delta: { ...d, base: version, version: version + 1 }, events: [] },
+        member,
+      );
+    }
+    version++;
+    (viewers as unknown as { flush(): void }).flush();
+  });
+  viewers.close();
+  return ms;
 }
 
 const browser = await chromium.launch({
@@ -373,7 +453,7 @@ process.stderr.write(`N=${N} serving side per incident: ${JSON.stringify(serving
 try {
   for (let round = 0; round < 2; round++)
     for (const [name, dir, deltas] of variants) {
-      const r = await measure(browser, dir, deltas);
+      const r = await measure(browser, dir, deltas, round === 0 && deltas ? PROFILE : undefined);
       process.stderr.write(`N=${N} ${name}: ${JSON.stringify(r)}\n`);
       results[name]!.push(r);
     }

@@ -178,6 +178,23 @@ const PAINT_MARKS = `(() => {
       return fn.call(this, m);
     }, ...rest);
   };
+  // when the page had the history (megabytes at 50 nodes: parsed on the main thread after the
+  // first paint), so that the event is timed on a page that is done loading
+  const fetchPage = window.fetch;
+  window.fetch = function (...args) {
+    const answer = fetchPage.apply(this, args);
+    if (String(args[0]).includes('/console/history'))
+      answer.then((r) => {
+        const json = r.json;
+        r.json = function () {
+          return json.call(this).then((v) => {
+            window.__history = performance.now();
+            return v;
+          });
+        };
+      }, () => {});
+    return answer;
+  };
   try {
     new PerformanceObserver((l) => {
       for (const e of l.getEntries()) window.__long.push([Math.round(performance.timeOrigin + e.startTime), Math.round(e.duration)]);
@@ -338,8 +355,13 @@ async function runSize(browser: Browser, n: number) {
     await sleep(1000);
     const gatheringNoViewer = await sample(pid, SAMPLE_MS / 2);
 
-    // event to screen, on a live page
+    // event to screen, on a live page that has its history
     const live = await load(browser, url, n);
+    const historyWait = Date.now();
+    await live.page
+      .waitForFunction('window.__history !== undefined', undefined, { timeout: 30_000 })
+      .catch(() => process.stderr.write(`N=${n}: the page had no history after 30 s\n`));
+    const historyAfterMs = Date.now() - historyWait;
     const members = (await serving.getJson<{ members: { address: string; uid: string }[] }>('/cluster'))!
       .members;
     const keyOf = (node: CliNode) => {
@@ -466,6 +488,8 @@ async function runSize(browser: Browser, n: number) {
       streamFrames: pageSide.stream.frames,
       streamBytes: pageSide.stream.bytes,
       pageLongTasksMs: pageSide.long.map(([, d]) => d),
+      // how long after the first paint the live page waited for its history before the kill
+      historyAfterPaintMs: historyAfterMs,
     };
 
     const cold = loads[0]!;

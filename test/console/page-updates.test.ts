@@ -220,6 +220,14 @@ describe.skipIf(missing !== undefined)('the console page under updates, in headl
     expect(await kept()).toBe(0);
     await page.locator('#filter-kind').fill('');
     await expect.poll(() => items.count()).toBe(4);
+    // an event that comes late but happened first goes in its place, at the bottom, not on top
+    for (const s of streams)
+      s.write(
+        `event: timeline\ndata: ${JSON.stringify([{ seq: ++seq, at: 1, node: keys[2], event: 'test.early', fields: {} }])}\n\n`,
+      );
+    await expect.poll(() => items.count()).toBe(5);
+    expect(await items.first().getAttribute('data-event')).toBe('test.four');
+    expect(await items.last().getAttribute('data-event')).toBe('test.early');
     expect(browser.problems).toEqual([]);
   });
 
@@ -253,6 +261,42 @@ describe.skipIf(missing !== undefined)('the console page under updates, in headl
     await expect.poll(() => streamOpens).toBe(opens + 1);
     expect(await page.locator(row('skipped')).count()).toBe(0);
     expect(await page.locator(row('delta-1')).count()).toBe(1);
+    expect(browser.problems).toEqual([]);
+  });
+
+  it('replaces only the machine line that changed; transitions are drawn for an opened machine, which stays open (positive control: closed ones have none)', async () => {
+    const page = browser.page;
+    const six = keys.slice(0, N);
+    const machine = (id: string, state: string, steps: number) => ({
+      id,
+      state,
+      transitions: Array.from({ length: steps }, (_, t) => ({ at: 1_000 + t, event: 'e', state: `s${t}` })),
+    });
+    const line = (id: string) => `[data-testid=machine][data-node="${keys[3]}"][data-machine="${id}"]`;
+    send({ ...viewOf(3, six), machines: [machine('/system/a', 'one', 3), machine('/system/b', 'one', 3)] });
+    await page.waitForSelector(line('/system/b'), { timeout: 5_000 });
+    // closed: no transition lines drawn
+    expect(await page.locator(`${line('/system/a')} ol li`).count()).toBe(0);
+    await page.locator(`${line('/system/a')} summary`).click();
+    await expect.poll(() => page.locator(`${line('/system/a')} ol li`).count()).toBe(3);
+    await page.evaluate(
+      `document.querySelectorAll('[data-testid=machine]').forEach((c) => { c.__kept = true; })`,
+    );
+    const kept = (id: string) =>
+      page.evaluate(`document.querySelector('${line(id).replaceAll("'", "\\'")}')?.__kept === true`);
+    // b moves: its line is replaced, a's kept
+    const a = machine('/system/a', 'one', 3);
+    send({ ...viewOf(3, six), machines: [a, machine('/system/b', 'two', 3)] });
+    await page.waitForSelector(`${line('/system/b')}[data-state='"two"']`, { timeout: 5_000 });
+    expect(await kept('/system/b')).toBe(false);
+    expect(await kept('/system/a')).toBe(true);
+    expect(await page.locator(`${line('/system/b')} ol li`).count()).toBe(0);
+    // a moves: its new line comes open, with the new transition
+    send({ ...viewOf(3, six), machines: [machine('/system/a', 'two', 4), machine('/system/b', 'two', 3)] });
+    await page.waitForSelector(`${line('/system/a')}[data-state='"two"']`, { timeout: 5_000 });
+    expect(await kept('/system/a')).toBe(false);
+    expect(await page.locator(`${line('/system/a')} details[open]`).count()).toBe(1);
+    expect(await page.locator(`${line('/system/a')} ol li`).count()).toBe(4);
     expect(browser.problems).toEqual([]);
   });
 });

@@ -1,8 +1,10 @@
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { ConsoleGatherer } from '../../packages/doyen/src/console/console-gatherer.js';
 import { ConsoleViewers, STREAM_COALESCE_MS } from '../../packages/doyen/src/console/console-viewers.js';
 import type { NodeView } from '../../packages/doyen/src/console/node-view.js';
+import { applyDelta, type ViewDelta } from '../../packages/doyen/src/console/view-delta.js';
 
 /**
  * The console stream's coalescing is a leading-edge throttle (found by `pnpm bench console`: two
@@ -139,5 +141,95 @@ describe('console stream coalescing', () => {
     expect(STREAM_COALESCE_MS).toBe(16);
     expect(await burst({})).toBe(2);
     expect(await burst({ coalesceMs: 50 })).toBe(1);
+  });
+
+  /** A member's gathered view (the parts a delta touches), and its change with `set` / `machines` given. */
+  const memberView = (at: number) =>
+    ({
+      key: 'm#2',
+      address: 'm',
+      roles: [],
+      incarnation: 1,
+      at,
+      membershipVersion: 1,
+      members: [{ key: 'm#2', address: 'm', status: 'up', roles: [], ageRank: 0 }],
+      unreachable: [],
+      reachability: [],
+      sbr: { strategy: 'keep-majority', state: 'stable', stableInMs: null },
+      singletons: [],
+      machines: [{ id: '/system/x', state: 'a', transitions: [] }],
+    }) as unknown as Omit<NodeView, 'stale' | 'rev'>;
+
+  it("sends a member's change carrying a cluster fact at once, inside the window; other changes wait (positive control)", async () => {
+    const gatherer = new ConsoleGatherer({ historyMs: 60_000, historyBytes: 1 << 20 });
+    const viewers = new ConsoleViewers({ coalesceMs: COALESCE_MS, pingMs: 60_000 }, () => {});
+    gatherer.listen(viewers);
+    const { response, frames } = fakeResponse();
+    viewers.add('127.0.0.1', response);
+    const member = () => true;
+    gatherer.receive('m#2', { view: memberView(1), version: 1, events: [] }, member);
+    await Promise.resolve();
+    expect(frames).toHaveLength(1);
+
+    // positive control: a machine's transition inside the window waits for it
+    vi.advanceTimersByTime(10);
+    const machines: ViewDelta = {
+      base: 1,
+      version: 2,
+      at: 2,
+      machines: { put: [{ id: '/system/x', state: 'b', transitions: [] }] },
+    };
+    gatherer.receive('m#2', { delta: machines, events: [] }, member);
+    await Promise.resolve();
+    expect(frames).toHaveLength(1);
+
+    // a member reported unreachable goes at once (the newest view of the node, as a delta)
+    const unreachable: ViewDelta = {
+      base: 2,
+      version: 3,
+      at: 3,
+      set: {
+        unreachable: ['z#9'],
+        reachability: [{ observer: 'm#2', subject: 'z#9', status: 'unreachable' }],
+      },
+    };
+    gatherer.receive('m#2', { delta: unreachable, events: [] }, member);
+    await Promise.resolve();
+    expect(frames).toHaveLength(2);
+    expect(frames[1]).toMatch(/^event: delta/);
+    expect(frames[1]).toContain('"status":"unreachable"');
+    viewers.close();
+  });
+
+  it("streams a member's own delta between the serving node's revisions, which makes the gathered view on the page", async () => {
+    const gatherer = new ConsoleGatherer({ historyMs: 60_000, historyBytes: 1 << 20 });
+    const viewers = new ConsoleViewers({ coalesceMs: COALESCE_MS, pingMs: 60_000 }, () => {});
+    gatherer.listen(viewers);
+    const { response, frames } = fakeResponse();
+    viewers.add('127.0.0.1', response);
+    const member = () => true;
+    // another node's view in between: the revisions are one counter for all nodes
+    gatherer.receive('m#2', { view: memberView(1), version: 7, events: [] }, member);
+    gatherer.receive('o#3', { view: { ...memberView(1), key: 'o#3' }, version: 1, events: [] }, member);
+    await Promise.resolve();
+    const held = gatherer.view('m#2')!;
+    const delta: ViewDelta = {
+      base: 7,
+      version: 8,
+      at: 5,
+      set: { unreachable: ['o#3'] },
+      members: { put: [{ key: 'm#2', address: 'm', status: 'leaving', roles: [], ageRank: 0 }] },
+    };
+    vi.advanceTimersByTime(2 * COALESCE_MS);
+    gatherer.receive('m#2', { delta, events: [] }, member);
+    await Promise.resolve();
+    const frame = frames.at(-1)!;
+    expect(frame).toMatch(/^event: delta/);
+    const streamed = JSON.parse(frame.split('data: ')[1]!) as ViewDelta & { key: string; stale: boolean };
+    const gathered = gatherer.view('m#2')!;
+    expect(streamed).toMatchObject({ key: 'm#2', base: held.rev, version: gathered.rev, stale: false });
+    const applied = applyDelta(held, held.rev!, streamed);
+    expect('view' in applied && { ...applied.view, rev: gathered.rev }).toEqual(gathered);
+    viewers.close();
   });
 });

@@ -51,14 +51,31 @@ function setKeyed(container, items) {
   }
 }
 
+const eventOrder = (a, b) => a.at - b.at || a.seq - b.seq;
+
+/**
+ * Adds events in order. Each goes where it belongs (nearly always last) rather than the list of
+ * up to MAX_EVENTS being sorted again: at 50 nodes a kill brings ~50 timeline frames, and a
+ * sort of 5,000 events for each was main-thread time the next frame waited on.
+ */
 function addEvents(events) {
+  const list = live.events;
   for (const e of events) {
     const id = `${e.node}|${e.seq}|${e.at}|${e.event}`;
     if (live.seqs.has(id)) continue;
     live.seqs.add(id);
-    live.events.push(e);
+    let lo = list.length;
+    if (lo > 0 && eventOrder(list[lo - 1], e) > 0) {
+      lo = 0;
+      let hi = list.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (eventOrder(list[mid], e) <= 0) lo = mid + 1;
+        else hi = mid;
+      }
+    }
+    list.splice(lo, 0, e);
   }
-  live.events.sort((a, b) => a.at - b.at || a.seq - b.seq);
   if (live.events.length > MAX_EVENTS) {
     for (const e of live.events.splice(0, live.events.length - MAX_EVENTS))
       live.seqs.delete(`${e.node}|${e.seq}|${e.at}|${e.event}`);
@@ -130,6 +147,13 @@ const entitiesOf = (v) =>
         .join(', ')
     : '';
 
+/**
+ * A member row's markup, kept per row object with what else it was made from (its node's view,
+ * the coordinator and successor): a frame burst redraws the rows whose view changed, not all
+ * fifty at every animation frame.
+ */
+const memberItems = new WeakMap();
+
 function renderMembers(s, rows) {
   const coordinator = coordinatorOf(s);
   const seen = new Set([...s.nodes.values()].map((v) => v.coordinator).filter(Boolean));
@@ -143,6 +167,11 @@ function renderMembers(s, rows) {
   const items = [];
   for (const m of rows) {
     const v = s.nodes.get(m.key);
+    const kept = memberItems.get(m);
+    if (kept && kept.v === v && kept.coordinator === coordinator && kept.successor === successor) {
+      items.push([m.key, kept.html]);
+      continue;
+    }
     const tags = `${m.key === coordinator ? ' <span class="tag">coordinator</span>' : ''}${m.key === successor ? ' <span class="tag">successor</span>' : ''}`;
     const own = v?.coordinator;
     items.push([
@@ -155,6 +184,7 @@ function renderMembers(s, rows) {
 <td><button type="button" data-testid="action-leave" data-key="${esc(m.key)}" data-address="${esc(m.address)}">Leave</button>
 <button type="button" data-testid="action-down" data-key="${esc(m.key)}">Down</button></td></tr>`,
     ]);
+    memberItems.set(m, { v, coordinator, successor, html: items[items.length - 1][1] });
   }
   setHtml('members', `${html}</tbody></table></div>`);
   setKeyed($('members').querySelector('tbody'), items);
@@ -214,11 +244,20 @@ function renderMatrix(s, rows) {
   matrixDrawn = { subjects: joined, cells: [...matrix.querySelectorAll('td')], states };
 }
 
+/** A resolver card without a countdown, kept per view. */
+const sbrCards = new WeakMap();
+
 function renderSbr(s) {
   const items = [];
   for (const v of s.nodes.values()) {
     const b = v.sbr;
     const left = typeof b.stableInMs === 'number' ? Math.max(0, b.stableInMs - (s.now - v.at)) : null;
+    // a card without a countdown depends on its view only
+    const kept = left === null ? sbrCards.get(v) : undefined;
+    if (kept !== undefined) {
+      items.push([v.key, kept]);
+      continue;
+    }
     const d = b.lastDecision;
     items.push([
       v.key,
@@ -228,6 +267,7 @@ function renderSbr(s) {
 <p>${d ? `${time(d.at)} <strong>${esc(d.decision)}</strong> ${esc(d.reason ?? '')} downed: ${esc(d.downed.map(short).join(', ') || '–')}` : 'no decision yet'}</p>
 <p class="muted">unreachable here: ${esc(v.unreachable.map(short).join(', ') || 'none')}</p></div>`,
     ]);
+    if (left === null) sbrCards.set(v, items[items.length - 1][1]);
   }
   setHtml('sbr', '<div class="cards"></div>');
   setKeyed($('sbr').firstChild, items);
@@ -296,29 +336,91 @@ function renderPartitions(s, rows) {
   setHtml('partitions', `${html}</div>`);
 }
 
-/** A node's machines card, kept per view (a view never changes; a new one replaces it). */
-const machineCards = new WeakMap();
+/**
+ * Machines whose transitions the reader opened (`node\nid`): drawn with them, and kept open
+ * across updates. The others are drawn without: a kill at 50 nodes replaced hundreds of
+ * transition lines that nobody had open.
+ */
+const openMachines = new Set();
+/** A machine's line, kept per machine (a delta replaces only the machines that changed). */
+const machineItems = new WeakMap();
 
-function machineCard(v) {
-  let html = machineCards.get(v);
-  if (html !== undefined) return html;
-  html = `<div class="card"><h3>${esc(short(v.key))}</h3><ul class="machines">`;
-  for (const m of v.machines) {
-    const state = JSON.stringify(m.state);
-    const steps = m.transitions.map((t) => `<li>${time(t.at)} ${esc(JSON.stringify(t.state))}</li>`).join('');
-    html += `<li data-testid="machine" data-node="${esc(v.key)}" data-machine="${esc(m.id)}" data-state="${esc(state)}"><details><summary><code>${esc(m.id.replace(/^\/system\//, ''))}</code> <strong>${esc(state)}</strong></summary><ol>${steps}</ol></details></li>`;
-  }
-  html += '</ul></div>';
-  machineCards.set(v, html);
+const transitionLines = (m) =>
+  m.transitions.map((t) => `<li>${time(t.at)} ${esc(JSON.stringify(t.state))}</li>`).join('');
+
+function machineItem(key, m) {
+  const open = openMachines.has(`${key}\n${m.id}`);
+  const kept = machineItems.get(m);
+  if (kept?.key === key && kept.open === open) return kept.html;
+  const state = JSON.stringify(m.state);
+  const html = `<li data-testid="machine" data-node="${esc(key)}" data-machine="${esc(m.id)}" data-state="${esc(state)}"><details${open ? ' open' : ''}><summary><code>${esc(m.id.replace(/^\/system\//, ''))}</code> <strong>${esc(state)}</strong></summary><ol>${open ? transitionLines(m) : ''}</ol></details></li>`;
+  machineItems.set(m, { key, open, html });
   return html;
 }
 
+const machineCard = (v) =>
+  `<div class="card"><h3>${esc(short(v.key))}</h3><ul class="machines">${v.machines
+    .map((m) => machineItem(v.key, m))
+    .join('')}</ul></div>`;
+
+// a machine opened: its transitions drawn now (toggle does not bubble: caught on the way down),
+// and its line's markup as drawn updated, so that the next update does not replace it for that
+document.addEventListener(
+  'toggle',
+  (e) => {
+    const line = e.target.closest?.('[data-testid=machine]');
+    if (!line) return;
+    const { node, machine } = line.dataset;
+    const id = `${node}\n${machine}`;
+    if (e.target.open) openMachines.add(id);
+    else openMachines.delete(id);
+    const m = current()
+      .nodes.get(node)
+      ?.machines.find((x) => x.id === machine);
+    if (!m) return;
+    const list = e.target.querySelector('ol');
+    if (e.target.open && list && !list.firstChild) list.innerHTML = transitionLines(m);
+    const drawn = keyedDrawn.get(line.parentElement);
+    const i = [...line.parentElement.children].indexOf(line);
+    if (drawn && i >= 0) drawn.html[i] = machineItem(node, m);
+  },
+  true,
+);
+
+/** The machine cards as drawn: their nodes in order, each card's machines list. */
+let machinesDrawn = { container: null, keys: '', lists: [] };
+
+/**
+ * The machine cards. While the nodes stay the same, a card whose machines changed has only the
+ * changed machines' lines replaced (a kill at 50 nodes moves a few machines on every node: whole
+ * cards re-parsed ~80 elements each, fifty a burst).
+ */
 function renderMachines(s) {
   setHtml('machines', '<div class="cards"></div>');
-  setKeyed(
-    $('machines').firstChild,
-    [...s.nodes.values()].map((v) => [v.key, machineCard(v)]),
-  );
+  const container = $('machines').firstChild;
+  const views = [...s.nodes.values()];
+  const keys = views.map((v) => v.key).join('\n');
+  const drawn = machinesDrawn;
+  if (drawn.container !== container || drawn.keys !== keys || container.children.length !== views.length) {
+    container.innerHTML = views.map(machineCard).join('');
+    views.forEach((v, i) => {
+      const list = container.children[i].querySelector('ul');
+      keyedDrawn.set(list, {
+        keys: v.machines.map((m) => m.id).join('\n'),
+        html: v.machines.map((m) => machineItem(v.key, m)),
+      });
+    });
+    machinesDrawn = { container, keys, lists: views.map((v) => v.machines) };
+    return;
+  }
+  views.forEach((v, i) => {
+    if (drawn.lists[i] === v.machines) return;
+    drawn.lists[i] = v.machines;
+    setKeyed(
+      container.children[i].querySelector('ul'),
+      v.machines.map((m) => [m.id, machineItem(v.key, m)]),
+    );
+  });
 }
 
 /** An event's line, kept per event (events never change). */

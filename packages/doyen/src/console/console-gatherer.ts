@@ -10,9 +10,16 @@ export const DEFAULT_STALE_AFTER_MS = 2000;
 
 /** Who hears what the gatherer learns (the event stream's viewers). */
 export interface GathererListener {
-  view(view: NodeView): void;
+  /** `change`: the member's delta that made `view` from the view of revision `from` (absent for a whole view or a staleness change). */
+  view(view: NodeView, change?: GatheredChange): void;
   events(events: readonly TimelineEvent[]): void;
   gone(key: string): void;
+}
+
+/** A view as the member's own delta made it from the gathered view of revision `from`. */
+export interface GatheredChange {
+  readonly from: number;
+  readonly delta: ViewDelta;
 }
 
 /**
@@ -79,7 +86,8 @@ export class ConsoleGatherer {
       this.put(from, { ...update.view, stale: false }, update.version, at, at);
     } else if (update.delta) {
       const applied = known?.version === undefined ? undefined : this.applied(known, update.delta);
-      if (known && applied) this.put(from, { ...applied, stale: false }, update.delta.version, at, at);
+      if (known && applied)
+        this.put(from, { ...applied, stale: false }, update.delta.version, at, at, update.delta);
       else {
         refusal = 'resync';
         if (known) known.version = undefined;
@@ -150,10 +158,19 @@ export class ConsoleGatherer {
     };
   }
 
-  private put(key: string, view: NodeView, version: number | undefined, heardAt: number, at: number): void {
+  private put(
+    key: string,
+    view: NodeView,
+    version: number | undefined,
+    heardAt: number,
+    at: number,
+    delta?: ViewDelta,
+  ): void {
+    const from = this.nodes.get(key)?.view.rev;
     view = { ...view, rev: ++this.rev };
     this.nodes.set(key, { view, version, heardAt });
     this.history.add({ at, kind: 'view', view });
-    for (const l of this.listeners) l.view(view);
+    const change = delta && from !== undefined ? { from, delta } : undefined;
+    for (const l of this.listeners) l.view(view, change);
   }
 }

@@ -1,3 +1,4 @@
+import { jsonLength } from './json-length.js';
 import type { ConsoleHistory, HistoryFrame } from './node-view.js';
 
 /** Defaults of `console.historyMs` and `console.historyBytes`. */
@@ -47,7 +48,7 @@ export class HistoryBuffer {
   }
 
   add(frame: HistoryFrame): void {
-    const bytes = JSON.stringify(frame).length;
+    const bytes = jsonLength(frame);
     this.frames.push({ frame, bytes });
     this.total += bytes;
     this.trim();

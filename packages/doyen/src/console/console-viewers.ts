@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { EventStreamSlots } from '../event-stream-slots.js';
-import type { GathererListener } from './console-gatherer.js';
+import type { GatheredChange, GathererListener } from './console-gatherer.js';
 import type { NodeView, TimelineEvent } from './node-view.js';
 import { diffView, type ViewDelta } from './view-delta.js';
 
@@ -40,7 +40,7 @@ export type ViewerClosed = 'slow' | 'replaced';
 export class ConsoleViewers implements GathererListener {
   private readonly slots: EventStreamSlots<ServerResponse>;
   private readonly viewers = new Set<ServerResponse>();
-  private readonly pendingViews = new Map<string, NodeView>();
+  private readonly pendingViews = new Map<string, { view: NodeView; change: GatheredChange | undefined }>();
   private pendingEvents: TimelineEvent[] = [];
   private readonly pendingGone = new Set<string>();
   /** The view of each node as the stream last carried it (what the next delta is made from). */
@@ -105,10 +105,17 @@ export class ConsoleViewers implements GathererListener {
     });
   }
 
-  view(view: NodeView): void {
-    this.pendingViews.set(view.key, view);
+  /**
+   * A node's new view. It goes without waiting out the window when it is the serving node's own
+   * or its change carries a cluster fact (a member's status or order, reachability, the
+   * coordinator): at 50 nodes a member's unreachable report waited ~100 ms on the serving node,
+   * most of it a timer hop on a busy loop. Frames are per view either way, so going at once
+   * costs a flush, not more bytes; members' updates are rate-limited at the wire.
+   */
+  view(view: NodeView, change?: GatheredChange): void {
+    this.pendingViews.set(view.key, { view, change });
     this.pendingGone.delete(view.key);
-    this.schedule(this.urgent(view.key));
+    this.schedule(this.urgent(view.key) || (change !== undefined && carriesFact(change.delta)));
   }
 
   events(events: readonly TimelineEvent[]): void {
@@ -171,10 +178,15 @@ export class ConsoleViewers implements GathererListener {
   private flush(): void {
     for (const key of this.pendingGone) this.broadcast('gone', { key });
     const sentAt = Date.now();
-    for (const view of this.pendingViews.values()) {
+    for (const { view, change } of this.pendingViews.values()) {
       const prev = this.sent.get(view.key);
       this.sent.set(view.key, view);
-      const delta = prev && streamDelta(prev, view);
+      // the member's own delta, when the stream carried the view it was applied to: no second diff
+      const delta =
+        prev &&
+        (change !== undefined && prev.rev !== undefined && change.from === prev.rev
+          ? restamped(change.delta, change.from, view)
+          : streamDelta(prev, view));
       if (delta) this.broadcast('delta', { ...delta, sentAt });
       else this.broadcast('view', { ...view, sentAt });
     }
@@ -208,6 +220,25 @@ export class ConsoleViewers implements GathererListener {
 export interface StreamDelta extends ViewDelta {
   readonly key: string;
   readonly stale: boolean;
+}
+
+/** Whether a change moves what the console exists to show first: members, reachability, the coordinator. */
+function carriesFact(delta: ViewDelta): boolean {
+  const set = delta.set;
+  return (
+    delta.members !== undefined ||
+    (set !== undefined &&
+      (set.unreachable !== undefined ||
+        set.reachability !== undefined ||
+        set.coordinator !== undefined ||
+        set.successor !== undefined))
+  );
+}
+
+/** A member's delta as the stream's: from the serving node's revision `from` to `next`'s. */
+function restamped(delta: ViewDelta, from: number, next: NodeView): StreamDelta | undefined {
+  if (next.rev === undefined) return undefined;
+  return { ...delta, key: next.key, base: from, version: next.rev, at: next.at, stale: next.stale };
 }
 
 /**
