@@ -31,6 +31,16 @@ function fakeResponse(): { response: ServerResponse; frames: string[] } {
   return { response: r as unknown as ServerResponse, frames };
 }
 
+/** A gatherer streaming to one viewer, and the frames that viewer was sent. */
+function gathererWithViewer(): { gatherer: ConsoleGatherer; viewers: ConsoleViewers; frames: string[] } {
+  const gatherer = new ConsoleGatherer({ historyMs: 60_000, historyBytes: 1 << 20 });
+  const viewers = new ConsoleViewers({ coalesceMs: COALESCE_MS, pingMs: 60_000 }, () => {});
+  gatherer.listen(viewers);
+  const { response, frames } = fakeResponse();
+  viewers.add('127.0.0.1', response);
+  return { gatherer, viewers, frames };
+}
+
 const view = (name: string) => ({ key: 'n#1', name }) as unknown as NodeView;
 
 describe('console stream coalescing', () => {
@@ -161,11 +171,7 @@ describe('console stream coalescing', () => {
     }) as unknown as Omit<NodeView, 'stale' | 'rev'>;
 
   it("sends a member's change carrying a cluster fact at once, inside the window; other changes wait (positive control)", async () => {
-    const gatherer = new ConsoleGatherer({ historyMs: 60_000, historyBytes: 1 << 20 });
-    const viewers = new ConsoleViewers({ coalesceMs: COALESCE_MS, pingMs: 60_000 }, () => {});
-    gatherer.listen(viewers);
-    const { response, frames } = fakeResponse();
-    viewers.add('127.0.0.1', response);
+    const { gatherer, viewers, frames } = gathererWithViewer();
     const member = () => true;
     gatherer.receive('m#2', { view: memberView(1), version: 1, events: [] }, member);
     await Promise.resolve();
@@ -202,11 +208,7 @@ describe('console stream coalescing', () => {
   });
 
   it("streams a member's own delta between the serving node's revisions, which makes the gathered view on the page", async () => {
-    const gatherer = new ConsoleGatherer({ historyMs: 60_000, historyBytes: 1 << 20 });
-    const viewers = new ConsoleViewers({ coalesceMs: COALESCE_MS, pingMs: 60_000 }, () => {});
-    gatherer.listen(viewers);
-    const { response, frames } = fakeResponse();
-    viewers.add('127.0.0.1', response);
+    const { gatherer, viewers, frames } = gathererWithViewer();
     const member = () => true;
     // another node's view in between: the revisions are one counter for all nodes
     gatherer.receive('m#2', { view: memberView(1), version: 7, events: [] }, member);
