@@ -8,6 +8,7 @@ import {
   type KeeperPolicy,
 } from '../../packages/sharding/src/partition-keeper/keeper-decisions.js';
 import { registerKeeperMessages } from '../../packages/sharding/src/partition-keeper/keeper-messages.js';
+import { emptyAnswer } from '../support/keeper-events.js';
 import { type FaultKind, simulateKeepers } from '../support/keeper-sim.js';
 
 /**
@@ -39,23 +40,13 @@ function run(events: KeeperEvent[]): { ctx: KeeperContext; kinds: string[]; fenc
   return { ctx, kinds, fenced };
 }
 
-const answer = (from: string) =>
-  ({
-    type: 'sharding.token-answer',
-    from,
-    version: 2,
-    round: 1,
-    newer: null,
-    answers: [{ partition: 0, seen: null, handed: null, dormant: null }],
-  }) as const;
-
 /** Q holds p active at v2; G then leaves (absent, not fenced); v3 moves p to X; X marks v3; p drained. */
 const leftThenMoved: KeeperEvent[] = [
   { type: 'keeper.lease', held: true },
   { type: 'keeper.membership', reachable: [X, G], absent: [] },
   { type: 'keeper.table', table: { version: 2, owners: [Q] } },
-  answer(X),
-  answer(G),
+  emptyAnswer(X),
+  emptyAnswer(G),
   { type: 'keeper.membership', reachable: [X], absent: [G] },
   { type: 'keeper.table', table: { version: 3, owners: [X] } },
   { type: 'sharding.drain-marker', from: X, version: 3, active: [] },

@@ -14,6 +14,7 @@ import {
   registerKeeperMessages,
   type Stamp,
 } from '../../packages/sharding/src/partition-keeper/keeper-messages.js';
+import { emptyAnswer } from '../support/keeper-events.js';
 import { type Decide, simulateKeepers } from '../support/keeper-sim.js';
 
 /**
@@ -214,17 +215,8 @@ describe('token withdraw: the querier', () => {
 
   it('never withdraws a query it created from', () => {
     const q = querier();
-    const answer = (from: string) =>
-      ({
-        type: 'sharding.token-answer',
-        from,
-        version: 2,
-        round: 1,
-        newer: null,
-        answers: [{ partition: 0, seen: null, handed: null, dormant: null }],
-      }) as const;
-    q.at(answer(X));
-    const created = q.at(answer(T));
+    q.at(emptyAnswer(X));
+    const created = q.at(emptyAnswer(T));
     expect(counted(created, 'token-created')).toBe(true);
     expect(withdraws(created)).toEqual([]);
     // nor later, when the created token is live here and a newer table comes
