@@ -8,8 +8,10 @@
 //      vs the same 1M sends to a bare xstate `fromTransition` actor
 //   6. local ask round trip (sequential, from outside any actor) to a `fromTransition` echo, a fresh process each run
 //   7. RSS of a fresh process after 1M tells to a `createMachine` counter, vs bare xstate's
-//   9. CPU per message of a `createMachine` actor vs bare xstate, each in a fresh process, order alternating
-// The machine target is judged on section 9 (main-thread CPU per message): the wall-clock rates of section 1
+//   9. CPU per message of a `createMachine` actor vs bare xstate, each in a fresh process, order alternating,
+//      in steady state (the measured actor took as many messages before, as warm-up)
+// The machine target is judged on section 9 (CPU per message, the main thread's and all threads' alike: the
+// young-generation collector copies survivors on helper threads too): the wall-clock rates of section 1
 // moved 0.83–1.09× between runs on the shared machine, the CPU per message a few percent. Sections 6 and 9 run in
 // fresh processes, both sides measured the same way, so no figure depends on what ran before it in this process.
 // Every comparison is reported as the median of its per-run values with the spread (min, max) of the runs;
@@ -241,10 +243,11 @@ const sections: Section[] = [
   },
 ];
 
-// 9. the machine actor's cost per message, each side in a fresh process, the order alternating run by run
+// 9. the machine actor's cost per message, each side in a fresh process, the order alternating run by run; one
+// actor per side, warmed up by as many messages as are measured (bench/lib/machine-steady-cpu.ts)
 let machineRound = 0;
 sections.push({
-  title: '9. createMachine counter, CPU per message, a fresh process each side',
+  title: '9. createMachine counter, CPU per message in steady state, a fresh process each side',
   figures: [
     { key: 'xstateMachineThreadNs', label: 'bare xstate: main-thread CPU per message', unit: 'ns' },
     { key: 'doyenMachineThreadNs', label: 'doyen actor: main-thread CPU per message', unit: 'ns' },
@@ -275,7 +278,7 @@ const comparisons: Comparison[] = [
     key: 'machineVsBareProcessCpuRatio',
     label: 'doyen / bare xstate, createMachine, CPU of all threads per message (9)',
     value: ratio('xstateMachineProcessNs', 'doyenMachineProcessNs'),
-    target: undefined,
+    target: { op: '>=', bound: 0.97 },
     unit: 'ratio',
   },
   {

@@ -1,15 +1,15 @@
 // Child process for the messaging bench's local figures: each measurement runs in a fresh process, so no
 // figure depends on what ran before it in the bench (JIT feedback, the heap's size and state, open sockets
 // and timers of the remote sections). DOYEN_BENCH_LOCAL selects the figure:
-//   machine-doyen / machine-xstate: `ref.send` / `actor.send` of N `inc` to a createMachine counter
+//   machine-doyen / machine-xstate: `ref.send` / `actor.send` of N `inc` to a createMachine counter, in steady
+//     state: the same actor first takes N as warm-up (machine-steady-cpu.ts)
 //   ask: N sequential local asks to a fromTransition echo
 // It reports once over IPC and exits when the parent disconnects.
 
-import { doyenMachineTellRate } from './doyen-local.js';
 import { doyenLocalAskLatency } from './doyen-local-ask.js';
+import { steadyMachineCpu } from './machine-steady-cpu.js';
 import { cpuNow, cpuPer } from './messaging-cpu.js';
 import { settleHeap } from './settle-heap.js';
-import { bareXstateMachineSendRate } from './xstate-baselines.js';
 
 export type LocalFigure = 'machine-doyen' | 'machine-xstate' | 'ask';
 export type LocalReport = {
@@ -43,15 +43,11 @@ async function measure(): Promise<LocalReport> {
     const perSec = count / ((performance.now() - started) / 1_000);
     return { figure, perSec, ...cpu, p50Us: latency.p50, p99Us: latency.p99 };
   }
-  const run = figure === 'machine-doyen' ? doyenMachineTellRate : bareXstateMachineSendRate;
   if (figure !== 'machine-doyen' && figure !== 'machine-xstate') throw new Error(`unknown figure ${figure}`);
-  // The same warm-up on both sides, as long as the run: with a quarter of it the optimising compiler was
-  // still at work in the measured window (its threads' CPU showed up as ~250-300 ns per message).
-  await run(count);
-  settleHeap();
-  const from = cpuNow();
-  const perSec = await run(count);
-  return { figure, perSec, ...cpuPer(count, from) };
+  // The same warm-up on both sides, as long as the run and on the same actor: with a quarter of it the
+  // optimising compiler was still at work in the measured window, and with a fresh actor it recompiled
+  // there (its threads' CPU showed up as ~250 ns per message, varying from run to run).
+  return { figure, ...(await steadyMachineCpu(figure === 'machine-doyen' ? 'doyen' : 'xstate', count)) };
 }
 
 process.send(await measure());

@@ -7,11 +7,13 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { setup } from 'xstate';
+import { fromTransition, setup } from 'xstate';
 import {
   type ActorRef,
+  ActorSystem,
   activeTraceparent,
   isTraceparent,
+  type Message,
   silentLogger,
   tracingAvailable,
 } from '../../packages/core/src/index.js';
@@ -125,5 +127,34 @@ describe('OpenTelemetry trace context across nodes', () => {
     expect(isTraceparent(inside)).toBe(true);
     expect(isTraceparent(`00-${'0'.repeat(32)}-${'1'.repeat(16)}-01`)).toBe(false);
     expect(isTraceparent('01-aaaa')).toBe(false);
+  });
+});
+
+describe('the client span of a local ask', () => {
+  it('ends when the reply comes before `send` returned (a burst running in its caller)', async () => {
+    const system = new ActorSystem({ cluster: 'tracing', host: '127.0.0.1', port: 1 });
+    try {
+      let answered = 0;
+      const echo = system.spawn(
+        fromTransition((count: number, event: Message) => {
+          const { replyTo } = event as Message & { replyTo?: ActorRef };
+          if (replyTo) {
+            answered++;
+            replyTo.send({ type: 'pong' });
+          }
+          return count + 1;
+        }, 0),
+        { name: 'echo' },
+      );
+      // a burst from outside: past the drain depth its sends run in the caller
+      for (let i = 0; i < 100; i++) echo.send({ type: 'inc' });
+      const reply = echo.ask((replyTo) => ({ type: 'ping', replyTo }) as Message, { timeout: 3000 });
+      // answered on the ask's own stack: the case where settling found no span yet
+      expect(answered).toBe(1);
+      await reply;
+      expect(exporter.getFinishedSpans().filter((s) => s.name === 'doyen.ask')).toHaveLength(1);
+    } finally {
+      system.terminate();
+    }
   });
 });

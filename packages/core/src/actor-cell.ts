@@ -2,7 +2,7 @@ import type { AnyActorLogic, InspectionEvent, Observer } from 'xstate';
 import type { ActorRef } from './actor-ref.js';
 import type { CellRuntime, RuntimeHost } from './cell-runtime.js';
 import type { Clock } from './clock.js';
-import type { Runnable } from './dispatcher.js';
+import type { CallerRunnable } from './dispatcher.js';
 import { type Delivery, Mailbox, type MailboxConfig } from './mailbox.js';
 import type { Message } from './message.js';
 import { decideRestart, type SupervisionStrategy } from './supervision.js';
@@ -28,7 +28,7 @@ type CellStatus = 'running' | 'backing-off' | 'stopped';
  * actor, or the reducer itself for transition logic), and its supervision. A failed runtime is
  * started afresh from the same logic.
  */
-export class ActorCell implements Runnable, RuntimeHost {
+export class ActorCell implements CallerRunnable<Message>, RuntimeHost {
   scheduled = false;
   readonly mailbox: Mailbox;
   readonly inspect: ((event: InspectionEvent) => void) | undefined;
@@ -151,6 +151,12 @@ export class ActorCell implements Runnable, RuntimeHost {
     // while the actor's turn is pending (nearly every message of a burst) this is one flag read
     if (!this.scheduled && this.status === 'running' && result.accepted) this.host.schedule(this);
     return result;
+  }
+
+  /** Processes `message` now, unless the actor is not running or has messages of its own waiting. */
+  runOne(message: Message): boolean {
+    if (this.status !== 'running' || this.scheduled || this.mailbox.size > 0) return false;
+    return this.runtime.runOne(message);
   }
 
   hasWork(): boolean {

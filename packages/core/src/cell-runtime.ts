@@ -1,6 +1,7 @@
 import type { InspectionEvent } from 'xstate';
 import type { Clock } from './clock.js';
 import type { Mailbox } from './mailbox.js';
+import type { Message } from './message.js';
 
 /** What a runtime needs from its cell. */
 export interface RuntimeHost {
@@ -27,6 +28,11 @@ export interface CellRuntime {
   start(snapshot: unknown, input: unknown): void;
   /** Processes at most `max` messages from the cell's mailbox; returns how many it took. */
   run(max: number): number;
+  /**
+   * Processes one message handed over by its sender (a burst from outside any actor), as `run`
+   * would have from the mailbox; false, leaving it to be queued, when this runtime cannot now.
+   */
+  runOne(message: Message): boolean;
   getSnapshot(): unknown;
   getPersistedSnapshot(): unknown;
   /** Whether the cell has snapshot listeners: runtimes produce per-message snapshots only then. */

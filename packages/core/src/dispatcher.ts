@@ -10,6 +10,12 @@ export interface Runnable {
   hasWork(): boolean;
 }
 
+/** A runnable that can also take one message straight from a caller (see `Dispatcher.runInCaller`). */
+export interface CallerRunnable<M> extends Runnable {
+  /** Processes `message` now if nothing of its own waits; false when it must be queued instead. */
+  runOne(message: M): boolean;
+}
+
 export interface DispatcherConfig {
   /** Messages one actor processes before the next ready actor gets a turn (fairness). */
   readonly throughput: number;
@@ -21,9 +27,10 @@ export interface DispatcherConfig {
    * When code outside any actor (a request handler, a loop in a script, a socket callback) has
    * queued this many messages for one actor, its send runs one dispatcher turn before returning:
    * a burst is worked off as it arrives instead of piling up (and memory with it), and the
-   * producer is slowed to the actors' pace. Sends from actors never do (their turn is running).
-   * 0 turns it off; it is off by default when the system is given its own TurnScheduler (tests
-   * and simulations then get exactly the turns they run).
+   * producer is slowed to the actors' pace. For the rest of the sender's task its next sends to
+   * that actor are processed before they return, while nothing else waits (`runInCaller`). Sends
+   * from actors never do (their turn is running). 0 turns it off; it is off by default when the
+   * system is given its own TurnScheduler (tests and simulations then get exactly the turns they run).
    */
   readonly drainBacklogAt: number;
   /**
@@ -41,9 +48,15 @@ export const defaultDispatcherConfig: DispatcherConfig = {
   throughput: 64,
   maxPerTurn: 8192,
   maxTurnMs: 4,
-  // 4096 let a slow actor's backlog (a machine: ~2 µs a message) outlive young-generation
-  // collections: 1M tells left the process ~60 MB larger than bare xstate; 512 costs nothing
-  // measurable in throughput and keeps the process within ~3 % of it (issue 31).
+  // Queued messages that live through a young-generation collection are copied by it, on helper
+  // threads too: at 4096, 1M machine tells left the process ~60 MB larger than bare xstate; at 512
+  // alone the survivors (~2-3 MB per 300k tells against bare xstate's 0.3) still cost ~5 % of all
+  // threads' CPU. With the rest of a burst run in its caller once it reached the depth
+  // (`runInCaller`), only the first backlog is ever queued. 32 measured as well on a local burst
+  // but not in a cluster: the wire's receive loop is a sender from outside any actor too, and a
+  // frame of 32 reachability reports for one actor then ran it inside the socket callback; at 50
+  // nodes on 2 cores a cut's report storm delayed handshakes past the per-IP cap and two live
+  // members were downed with the cut-off side (two runs of two; none at 512).
   drainBacklogAt: 512,
   microtaskTurns: true,
 };
@@ -72,9 +85,16 @@ export class Dispatcher {
   /** Microtask turns are allowed until `microtaskWindowEnds`, while a window is open. */
   private microtaskWindowOpen = false;
   private microtaskWindowEnds = 0;
+  /**
+   * The open window's time is known to be up: until the event loop comes round, no need to read
+   * the clock again. A tight loop of sends from outside drains every few messages (`drainBacklogAt`),
+   * and each drain's next send asked the clock once more (issue 31: the drain's cost per message).
+   */
+  private microtaskWindowSpent = false;
   /** Runs once the event loop has come round: the next microtask turn opens a new window. */
   private readonly closeMicrotaskWindow = () => {
     this.microtaskWindowOpen = false;
+    this.microtaskWindowSpent = false;
   };
 
   constructor(
@@ -102,9 +122,27 @@ export class Dispatcher {
     this.scheduler.schedule(this.runSchedulerTurn);
   }
 
+  /**
+   * The runnable a burst from outside any turn is being worked off for: a tight loop of sends
+   * reached `drainBacklogAt` and its send ran a turn (`drainBurst`). Until the sender's task ends
+   * (a microtask clears it), its next sends hand each message to the runnable at once rather than
+   * queueing it: queued, the messages outlived young-generation collections and the queue's chunk
+   * (an old object pointing at young ones) cost every collection more (issue 31: ~5 % of a machine
+   * actor's CPU on all threads). The sender is already waiting on the actor's work, as in any drain.
+   */
+  private burst: Runnable | undefined;
+  private readonly endBurst = () => {
+    this.burst = undefined;
+  };
+
   /** Whether the current window (see `microtaskTurns`) still has time; opens one if none is open. */
   private microtaskTurnAllowed(): boolean {
-    if (this.microtaskWindowOpen) return performance.now() < this.microtaskWindowEnds;
+    if (this.microtaskWindowOpen) {
+      if (this.microtaskWindowSpent) return false;
+      if (performance.now() < this.microtaskWindowEnds) return true;
+      this.microtaskWindowSpent = true;
+      return false;
+    }
     this.microtaskWindowOpen = true;
     this.microtaskWindowEnds = performance.now() + this.config.maxTurnMs;
     setImmediate(this.closeMicrotaskWindow);
@@ -116,23 +154,67 @@ export class Dispatcher {
     return this.ready.length === 0;
   }
 
-  /** Runs a turn now, on the caller's stack, unless one is running (the caller is an actor). */
-  drainNow(): void {
-    if (!this.inTurn) this.turn();
+  /**
+   * A send from outside any turn found `runnable`'s backlog at `drainBacklogAt`: runs a turn now
+   * (`drainNow`) and, for the rest of the sender's task, lets the next sends to `runnable` run in
+   * the caller (`runInCaller`).
+   */
+  drainBurst(runnable: Runnable): void {
+    if (this.inTurn) return;
+    if (this.burst === undefined) queueMicrotask(this.endBurst);
+    this.burst = runnable;
+    this.turn(false);
   }
 
-  private turn(): void {
+  /** Whether sends to `runnable` run in the caller: a burst is being worked off for it. */
+  inBurst(runnable: Runnable): boolean {
+    return this.burst === runnable;
+  }
+
+  /**
+   * Hands `message` to `runnable` on the caller's stack, as a turn of its own, when `runnable` is the
+   * one a burst is being worked off for, no turn is running (the caller is no actor) and no other
+   * actor waits (fairness: they have their turn first). False when the message must be queued: so
+   * once the runnable makes an actor ready (it sent to itself or to another), the next sends queue
+   * and drain as before until that work is done, which drains a pipeline's next stage with the
+   * burst and never lets a message overtake a queued one.
+   */
+  runInCaller<M>(runnable: CallerRunnable<M>, message: M): boolean {
+    if (this.inTurn || this.ready.length > 0) return false;
+    this.inTurn = true;
+    let taken = true;
+    try {
+      taken = runnable.runOne(message);
+    } catch (error) {
+      this.onError(error);
+    } finally {
+      this.inTurn = false;
+    }
+    return taken;
+  }
+
+  /**
+   * Runs a turn now, on the caller's stack, unless one is running (the caller is an actor). Its
+   * time budget counts from its second batch: a drain that takes one actor's backlog in one batch,
+   * nearly every drain of a burst, never reads the clock (~100 ns a drain, issue 31); one that goes
+   * on to other actors is bounded as any turn is, give or take that first batch.
+   */
+  drainNow(): void {
+    if (!this.inTurn) this.turn(false);
+  }
+
+  private turn(clockFromStart = true): void {
     this.inTurn = true;
     try {
-      this.processReady();
+      this.processReady(clockFromStart);
     } finally {
       this.inTurn = false;
     }
   }
 
-  private processReady(): void {
+  private processReady(clockFromStart: boolean): void {
     this.turnPending = false;
-    const started = performance.now();
+    let started = clockFromStart ? performance.now() : -1;
     let processed = 0;
     while (processed < this.config.maxPerTurn) {
       const next = this.ready.shift();
@@ -147,7 +229,11 @@ export class Dispatcher {
         next.scheduled = true;
         this.ready.push(next);
       }
-      if (performance.now() - started >= this.config.maxTurnMs) break;
+      // nothing left to run: the turn ends without reading the clock
+      if (this.ready.length === 0) break;
+      const now = performance.now();
+      if (started < 0) started = now;
+      else if (now - started >= this.config.maxTurnMs) break;
     }
     if (this.ready.length > 0 && !this.turnPending) {
       this.turnPending = true;

@@ -1,6 +1,7 @@
 import type { AnyActorLogic } from 'xstate';
 import type { CellRuntime, RuntimeHost } from './cell-runtime.js';
 import { toError } from './errors.js';
+import type { Message } from './message.js';
 import type { Reducer } from './transition-logic.js';
 
 /** xstate's snapshot of transition logic: always active, the reducer's state as its context. */
@@ -110,6 +111,17 @@ export class TransitionRuntime implements CellRuntime {
     }
     this.state = state;
     return n;
+  }
+
+  runOne(message: Message): boolean {
+    // observed, the mailbox path publishes what an inspector and listeners expect
+    if (!this.active || this.listening || this.host.inspect !== undefined) return false;
+    try {
+      this.state = this.reduce(this.state, message);
+    } catch (error) {
+      this.host.failed(toError(error));
+    }
+    return true;
   }
 
   /** The same loop, publishing each new snapshot to listeners and inspector. */

@@ -8,6 +8,7 @@ import {
 } from 'xstate';
 import type { CellRuntime, RuntimeHost } from './cell-runtime.js';
 import { toError } from './errors.js';
+import type { Message } from './message.js';
 
 /** Runs any xstate logic in an xstate actor, fed one message at a time from the cell's mailbox. */
 export class XstateRuntime implements CellRuntime {
@@ -63,6 +64,13 @@ export class XstateRuntime implements CellRuntime {
       actor.send(message);
     }
     return n;
+  }
+
+  runOne(message: Message): boolean {
+    const actor = this.actor;
+    if (actor === undefined) return false;
+    actor.send(message);
+    return true;
   }
 
   getSnapshot(): unknown {
