@@ -8,6 +8,13 @@ import { ACTOR_REF_EXTENSION, FrameScanner } from './frame-scan.js';
  * decode sets this around its synchronous `unpack` call (several nodes may share a process).
  */
 let decodingSystem: ActorSystem | undefined;
+/**
+ * The last ref decoded in the current decode, by its address: an ask's reply-to travels twice
+ * (as the sender and in the message), parsed once. Reset around every decode, so a ref is never
+ * reused from an earlier frame (the local actor it names may have stopped since).
+ */
+let lastRefAddress: string | undefined;
+let lastRef: ActorRef | undefined;
 
 addExtension({
   Class: ActorRefClass as unknown as new () => ActorRef,
@@ -16,17 +23,26 @@ addExtension({
   unpack: (bytes: Buffer) => {
     if (!decodingSystem) throw new Error('actor ref decoded outside of a node');
     if (bytes.length > 1024) throw new Error('actor ref address too long');
-    return decodingSystem.refFor(Buffer.from(bytes).toString('utf8'));
+    const address = Buffer.from(bytes).toString('utf8');
+    if (address === lastRefAddress && lastRef !== undefined) return lastRef;
+    const ref = decodingSystem.refFor(address);
+    lastRefAddress = address;
+    lastRef = ref;
+    return ref;
   },
 });
 
 export function withDecodingSystem<T>(system: ActorSystem, decode: () => T): T {
   const previous = decodingSystem;
   decodingSystem = system;
+  lastRefAddress = undefined;
+  lastRef = undefined;
   try {
     return decode();
   } finally {
     decodingSystem = previous;
+    lastRefAddress = undefined;
+    lastRef = undefined;
   }
 }
 
