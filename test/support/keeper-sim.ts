@@ -340,7 +340,8 @@ class KeeperSim {
       pausedUntil: 0,
       deferred: [],
       wantsLease: false,
-      leaseUntil: 0,
+      // never held (0 would read as held until driftExtra: a bid at t=0 was never reported)
+      leaseUntil: Number.NEGATIVE_INFINITY,
       leaseGen: 0,
       driftExtra: this.rnd.next() * LEASE_MS * DRIFT,
       fenced: false,

@@ -98,6 +98,16 @@ export class OwnerLeases {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * Re-reads `holdsOwn()` by the clock now and tells the listeners if it changed. A reader that
+   * found the lease lapsed before the lease-end report came (a pause: Node runs I/O before the
+   * overdue timers) calls it, so that the listeners hear the loss now, and a renewal after it is
+   * told as a gain (the report's comparison would otherwise see no change).
+   */
+  refresh(): void {
+    this.changed();
+  }
+
   stop(): void {
     this.unsubscribe();
   }

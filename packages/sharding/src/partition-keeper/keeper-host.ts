@@ -57,7 +57,9 @@ export interface KeeperHost {
   /**
    * p is active here from now: restore `cargo.snapshots`, deliver `cargo.forwarded` in order,
    * then the messages this node held for p while it owned p but had not activated it, in arrival
-   * order, then everything that arrives later.
+   * order, then everything that arrives later. (The region restores lazily: each entity starts
+   * from its snapshot before its first message, or in a paced background pass, so activating is
+   * O(1) in the entity count; a snapshot not started yet goes along with a later drain or lapse.)
    */
   activate(partition: number, version: number, cargo: HandOffCargo): void;
 
@@ -105,12 +107,34 @@ export interface KeeperHost {
   flush(partition: number, owner: string): void;
 
   /**
+   * The owner lease as the runtime reads it before an entity here acts on a message (absent: the
+   * runtime trusts the keeper's activations alone). See DeliveryGuard.
+   */
+  guardDelivery?(guard: DeliveryGuard): void;
+
+  /**
    * Send `marker` to member `to` BEHIND every entity message this node sent to `to` before: on
    * the same connection and into the same actor (the region), so that when `to`'s region hands
    * the marker to its keeper (`KeeperInbox.received`), every earlier message from this node has
    * been delivered or kept for the cargo. Sent to every other member on every table adoption.
    */
   sendMarker(to: string, marker: DrainMarkerPayload): void;
+}
+
+/**
+ * What the runtime asks of the owner lease on its message path. After a pause past the lease
+ * (SIGSTOP, a stalled loop), Node runs the I/O callbacks that carry messages BEFORE the timers
+ * that report the lease lost, and which partitions are active is the keeper's view, not the
+ * clock's: so the runtime reads the lease by the clock once per arrival it would deliver here
+ * (a batch, an envelope, a local send). On a lapse it stops every partition at once as the
+ * lease-lost path does (snapshots kept, unprocessed messages held in order), then calls `lapsed`
+ * so the keeper decides the loss now rather than when the timer fires.
+ */
+export interface DeliveryGuard {
+  /** This node holds its own owner lease NOW, by its clock (`OwnerLeasePort.holdsOwn`). */
+  holdsOwn(): boolean;
+  /** The runtime found the lease lapsed and stopped every partition: tell the keeper at once. */
+  lapsed(): void;
 }
 
 /** The drain marker's content (the message is `sharding.drain-marker`, keeper-messages.ts). */
@@ -137,6 +161,12 @@ export interface OwnerLeasePort {
   isFenced(key: string): boolean;
   /** Called on any change of `holdsOwn()` or of a fence this node asked for. Returns an unsubscribe. */
   subscribe(listener: () => void): () => void;
+  /**
+   * Re-read `holdsOwn()` by the clock now and tell the listeners if it changed (a lapse a reader
+   * noticed before the lease-end timer fired): so a later renewal is told as a gain. Absent: the
+   * keeper is told the loss directly.
+   */
+  refresh?(): void;
 }
 
 /**

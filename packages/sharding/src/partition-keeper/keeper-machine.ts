@@ -412,6 +412,12 @@ export function startPartitionKeeper(options: PartitionKeeperOptions): KeeperInb
   const table = options.tables.table();
   if (table) tellTable(table);
   tellLease();
+  // the runtime reads the lease by the clock on its message path: a lapse it finds (it stopped
+  // the partitions already) is the keeper's to decide now, not when the lease-end report comes
+  options.host.guardDelivery?.({
+    holdsOwn: () => leases.holdsOwn(),
+    lapsed: () => (leases.refresh ? leases.refresh() : tellLease()),
+  });
 
   return {
     regionDrained: (partition) => send({ type: 'keeper.region-drained', partition }),

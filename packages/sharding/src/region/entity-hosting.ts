@@ -31,10 +31,27 @@ export interface HostingContext {
   readonly watcher: ActorRef;
   /** Types with `remember`: where an id's activation and passivation are written. */
   readonly remember?: (change: RememberChange) => void;
+  /**
+   * Run before the background pass starts entities on its own (no arrival): the region stops
+   * every partition here if the owner lease ran out by the clock (a timer due before a pause can
+   * run on waking before the lease's own timer), taking their waiting snapshots along.
+   */
+  readonly beforeStarting?: () => void;
 }
 
 /** How soon an over-the-cap burst is looked at again. */
 const CAP_RETRY_MS = 1;
+/**
+ * Handed-over entities the background pass starts per turn (a timer turn each, so messages and
+ * hand-offs arriving meanwhile are handled between two chunks).
+ */
+export const RESTORES_PER_TURN = 16;
+
+/** A handed-over snapshot not started yet: its entity starts from it on its first message. */
+interface PendingRestore {
+  readonly partition: number;
+  readonly snapshot: unknown;
+}
 
 const idle = fromTransition((state: null) => state, null);
 
@@ -45,6 +62,14 @@ const idle = fromTransition((state: null) => state, null);
  * `passivateAfterMs` (one timer, set for the LRU entity's deadline, on the actor clock) or when
  * over `maxActiveEntities`. Only an entity with an empty mailbox is stopped, and stopping is
  * synchronous, so no message it accepted is lost; the next message starts it again.
+ *
+ * Handed-over entities start LAZILY: `restore` keeps the snapshot, and the entity starts from it
+ * when its first message arrives (in `deliver`, before that message, so per-entity order holds)
+ * or when the background pass reaches it, `RESTORES_PER_TURN` per timer turn (so timers and
+ * idle timeouts run as before). Activating a partition is then O(1): starting ~37 entities per
+ * partition one partition after another made the last of a rolling restart's ~54 moved partitions
+ * wait ~150 ms more than the first (issue 29). A pending snapshot is the partition's state: a
+ * hand-off or a lapse of the owner lease takes it along as if its entity had been stopped.
  */
 export class EntityHosting {
   private readonly entities = new Map<string, Entity>();
@@ -56,6 +81,10 @@ export class EntityHosting {
   private timer: unknown;
   private timerAt = Number.POSITIVE_INFINITY;
   private capTimer: unknown;
+  /** Handed-over snapshots not started yet, by entity id (see the class comment). */
+  private readonly pending = new Map<string, PendingRestore>();
+  private readonly pendingByPartition = new Map<number, Set<string>>();
+  private restoreTimer: unknown;
 
   constructor(
     private readonly system: ActorSystem,
@@ -75,9 +104,16 @@ export class EntityHosting {
     return this.entities.size;
   }
 
-  /** Entity count per partition held here. */
+  /** Handed-over entities whose snapshot waits here to be started (see the class comment). */
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
+  /** Entity count per partition held here (running, or handed over and not started yet). */
   countsByPartition(): Map<number, number> {
-    return new Map([...this.byPartition].map(([p, ids]) => [p, ids.size]));
+    const counts = new Map([...this.byPartition].map(([p, ids]) => [p, ids.size]));
+    for (const [p, ids] of this.pendingByPartition) counts.set(p, (counts.get(p) ?? 0) + ids.size);
+    return counts;
   }
 
   has(entityId: string): boolean {
@@ -89,17 +125,18 @@ export class EntityHosting {
     return this.entities.get(entityId)?.partition;
   }
 
-  /** Delivers to the entity, starting it first when it is not running. */
+  /** Delivers to the entity, starting it first (from its handed-over snapshot, if one waits) when it is not running. */
   deliver(entityId: string, partition: number, payload: Message, sender: ActorRef | undefined): void {
     let entity = this.entities.get(entityId);
     if (!this.recency) {
       // no idle timeout and no cap: the recency order is never read, so a message only delivers
-      if (!entity) this.entities.set(entityId, (entity = this.start(entityId, partition, undefined)));
+      if (!entity)
+        this.entities.set(entityId, (entity = this.start(entityId, partition, this.takePending(entityId))));
       entity.ref.send(payload, sender);
       return;
     }
     if (entity) this.entities.delete(entityId);
-    else entity = this.start(entityId, partition, undefined);
+    else entity = this.start(entityId, partition, this.takePending(entityId));
     entity.lastMessageAt = this.system.clock.now();
     this.entities.set(entityId, entity);
     entity.ref.send(payload, sender);
@@ -110,7 +147,8 @@ export class EntityHosting {
   /** Starts a remembered entity (no message, no snapshot) unless it runs here already; true if started. */
   restartRemembered(entityId: string, partition: number): boolean {
     if (this.entities.has(entityId)) return false;
-    const entity = this.start(entityId, partition, undefined, true);
+    // handed over with its state: it starts from that, not afresh
+    const entity = this.start(entityId, partition, this.takePending(entityId), true);
     entity.lastMessageAt = this.system.clock.now();
     this.entities.set(entityId, entity);
     this.enforceCap(entityId);
@@ -118,14 +156,18 @@ export class EntityHosting {
     return true;
   }
 
-  /** Starts an entity from a handed-over snapshot (its partition was activated here). */
+  /**
+   * Keeps a handed-over snapshot (its partition was activated here): the entity starts from it on
+   * its first message or in the background pass, whichever comes first. The first snapshot of an
+   * id wins, as does an entity already running.
+   */
   restore(entityId: string, partition: number, snapshot: unknown): void {
-    if (this.entities.has(entityId)) return;
-    const entity = this.start(entityId, partition, snapshot);
-    entity.lastMessageAt = this.system.clock.now();
-    this.entities.set(entityId, entity);
-    this.enforceCap(entityId);
-    this.schedulePassivation();
+    if (this.entities.has(entityId) || this.pending.has(entityId)) return;
+    this.pending.set(entityId, { partition, snapshot });
+    let ids = this.pendingByPartition.get(partition);
+    if (!ids) this.pendingByPartition.set(partition, (ids = new Set()));
+    ids.add(entityId);
+    this.scheduleRestores();
   }
 
   /** Whether every entity of `partition` has worked off its mailbox (a drain may stop them). */
@@ -152,6 +194,10 @@ export class EntityHosting {
     const snapshots: EntitySnapshot[] = [];
     const unprocessed: RoutedMessage[] = [];
     const keep = this.type.handOverSnapshot && (reason === 'hand-off' || reason === 'lease-lost');
+    // handed over and never started: the snapshot is still the entity's state, it goes along
+    for (const [id, snapshot] of this.takePendingOf(partition))
+      if (reason === 'hand-off' || reason === 'lease-lost')
+        snapshots.push({ entityType: this.type.name, entityId: id, snapshot });
     for (const id of [...(this.byPartition.get(partition) ?? [])]) {
       const e = this.entities.get(id);
       if (!e) continue;
@@ -193,9 +239,56 @@ export class EntityHosting {
   close(): void {
     if (this.timer !== undefined) this.system.clock.clearTimeout(this.timer);
     if (this.capTimer !== undefined) this.system.clock.clearTimeout(this.capTimer);
+    if (this.restoreTimer !== undefined) this.system.clock.clearTimeout(this.restoreTimer);
     this.timer = undefined;
     this.capTimer = undefined;
+    this.restoreTimer = undefined;
+    this.pending.clear();
+    this.pendingByPartition.clear();
     this.system.stop(this.parent);
+  }
+
+  /** The snapshot waiting for `entityId`, forgotten here (undefined: none waits). */
+  private takePending(entityId: string): unknown {
+    const p = this.pending.get(entityId);
+    if (p === undefined) return undefined;
+    this.pending.delete(entityId);
+    const ids = this.pendingByPartition.get(p.partition);
+    ids?.delete(entityId);
+    if (ids?.size === 0) this.pendingByPartition.delete(p.partition);
+    return p.snapshot;
+  }
+
+  /** Every snapshot waiting in `partition`, forgotten here. */
+  private takePendingOf(partition: number): [string, unknown][] {
+    const ids = this.pendingByPartition.get(partition);
+    if (!ids) return [];
+    this.pendingByPartition.delete(partition);
+    const out: [string, unknown][] = [];
+    for (const id of ids) {
+      out.push([id, this.pending.get(id)?.snapshot]);
+      this.pending.delete(id);
+    }
+    return out;
+  }
+
+  /** The background pass: one chunk per timer turn until no snapshot waits. */
+  private scheduleRestores(): void {
+    if (this.restoreTimer !== undefined || this.pending.size === 0) return;
+    this.restoreTimer = this.system.clock.setTimeout(() => {
+      this.restoreTimer = undefined;
+      this.context.beforeStarting?.();
+      let n = 0;
+      for (const [id, { partition }] of this.pending) {
+        if (n++ >= RESTORES_PER_TURN) break;
+        const entity = this.start(id, partition, this.takePending(id));
+        entity.lastMessageAt = this.system.clock.now();
+        this.entities.set(id, entity);
+        this.enforceCap(id);
+      }
+      this.schedulePassivation();
+      this.scheduleRestores();
+    }, 0);
   }
 
   private start(entityId: string, partition: number, snapshot: unknown, remembered = false): Entity {

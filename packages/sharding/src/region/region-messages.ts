@@ -65,16 +65,23 @@ const readEntries = (value: unknown, path: string): unknown[] => {
   return value;
 };
 
+/** The readers of `readPayload`, made once (not per payload). */
+const MAX_PAYLOAD_TYPE = 256;
+const readPlainPayload = read.plainData();
+const readPayloadType = read.string(MAX_PAYLOAD_TYPE);
+
 /**
  * Payloads: plain data with a string type (refs inside kept, so `replyTo` works across nodes). A
  * copy, never the decoded object: handed on as decoded (tried for speed), the counters of
  * crash-real-processes never reached their counts.
  */
 export const readPayload = (value: unknown, path: string): Message => {
-  const data = read.plainData()(value, path) as Record<string, unknown> | null;
+  const data = readPlainPayload(value, path) as Record<string, unknown> | null;
   if (typeof data !== 'object' || data === null || Array.isArray(data))
-    return read.object<Message>({ type: read.string(256) })(undefined, path);
-  read.string(256)(data.type, `${path}.type`);
+    return read.object<Message>({ type: readPayloadType })(undefined, path);
+  // checked here, the path built only for the error (a batch reads one payload per entry)
+  const type = data.type;
+  if (typeof type !== 'string' || type.length > MAX_PAYLOAD_TYPE) readPayloadType(type, `${path}.type`);
   return data as unknown as Message;
 };
 

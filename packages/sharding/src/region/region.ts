@@ -4,6 +4,7 @@ import {
   type ActorSystem,
   type DeadLetterReason,
   type Message,
+  type MessageRefusal,
   nodeOfKey,
   RateLimitedLog,
 } from '@doyen/core';
@@ -11,6 +12,7 @@ import { partitionOf } from '@doyen/partitions';
 import { type EntityType, entityIdProblem } from '../entity-type.js';
 import type {
   DeactivationReason,
+  DeliveryGuard,
   DrainMarkerPayload,
   HandOffCargo,
   KeeperHost,
@@ -79,6 +81,12 @@ interface Draining {
   snapshots: readonly EntitySnapshot[] | undefined;
 }
 
+/** A registered entity type and its hosting here (undefined: this node only routes it). */
+interface RegisteredType {
+  readonly type: EntityType;
+  hosting: EntityHosting | undefined;
+}
+
 /** What a refused batch entry's dead letter carries when its payload was not readable. */
 const INVALID_PAYLOAD: Message = { type: 'sharding.invalid-payload' };
 
@@ -93,10 +101,7 @@ const DRAIN_POLL_MS = 1;
  * `drain`, `takeCargo`, `deactivate`, `startBuffering`, `flush` and `sendMarker` (KeeperHost).
  */
 export class Region implements KeeperHost {
-  private readonly types = new Map<
-    string,
-    { readonly type: EntityType; hosting: EntityHosting | undefined }
-  >();
+  private readonly types = new Map<string, RegisteredType>();
   private table: RoutingTable | undefined;
   private readonly active = new Set<number>();
   private readonly draining = new Map<number, Draining>();
@@ -126,6 +131,13 @@ export class Region implements KeeperHost {
   readonly remembered: RememberedEntities | undefined;
   private closed = false;
   private listener: RegionListener | undefined;
+  /** The owner lease read by the clock before entities here act on an arrival (see `stopIfLeaseLapsed`). */
+  private guard: DeliveryGuard | undefined;
+  /** Why the payload being received was refused by its admission (set by `onInvalid`). */
+  private invalidDetail: string | undefined;
+  private readonly onInvalid = (refusal: MessageRefusal): void => {
+    this.invalidDetail = refusal.detail;
+  };
 
   constructor(
     readonly system: ActorSystem,
@@ -146,7 +158,11 @@ export class Region implements KeeperHost {
     this.watcher = system.functionRef(`${REGION_NAME}-watch`, (m) => this.onTerminated(m), 'system');
     this.remembered = options.remember
       ? new RememberedEntities(system, options.remember, metrics, {
-          isActive: (p, activation) => this.active.has(p) && this.partitionActivations.get(p) === activation,
+          isActive: (p, activation) => {
+            // a restart after a pause runs in the timers phase, maybe before the lease-end report
+            this.stopIfLeaseLapsed();
+            return this.active.has(p) && this.partitionActivations.get(p) === activation;
+          },
           restart: (type, p, id) => this.types.get(type)?.hosting?.restartRemembered(id, p) ?? false,
         })
       : undefined;
@@ -155,6 +171,34 @@ export class Region implements KeeperHost {
   /** The partition keeper that drives this region (it is started after the region). */
   listen(listener: RegionListener): void {
     this.listener = listener;
+  }
+
+  /** The owner lease as the keeper gives it: read by the clock on the message path (DeliveryGuard). */
+  guardDelivery(guard: DeliveryGuard): void {
+    this.guard = guard;
+  }
+
+  /**
+   * Before an arrival may reach an entity here: does this node still hold its owner lease by the
+   * clock NOW? After a pause past the lease, Node runs the I/O callbacks that bring messages
+   * before the timers that report the loss, and `active` is the keeper's view, not the clock's;
+   * a stale entity must not act beside its successor (issue 29, chaos seeds 29 and 30). On a
+   * lapse every partition stops here at once, in this task, as the keeper's lease loss stops
+   * them (snapshots kept, unprocessed messages held in order, the token kept), so the arrival is
+   * then held like any message for a suspended partition; the keeper is told at once. One clock
+   * read per batch, envelope or local delivery; none while nothing is active here.
+   */
+  private stopIfLeaseLapsed(): void {
+    const guard = this.guard;
+    if (guard === undefined || (this.active.size === 0 && this.draining.size === 0) || guard.holdsOwn())
+      return;
+    const partitions = this.active.size + this.draining.size;
+    this.system.logger.warn(
+      { event: 'sharding.lease-lapse-seen', partitions },
+      `the owner lease ran out before its report came (a pause?): ${partitions} partitions stopped before delivering`,
+    );
+    this.deactivateAll('lease-lost');
+    guard.lapsed();
   }
 
   // ---- registration and views -------------------------------------------------------------
@@ -166,6 +210,7 @@ export class Region implements KeeperHost {
       tableVersion: () => this.table?.version ?? 0,
       watcher: this.watcher,
       ...(remembered ? { remember: (c: RememberChange) => remembered.changed(c) } : {}),
+      beforeStarting: () => this.stopIfLeaseLapsed(),
     };
     const hosting = hosts
       ? new EntityHosting(this.system, type, context, this.metrics, activations)
@@ -238,7 +283,7 @@ export class Region implements KeeperHost {
     sender: ActorRef | undefined,
     memo?: PartitionMemo,
   ): RefusalReason | undefined {
-    const refusal = this.refusalOf(entityType, entityId, payload);
+    const refusal = this.refusalOf(this.types.get(entityType), entityId, payload);
     if (refusal) return refusal;
     if (this.closed) {
       // after our farewell nothing may follow it: a stopped node's sends are counted dead letters
@@ -256,16 +301,19 @@ export class Region implements KeeperHost {
     }
     // the usual case, an active partition elsewhere: the envelope straight away, no RoutedMessage
     const owner = this.remoteOwnerOf(partition);
-    if (owner !== undefined) this.sendEnvelope(owner, entityType, entityId, partition, 0, payload, sender);
-    else this.route({ entityType, entityId, partition, payload, sender, hops: 0 });
+    if (owner !== undefined) {
+      this.sendEnvelope(owner, entityType, entityId, partition, 0, payload, sender);
+      return undefined;
+    }
+    this.stopIfLeaseLapsed();
+    this.route({ entityType, entityId, partition, payload, sender, hops: 0 });
     return undefined;
   }
 
   /** The id's partition: a running entity's was checked when it started, so only a new id is hashed. */
-  private partitionOfId(entityType: string, entityId: string): number {
+  private partitionOfId(registered: RegisteredType | undefined, entityId: string): number {
     return (
-      this.types.get(entityType)?.hosting?.partitionOfRunning(entityId) ??
-      partitionOf(entityId, this.options.partitionCount)
+      registered?.hosting?.partitionOfRunning(entityId) ?? partitionOf(entityId, this.options.partitionCount)
     );
   }
 
@@ -280,8 +328,12 @@ export class Region implements KeeperHost {
     return !owner || owner === this.options.selfKey ? undefined : owner;
   }
 
-  private refusalOf(entityType: string, entityId: unknown, payload: Message): RefusalReason | undefined {
-    const registered = this.types.get(entityType);
+  /** `registered`: the message's entity type as registered here (looked up once by the caller). */
+  private refusalOf(
+    registered: RegisteredType | undefined,
+    entityId: unknown,
+    payload: Message,
+  ): RefusalReason | undefined {
     if (!registered) return 'unknown-entity-type';
     if (entityIdProblem(entityId) !== undefined) return 'invalid-entity-id';
     const allowed = registered.type.messages;
@@ -362,6 +414,7 @@ export class Region implements KeeperHost {
   private onInbox(message: Message, sender: string | undefined): void {
     if (this.closed) return;
     if (message.type === 'sharding.batch') {
+      this.stopIfLeaseLapsed();
       this.onBatch(message as unknown as EntityBatch, sender);
       return;
     }
@@ -369,6 +422,7 @@ export class Region implements KeeperHost {
       this.listener?.received(message);
       return;
     }
+    this.stopIfLeaseLapsed();
     const e = message as unknown as EntityEnvelope;
     this.received(e.entityType, e.entityId, e.partition, e.version, e.hops, e.payload, e.sender, sender);
   }
@@ -437,22 +491,20 @@ export class Region implements KeeperHost {
     from: ActorRef | undefined,
     sender: string | undefined,
   ): void {
-    // a payload type the app registered is admitted as any message is (a schema's rebuilt from it)
-    const types = this.system.messageTypes;
-    let invalid: string | undefined;
-    const payload = types.has(raw.type)
-      ? types.admit(raw, undefined, (r) => {
-          invalid = r.detail;
-        })
-      : raw;
+    // a payload type the app registered is admitted as any message is (a schema's rebuilt from it);
+    // one lookup of the type and of the entity type per message, no closure per message
+    const admission = this.system.messageTypes.admissionOf(raw.type);
+    this.invalidDetail = undefined;
+    const payload = admission ? admission(raw, undefined, this.onInvalid) : raw;
+    const invalid = this.invalidDetail;
+    const registered = this.types.get(entityType);
     const refusal =
       payload === undefined
         ? 'invalid-message'
-        : (this.refusalOf(entityType, entityId, payload) ??
-          (this.partitionOfId(entityType, entityId) !== p ? 'wrong-partition' : undefined));
+        : (this.refusalOf(registered, entityId, payload) ??
+          (this.partitionOfId(registered, entityId) !== p ? 'wrong-partition' : undefined));
     // the usual case, an active partition hosted here: delivered without a RoutedMessage
-    const hosting =
-      refusal === undefined && this.active.has(p) ? this.types.get(entityType)?.hosting : undefined;
+    const hosting = refusal === undefined && this.active.has(p) ? registered?.hosting : undefined;
     if (hosting !== undefined) {
       hosting.deliver(entityId, p, payload!, from);
       return;
