@@ -1,16 +1,25 @@
 // `pnpm bench sharding [--runs 1] [--entities 10000] [--rate 500] [--memory-entities 300000] [--cold 2000]
 // [--cold-rate 5000] [--tells 50000] [--tell-rounds 3] [--measured 2000] [--probed 300] [--nodes 5] [--orders 2]
-// [--no-scale] [--smallest] [--only-rolling] [--hot-path]`:
+// [--no-scale] [--smallest] [--only-rolling] [--hot-path] [--from-source]`:
 // the figures of issue 29, each beside its target, medians over --runs. Real `doyen node` processes on
-// 127.0.0.1 (the CLI from source under tsx, `--app bench/lib/sharding-app.ts`, which registers a sharded
+// 127.0.0.1 (the built CLI, packages/doyen/dist: run `pnpm build` first; --from-source: its TypeScript
+// sources under tsx; `--app bench/lib/sharding-app.ts`, which registers a sharded
 // `fromTransition` counter with `handOverSnapshot`); five hosting nodes (`--roles shard`, partitions owned
 // by that role) and a load generator: a sixth, proxy-only node (no role) that sends to the entities from
 // outside the hosting nodes and measures every latency (bench/lib/sharding-load.ts). Per run:
 //   1. local cold activation (first message to a fresh id, ask round trip) at --cold-rate/s, and the RSS of
 //      --memory-entities active counters: a one-node cluster in a child process.
-//   2. cold activation from another node: the load node asks fresh ids at --cold-rate/s.
-//   3. sharded tell to 1000 entities across the 5 nodes vs plain remote tell to one actor per node, same
-//      run, alternating rounds of --tells messages (each round ends with an ask to every target).
+//   2. cold activation from another node: the load node asks fresh ids at --cold-rate/s, after 500 asks to
+//      other fresh ids (a fresh cluster's first asks run unoptimised code; the local child warms up alike).
+//      Beside it, same rate: the same ids again (active: the round trip without an activation) and plain
+//      actors on the hosting nodes (no sharding). Each cold ask is split where it crosses the processes
+//      (pacing delay, out to the entity, reply back; the entity stamps its reply) and set beside every
+//      process's GC pauses (`bench.gc` lines) and, with SHARDING_BENCH_STALLS=1, event-loop stalls and the
+//      CPU used during each (none: the process waited for a core): `cold.remoteSplit`.
+//   3. sharded tell to 1000 entities across the 5 nodes vs plain remote tell to one actor per node (the
+//      wire's best case, `shardedVsRemoteTell`) and to 1000 plain actors over the same nodes (the same
+//      fan-out: what sharding adds, `shardedVsRemoteTellSameFanout`), same run, alternating rounds of
+//      --tells messages (each round ends with an ask to every node).
 //   4. rolling restart under steady load (--rate asks/s round robin over --entities activated entities):
 //      SIGTERM and restart of each node, youngest first (oldest last), then oldest first, each waited until
 //      271 partitions are active and balanced ±1 again. Added latency = latency − the median of the 5 s
@@ -30,6 +39,7 @@
 // --hot-path: only the entity hot path's figures (steps 1 to 3: cold activation local and from another node,
 // sharded vs plain remote tell), a small memory population, no fault scenario, and the CPU per message of a
 // sharded and a plain remote tell in this process (interleaved rounds, `tellCpu`); ~1 minute.
+import { bundleStaleness } from './lib/built-cli.js';
 import { installSignalCleanup, liveProcesses } from './lib/node-processes.js';
 import { ACTIVATION_LOG_ENV } from './lib/sharding-protocol.js';
 import { runSharding, type ShardingRunFigures } from './lib/sharding-run.js';
@@ -43,9 +53,15 @@ const smallest = argv.includes('--smallest');
 const onlyRolling = argv.includes('--only-rolling');
 const hotPath = argv.includes('--hot-path');
 const noScale = argv.includes('--no-scale') || smallest || onlyRolling || hotPath;
-const switches = new Set(['--smallest', '--no-scale', '--only-rolling', '--hot-path']);
+const fromSource = argv.includes('--from-source');
+const switches = new Set(['--smallest', '--no-scale', '--only-rolling', '--hot-path', '--from-source']);
 /** The figures --hot-path measures (the others are not taken). */
-const HOT_PATH_FIGURES = new Set(['coldLocalP99Ms', 'coldRemoteP99Ms', 'shardedVsRemoteTell']);
+const HOT_PATH_FIGURES = new Set([
+  'coldLocalP99Ms',
+  'coldRemoteP99Ms',
+  'shardedVsRemoteTell',
+  'shardedVsRemoteTellSameFanout',
+]);
 const numeric = parseFlags(argv.filter((a) => !switches.has(a)));
 const opt = (name: string, normal: number, small: number) => numeric[name] ?? (smallest ? small : normal);
 const runs = opt('runs', 1, 1);
@@ -67,11 +83,21 @@ const options = {
   skipScale: noScale,
   hotPathOnly: hotPath,
   onlyRolling,
+  fromSource,
   log: (line: string) => process.stderr.write(`${line}\n`),
 };
 
+// the nodes run the built bundle, as users run `doyen node`: one older than the sources would test old code
+const stale = fromSource ? undefined : bundleStaleness();
+if (stale) {
+  console.error(`bench sharding: ${stale} (or pass --from-source)`);
+  process.exit(2);
+}
+
 // the hot path as an app runs it: entity activations logged at debug (no overlap check needs them)
 if (hotPath) process.env[ACTIVATION_LOG_ENV] = 'debug';
+// --hot-path: every process logs its GC pauses, to set beside the slowest cold asks
+if (hotPath) process.env.SHARDING_BENCH_GC = '1';
 // a default run takes ~4 minutes on 2 cores; every wait inside has its own bound
 startWatchdog('sharding', 15 * runs);
 installSignalCleanup();
@@ -214,7 +240,15 @@ const allFigures: Record<string, Figure> = {
     target: 0.7,
     kind: 'min',
     unit: '×',
-    label: `sharded tell across ${options.nodes} nodes vs plain remote tell`,
+    label: `sharded tell (1,000 entities on ${options.nodes} nodes) vs plain tell to 1 actor/node`,
+  },
+  // the same fan-out on both sides: what sharding adds to a remote tell, isolated
+  shardedVsRemoteTellSameFanout: {
+    value: med((f) => f.tell?.ratioFanout),
+    target: 0.7,
+    kind: 'min',
+    unit: '×',
+    label: `sharded tell vs plain tell to 1,000 actors on ${options.nodes} nodes`,
   },
 };
 
@@ -259,6 +293,13 @@ printResult({
   ...json,
   targetsMissed: missed,
   ...(tellCpu ? { tellCpu } : {}),
+  // beside the cold p99 from another node, same rate, no target: the cluster's first asks (the
+  // warm-up), the same ids once active, and plain actors (no sharding): what the tail is made of
+  coldRemoteBeside: {
+    warmupP99Ms: med((f) => f.cold?.warmupP99Ms),
+    activeP99Ms: med((f) => f.cold?.activeP99Ms),
+    plainAskP99Ms: med((f) => f.cold?.plainAskP99Ms),
+  },
   errors: results.flatMap((r) => r.errors),
   perRun: results,
   tookS,
@@ -289,7 +330,7 @@ function parseFlags(args: readonly string[]): Record<string, number> {
     const value = Number(args[i + 1]);
     if (!known.has(name) || !Number.isInteger(value) || value <= 0)
       throw new Error(
-        `usage: pnpm bench sharding [--${[...known].join(' N] [--')} N] [--no-scale] [--smallest] [--only-rolling] [--hot-path] (got ${args[i]} ${args[i + 1]})`,
+        `usage: pnpm bench sharding [--${[...known].join(' N] [--')} N] [--no-scale] [--smallest] [--only-rolling] [--hot-path] [--from-source] (got ${args[i]} ${args[i + 1]})`,
       );
     flags[name] = value;
   }

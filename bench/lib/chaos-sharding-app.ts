@@ -6,14 +6,16 @@
 // sends sequence-numbered asks round-robin to every entity, two back to back per tick (so per-sender
 // order is at stake), logging each send and its outcome; on SIGUSR2 it stops and asks every entity
 // once more (the probe: an entity that does not answer is unreachable), then logs `chaos.probe-done`.
-import {
-  type ActorRef,
-  type DoyenNode,
-  fromTransition,
-  type IncarnationInfo,
-  type Logger,
-  type Message,
-  type ShardedEntities,
+// types only from doyen, and its `fromTransition` from its own small module: the nodes run the
+// built CLI (bench/lib/built-cli.ts), and tsx then loads this file and those two, not doyen's sources
+import { fromTransition } from '../../packages/core/src/transition-logic.js';
+import type {
+  ActorRef,
+  DoyenNode,
+  IncarnationInfo,
+  Logger,
+  Message,
+  ShardedEntities,
 } from '../../packages/doyen/src/index.js';
 import {
   CHAOS_ACK,

@@ -8,6 +8,11 @@
 //                its process's death). An overlap whose older side was frozen (SIGSTOP) from before
 //                the newer activation began, and that handled no message for the id after it began,
 //                is reported apart as `frozen` (a stopped process runs nothing), not as a violation.
+//                So is one whose older side was frozen while active, woke (SIGCONT) before the newer
+//                began, and ended at its lease-lost stop (`sharding.passivated`, reason `lease-lost`)
+//                having handled NO message for the id since it woke: the region reads the owner lease
+//                by the clock before it delivers anything, so such a stale activation only awaits its
+//                stop and acts on nothing (`frozenWokeOverlaps`, counted in `frozenOverlaps` too).
 //   duplicate    one (entity, sender, seq) received more than once, anywhere.
 //   reorder      per (entity, sender), a seq received after a higher one (time order across nodes,
 //                log order within one).
@@ -24,6 +29,7 @@
 //                period, up to PROBE_ROUNDS tries), or no probe at all.
 import {
   findInstanceOverlaps,
+  type InstanceInterval,
   type InstanceLogLine,
   type InstanceOverlap,
   instanceIntervals,
@@ -42,6 +48,8 @@ export const ACTIVATED_EVENT = 'sharding.activated';
 export const PASSIVATED_EVENT = 'sharding.passivated';
 /** The keeper's own owner lease ran out: it stops every entity at once (keeper-decisions.ts). */
 export const LEASE_LOST_EVENT = 'sharding.lease-lost';
+/** The `reason` of a `sharding.passivated` line when the node's owner lease was lost (entity-hosting.ts). */
+export const LEASE_LOST_REASON = 'lease-lost';
 /** Logged by a node downed and restarting in place, with the ending incarnation's `uid`: its entities stop. */
 export const RESTART_EVENT = 'node.restart';
 
@@ -104,6 +112,11 @@ export interface ChaosVerdict {
     readonly lostOnLeaseLoss: readonly string[];
     /** Overlaps whose older side was frozen throughout and acted on nothing after (reported apart). */
     readonly frozenOverlaps: number;
+    /**
+     * Of those, the ones whose older side woke before the newer began and was stopped by its lease
+     * loss, having handled no message for the id since it woke.
+     */
+    readonly frozenWokeOverlaps: number;
     readonly probed: number;
     readonly probeAnswered: number;
   };
@@ -161,6 +174,45 @@ function activationEvidence(
     for (const incarnation of incarnations.get(f.node) ?? [])
       ends.push({ ...f, node: instanceOf(f.node, incarnation) });
   return { lines: out, fates: ends, activations };
+}
+
+/**
+ * The older side of an overlap was frozen (SIGSTOP) while active, woke (SIGCONT) before the newer
+ * began and ended at its lease-lost stop: 'idle' if its node handled no message for the id from
+ * the wake to that stop (it acted on nothing beside the newer: the region's lease guard held what
+ * came), 'acted' if it handled one, undefined if the case does not apply (another rule decides).
+ */
+function wokeThenStoppedIdle(
+  evidence: ChaosEvidence,
+  receipts: readonly Receipt[],
+  older: InstanceInterval,
+  newer: InstanceInterval,
+  entityId: string,
+): 'idle' | 'acted' | undefined {
+  const [proc, incarnation] = older.node.split('/') as [string, string];
+  // the latest wake before the newer began, of a pause that began while the older was active
+  const pause = evidence.pauses
+    .filter((p) => p.proc === proc && p.stoppedAt >= older.start && p.continuedAt <= newer.start)
+    .reduce<ChaosPause | undefined>(
+      (a, p) => (a === undefined || p.continuedAt > a.continuedAt ? p : a),
+      undefined,
+    );
+  if (pause === undefined || older.end < pause.continuedAt) return undefined;
+  // its end is its own lease-lost stop, logged by that incarnation after the wake
+  const stoppedOnLeaseLoss = evidence.lines.some(
+    ({ proc: p, json }) =>
+      p === proc &&
+      json.event === PASSIVATED_EVENT &&
+      json.reason === LEASE_LOST_REASON &&
+      str(json.incarnation) === incarnation &&
+      str(json.entityId) === entityId &&
+      json.time === older.end,
+  );
+  if (!stoppedOnLeaseLoss) return undefined;
+  const acted = receipts.some(
+    (r) => r.proc === proc && r.entityId === entityId && r.t >= pause.continuedAt && r.t <= older.end,
+  );
+  return acted ? 'acted' : 'idle';
 }
 
 interface Receipt {
@@ -232,6 +284,7 @@ export function checkChaosRun(evidence: ChaosEvidence): ChaosVerdict {
   const act = activationEvidence(evidence.lines, evidence.fates);
   const overlaps = findInstanceOverlaps(instanceIntervals(act.lines, act.fates, evidence.until));
   let frozenOverlaps = 0;
+  let frozenWokeOverlaps = 0;
   for (const o of overlaps) {
     const [older, newer] = o.a.start <= o.b.start ? [o.a, o.b] : [o.b, o.a];
     const olderProc = older.node.split('/')[0]!;
@@ -243,14 +296,20 @@ export function checkChaosRun(evidence: ChaosEvidence): ChaosVerdict {
     const actedAfter = receipts.some(
       (r) => r.proc === olderProc && r.entityId === entityId && r.t >= newer.start && r.t <= end,
     );
+    const woke = frozen ? undefined : wokeThenStoppedIdle(evidence, receipts, older, newer, entityId);
     const text =
       `${o.singleton}: ${older.node} [${iso(older.start)}–${iso(older.end)}] and ${newer.node} ` +
       `[${iso(newer.start)}–${iso(newer.end)}] both active for ${o.overlapMs} ms`;
     if (frozen && !actedAfter) frozenOverlaps++;
-    else
+    else if (woke === 'idle') {
+      frozenOverlaps++;
+      frozenWokeOverlaps++;
+    } else
       violations.push({
         rule: 'overlap',
-        detail: `${text}${frozen ? ' (the older side was frozen, but handled a message after waking)' : ''}`,
+        detail: `${text}${
+          frozen || woke === 'acted' ? ' (the older side was frozen, but handled a message after waking)' : ''
+        }`,
       });
   }
 
@@ -357,6 +416,7 @@ export function checkChaosRun(evidence: ChaosEvidence): ChaosVerdict {
       lostInFaults,
       lostOnLeaseLoss,
       frozenOverlaps,
+      frozenWokeOverlaps,
       probed: probeTried.size,
       probeAnswered: probeAnswered.size,
     },

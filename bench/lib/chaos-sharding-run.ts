@@ -1,17 +1,23 @@
 // One run of the sharding chaos runner: five hosting `doyen node` processes and one sender node (no
 // role: it only routes), each a host of its own in a network namespace (test/support/netns.ts's
-// topology), the CLI from its TypeScript sources under tsx with the chaos app (chaos-sharding-app.ts).
+// topology), the built CLI (or its TypeScript sources under tsx, `fromSource`) with the chaos app
+// (chaos-sharding-app.ts).
 // The sender sends sequence-numbered asks to every entity while the seeded plan plays its faults
 // (kill -9 + restart, SIGSTOP past the detector, symmetric and one-way nftables cuts, graceful
 // leaves + joins), each followed by a quiet period once the cluster is whole again; at the end
 // (healed, whole, quiet) the sender probes every entity once, and the checker reads the logs.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { detectionTimeMs } from '../../packages/cluster/src/failure-detector/detector.js';
+import { defaultClusterConfig } from '../../packages/cluster/src/model/config.js';
+import type { ShardRegionsView } from '../../packages/sharding/src/index.js';
 import { UNSAFE_SKIP_FENCE_ENV } from '../../packages/sharding/src/partition-keeper/unsafe-skip-fence.js';
+import { DEFAULT_HOST_LEASE } from '../../packages/singleton/src/host-lease/host-lease-settings.js';
 import type { ProcessFate } from '../../packages/testkit/src/instance-overlaps.js';
 import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 import { secretEnv } from '../../test/support/cli-process.js';
 import type { Topology } from '../../test/support/netns.js';
+import { builtCliArgs } from './built-cli.js';
 import {
   type ChaosFaultWindow,
   type ChaosLine,
@@ -70,6 +76,8 @@ export interface ChaosRunOptions {
   readonly log: (line: string) => void;
   /** Where to write every process's log lines (JSON lines with `proc`), for a failing run's evidence. */
   readonly logFile?: string;
+  /** Run the CLI from its TypeScript sources under tsx (no build needed; ~3× the CPU per node start). */
+  readonly fromSource?: boolean;
 }
 
 export interface ChaosRunResult {
@@ -77,6 +85,8 @@ export interface ChaosRunResult {
   readonly verdict: ChaosVerdict;
   readonly played: readonly string[];
   readonly runMs: number;
+  /** Wall-clock ms of each phase of the run, in order (form, settle, faults, heal, probe, stop, check). */
+  readonly phases: Readonly<Record<string, number>>;
   /** Why the run could not be completed (not a verdict: the cluster never formed, a probe hung). */
   readonly error: string | undefined;
 }
@@ -90,8 +100,18 @@ interface Proc {
 
 /** Log lines that say the cluster is not settled yet. */
 const UNSETTLING = new Set(['member.unreachable', 'member.downed', 'node.restart', 'sharding.lease-lost']);
-/** How long nothing unsettling may be logged before the load starts, and before the probe. */
-const SETTLE_QUIET_MS = 4_000;
+/**
+ * How long nothing unsettling may be logged before the load starts, and before the probe: a
+ * member silent since before the window began is found unreachable inside it (the detector's
+ * detection time, ~1 s), and an owner lease lost inside it has lapsed (one default lease), plus
+ * half a second for the lines to reach the runner. It only decides when to start the load and the
+ * probe: a window too short can fail a run, never pass a bad one (the checker reads everything).
+ */
+const SETTLE_QUIET_MS = Math.ceil(
+  detectionTimeMs(defaultClusterConfig.failureDetector, defaultClusterConfig.heartbeatIntervalMs) +
+    DEFAULT_HOST_LEASE.leaseMs +
+    500,
+);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -121,7 +141,7 @@ class ChaosCluster {
       command: 'ip',
       args: [
         ...['netns', 'exec', h.ns, globalThis.process.execPath],
-        ...sourceCliArgs([
+        ...(this.o.fromSource ? sourceCliArgs : builtCliArgs)([
           ...['node', '--cluster', this.cluster, '--host', h.ip, '--port', String(PORT)],
           ...['--seeds', seeds.join(','), '--http-port', String(HTTP_PORT), '--http-host', h.ip],
           ...['--name', CHAOS_HOSTS[slot]!, '--app', CHAOS_APP],
@@ -172,22 +192,48 @@ class ChaosCluster {
   }
 
   /**
-   * Whole, every process at the same (newest) table, and nothing unsettling logged anywhere for
-   * `quietMs`: no member unreachable or downed, no restart in place, no owner lease lost.
+   * Whole, every process at the same (newest) table, nothing unsettling logged anywhere for
+   * `quietMs` (no member unreachable or downed, no restart in place, no owner lease lost), and
+   * every partition of that table active on exactly one hosting node: the load then meets running
+   * partitions, not ones still waiting for a lease or a hand-off.
    */
   async settled(quietMs: number): Promise<boolean> {
     const since = Date.now() - quietMs;
     const versions = new Set<number>();
+    let partitionCount = 0;
     for (const p of this.current) {
       if (!p) return false;
       let version = -1;
       for (const e of p.process.events()) {
         if (UNSETTLING.has(String(e.event)) && (e.time as number) >= since) return false;
-        if (e.event === 'partitions.table') version = Math.max(version, Number(e.version));
+        if (e.event === 'partitions.table' && Number(e.version) > version) {
+          version = Number(e.version);
+          partitionCount = Number(e.partitionCount);
+        }
       }
       versions.add(version);
     }
-    return versions.size === 1 && !versions.has(-1) && (await this.whole());
+    if (versions.size !== 1 || versions.has(-1)) return false;
+    const [version] = versions;
+    return (await this.partitionsActive(version!, partitionCount)) && (await this.whole());
+  }
+
+  /** Each of the table's `count` partitions active on exactly one hosting node, all at `version`. */
+  private async partitionsActive(version: number, count: number): Promise<boolean> {
+    const views: (ShardRegionsView | undefined)[] = await Promise.all(
+      Array.from({ length: HOSTING_SLOTS }, (_, slot) => {
+        const h = this.host(slot);
+        return this.o.topo.getJson(h.name, `http://${h.ip}:${HTTP_PORT}/cluster/shards`, 3_000);
+      }),
+    );
+    const active = new Set<number>();
+    let total = 0;
+    for (const v of views) {
+      if (v?.tableVersion !== version) return false;
+      for (const partition of v.activePartitions) active.add(partition);
+      total += v.activePartitions.length;
+    }
+    return active.size === count && total === count;
   }
 
   async waitSettled(quietMs: number, timeoutMs: number): Promise<boolean> {
@@ -195,15 +241,6 @@ class ChaosCluster {
     while (Date.now() < deadline) {
       if (await this.settled(quietMs)) return true;
       await sleep(500);
-    }
-    return false;
-  }
-
-  async waitUp(slot: number, timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      if ((await this.view(slot))?.status === 'up') return true;
-      await sleep(400);
     }
     return false;
   }
@@ -297,21 +334,33 @@ export async function runChaos(o: ChaosRunOptions): Promise<ChaosRunResult> {
   const askTimeoutMs = o.askTimeoutMs ?? 8_000;
   let error: string | undefined;
   let until = Date.now();
+  const phases: Record<string, number> = {};
+  let phaseStart = t0;
+  const phase = (name: string) => {
+    const now = Date.now();
+    phases[name] = (phases[name] ?? 0) + now - phaseStart;
+    phaseStart = now;
+  };
   try {
-    cluster.start(0);
-    if (!(await cluster.waitUp(0, 60_000))) throw new Error('n1 did not come up');
-    for (let slot = 1; slot < CHAOS_HOSTS.length; slot++) cluster.start(slot);
+    // all six at once: only n1 (the first seed) may form the cluster, the others' join attempts
+    // retry until it has (starting n1 alone first cost one more process start, ~3 s, per run)
+    for (let slot = 0; slot < CHAOS_HOSTS.length; slot++) cluster.start(slot);
     if (!(await cluster.waitWhole(90_000))) throw new Error('the six nodes did not form a cluster');
+    phase('form');
     if (!(await cluster.waitSettled(SETTLE_QUIET_MS, 60_000)))
       o.log(`seed ${o.seed}: the cluster did not settle after forming (load started anyway)`);
+    phase('settle');
     cluster.current[SENDER]!.process.signal(START_LOAD_SIGNAL);
     await sleep(2_000);
+    phase('warm');
     for (const { fault, quietMs } of o.plan ?? chaosPlan(o.seed, o.faults)) {
       const what = describeChaosFault(fault);
       const start = Date.now();
       o.log(`seed ${o.seed}: ${what}`);
       await cluster.play(fault);
+      phase('fault-play');
       const whole = await cluster.waitWhole(wholeTimeoutMs);
+      phase('fault-whole');
       const end = Date.now();
       cluster.faults.push({ what, planned: isPlanned(fault), start, end });
       played.push(
@@ -319,24 +368,29 @@ export async function runChaos(o: ChaosRunOptions): Promise<ChaosRunResult> {
       );
       if (!whole) o.log(`seed ${o.seed}: not whole ${wholeTimeoutMs} ms after ${what}`);
       await sleep(quietMs);
+      phase('fault-quiet');
     }
     await o.topo.heal();
     for (let slot = 0; slot < CHAOS_HOSTS.length; slot++)
       if (!cluster.current[slot]?.process.running) cluster.start(slot);
     if (!(await cluster.waitSettled(SETTLE_QUIET_MS, wholeTimeoutMs)))
       error = 'not settled at the end (probe sent anyway)';
+    phase('heal-settle');
     const sender = cluster.current[SENDER]!.process;
     sender.signal(PROBE_SIGNAL);
     const done = await sender.waitForEvent(CHAOS_PROBE_DONE_EVENT, PROBE_ROUNDS * askTimeoutMs + 10_000);
     if (!done) error = 'the probe did not finish';
+    phase('probe');
     // the last acks and log lines of the entities
     await sleep(500);
+    phase('tail');
   } catch (e) {
     error = (e as Error).message;
   } finally {
     until = Date.now();
     await cluster.killAll();
     await o.topo.heal().catch(() => {});
+    phase('stop');
   }
   const lines = cluster.lines();
   if (o.logFile)
@@ -349,5 +403,6 @@ export async function runChaos(o: ChaosRunOptions): Promise<ChaosRunResult> {
     until,
     askTimeoutMs,
   });
-  return { seed: o.seed, verdict, played, runMs: until - t0, error };
+  phase('check');
+  return { seed: o.seed, verdict, played, runMs: until - t0, phases, error };
 }

@@ -4,12 +4,19 @@
 // nodes that move partitions. Times are wall-clock ms (performance.timeOrigin + performance.now()),
 // the clock the nodes' log lines and the bench's kill times use.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { type ActorRef, type Message, nodeOfKey } from '../../packages/core/src/index.js';
+import {
+  type ActorRef,
+  type Message,
+  nodeOfKey,
+  type UniqueNodeAddress,
+} from '../../packages/core/src/index.js';
 import type { DoyenNode, ShardedEntities } from '../../packages/doyen/src/index.js';
 import {
   type AddedReply,
   type CounterEvent,
   entityId,
+  FANOUT_SINKS,
+  fanoutSinkName,
   SHARD_ROLE,
   SINK_PATH,
   type StateReply,
@@ -23,6 +30,22 @@ const TICK_MS = 5;
 const COLD_TICK_MS = 0;
 
 type Counters = ShardedEntities<CounterEvent & Message>;
+
+/** One cold ask split at the process boundaries (ms; see `LoadGenerator.cold`). */
+export interface ColdTrace {
+  /** Its index in the sequence (asks are due `1000 / rate` ms apart). */
+  readonly i: number;
+  /** When it was sent (wall-clock ms). */
+  readonly t: number;
+  /** Sent this long after its due time (the pacing loop's own delay). */
+  readonly late: number;
+  /** Sent here → handled by the entity on its owner (both wall clocks on this machine). */
+  readonly out: number;
+  /** The entity's reply → its answer here. */
+  readonly back: number;
+  /** The owner's process id. */
+  readonly pid: number;
+}
 
 interface Steady {
   readonly timer: NodeJS.Timeout;
@@ -222,70 +245,138 @@ export class LoadGenerator {
     return { recoveredMs, unrecovered };
   }
 
-  /** `sb.get` to `count` fresh ids at `rate`/s: every ask activates an entity; latencies in ms. */
+  /**
+   * `sb.get` to `count` fresh ids at `rate`/s: every ask activates an entity; latencies in ms. Each
+   * ask is split where it crosses the processes (the entity stamps its reply with its node's wall
+   * clock): `late` (this loop sent it after its due time), `out` (sent → handled by the entity:
+   * two wire hops, the owner's region and the activation) and `back` (reply → answered here).
+   */
   async cold(
     prefix: string,
     count: number,
     rate: number,
     timeoutMs: number,
-  ): Promise<{ ms: number[]; failed: number }> {
+  ): Promise<{ ms: number[]; failed: number; trace: ColdTrace[] }> {
+    const trace: ColdTrace[] = [];
+    const start = performance.now();
+    const results = await this.paced(
+      count,
+      rate,
+      async (i) => {
+        const sentAt = performance.now();
+        const late = sentAt - (start + (i * 1000) / rate);
+        const reply = await this.get(`${prefix}${i}`, timeoutMs).catch(() => undefined);
+        if (!reply) return -1;
+        const answeredAt = performance.now();
+        const sentWall = performance.timeOrigin + sentAt;
+        const at = reply.at ?? Number.NaN;
+        trace.push({
+          i,
+          t: sentWall,
+          late,
+          out: at - sentWall,
+          back: performance.timeOrigin + answeredAt - at,
+          pid: reply.pid ?? -1,
+        });
+        return answeredAt - sentAt;
+        // a steady rate: a 5 ms tick would send 25 first messages at once at 5k/s, and measure the
+        // burst's queue rather than the activation
+      },
+      COLD_TICK_MS,
+    );
+    return {
+      ms: results.filter((ms) => ms >= 0),
+      failed: results.filter((ms) => ms < 0).length,
+      trace: trace.sort((a, b) => a.i - b.i),
+    };
+  }
+
+  /**
+   * `sb.get` asks at `rate`/s to plain actors on the hosting nodes (their fan-out sinks, round
+   * robin): the same round trip as `cold` without sharding or an activation; latencies in ms.
+   */
+  async plainAsks(count: number, rate: number, timeoutMs: number): Promise<{ ms: number[]; failed: number }> {
+    const sinks = this.fanoutSinks(count);
     const results = await this.paced(
       count,
       rate,
       async (i) => {
         const start = performance.now();
-        const ok = await this.get(`${prefix}${i}`, timeoutMs).then(
+        const ok = await sinks[i % sinks.length]!.ask<StateReply>(
+          (replyTo) => ({ type: 'sb.get', replyTo }),
+          { timeout: timeoutMs },
+        ).then(
           () => true,
           () => false,
         );
         return ok ? performance.now() - start : -1;
-        // a steady rate: a 5 ms tick would send 25 first messages at once at 5k/s, and measure the
-        // burst's queue rather than the activation
       },
       COLD_TICK_MS,
     );
     return { ms: results.filter((ms) => ms >= 0), failed: results.filter((ms) => ms < 0).length };
   }
 
+  /** The hosting nodes (members up with the shard role). */
+  private hosts(): UniqueNodeAddress[] {
+    const members = this.live.node.cluster.state().membership?.members ?? [];
+    return members
+      .filter((m) => m.status === 'up' && m.roles.includes(SHARD_ROLE))
+      .map((m) => nodeOfKey(`${m.address}#${m.uid}`));
+  }
+
+  /** `count` plain fan-out sinks (at most FANOUT_SINKS per hosting node), actor k on host k mod n. */
+  private fanoutSinks(count: number): ActorRef<CounterEvent & Message>[] {
+    const hosts = this.hosts();
+    return Array.from({ length: Math.min(count, FANOUT_SINKS * hosts.length) }, (_, k) =>
+      this.live.node.system.remoteRef<CounterEvent & Message>(
+        hosts[k % hosts.length]!,
+        `/user/${fanoutSinkName(Math.floor(k / hosts.length))}`,
+      ),
+    );
+  }
+
   /**
-   * Sharded tell across the hosting nodes against plain remote tell to one sink actor per hosting
-   * node, alternating, `rounds` each: `messages` tells, then an ask to every target (it answers
-   * after the tells it got before it), messages delivered per second.
+   * Sharded tell across the hosting nodes against plain remote tell, alternating, `rounds` each:
+   * to one sink actor per hosting node (the wire's best case) and to `entities` plain actors over
+   * the hosting nodes (the sharded tell's fan-out: what sharding adds, isolated). A round is
+   * `messages` tells, then an ask to every node's sink (it answers after the tells its node got
+   * before it), messages delivered per second.
    */
   async throughput(
     entities: number,
     messages: number,
     rounds: number,
-  ): Promise<{ sharded: number[]; plain: number[]; delivered: { sharded: number; plain: number } }> {
+  ): Promise<{
+    sharded: number[];
+    plain: number[];
+    plainFanout: number[];
+    delivered: { sharded: number; plain: number; plainFanout: number };
+  }> {
     const { node, counters } = this.live;
-    const members = node.cluster.state().membership?.members ?? [];
-    const sinks = members
-      .filter((m) => m.status === 'up' && m.roles.includes(SHARD_ROLE))
-      .map((m) =>
-        node.system.remoteRef<CounterEvent & Message>(nodeOfKey(`${m.address}#${m.uid}`), SINK_PATH),
-      );
+    const sinks = this.hosts().map((n) => node.system.remoteRef<CounterEvent & Message>(n, SINK_PATH));
+    const fanout = this.fanoutSinks(entities);
     const refs: ActorRef<CounterEvent & Message>[] = Array.from({ length: entities }, (_, k) =>
       counters.ref(`tp-${k}`),
     );
-    // per node: the sink's own tells, and (as `count`) what the node's counter entities handled
+    const targets = { sharded: refs, plain: sinks, plainFanout: fanout };
+    type Kind = keyof typeof targets;
+    // per node: its plain sinks' tells, and (as `count`) what the node's counter entities handled
     const tallies = async () => {
       const states = await Promise.all(
         sinks.map((r) => r.ask<StateReply>((replyTo) => ({ type: 'sb.get', replyTo }), { timeout: 10_000 })),
       );
-      return {
-        plain: states.reduce((sum, s) => sum + s.tells, 0),
-        sharded: states.reduce((sum, s) => sum + s.count, 0),
-      };
+      const plain = states.reduce((sum, s) => sum + s.tells, 0);
+      return { plain, plainFanout: plain, sharded: states.reduce((sum, s) => sum + s.count, 0) };
     };
-    const round = async (kind: 'plain' | 'sharded') => {
-      const targets = kind === 'plain' ? sinks : refs;
+    const round = async (kind: Kind) => {
+      const to = targets[kind];
       const before = (await tallies())[kind];
       const start = performance.now();
       for (let m = 0; m < messages; m++) {
-        targets[m % targets.length]!.send({ type: 'sb.tell' });
+        to[m % to.length]!.send({ type: 'sb.tell' });
         if (m % 2000 === 1999) await new Promise((resolve) => setImmediate(resolve));
       }
-      // the sinks' answers may overtake the entities' messages: asked until all arrived (bounded)
+      // the sinks' answers may overtake the other actors' messages: asked until all arrived (bounded)
       let delivered = (await tallies())[kind] - before;
       const until = performance.now() + 60_000;
       while (delivered < messages && performance.now() < until) {
@@ -294,21 +385,18 @@ export class LoadGenerator {
       }
       return { rate: delivered / ((performance.now() - start) / 1000), delivered };
     };
-    // the first round activates the entities and warms both paths up
-    await round('sharded');
-    await round('plain');
-    const sharded: number[] = [];
-    const plain: number[] = [];
-    const delivered = { sharded: 0, plain: 0 };
-    for (let r = 0; r < rounds; r++) {
-      const p = await round('plain');
-      plain.push(p.rate);
-      delivered.plain += p.delivered / messages / rounds;
-      const s = await round('sharded');
-      sharded.push(s.rate);
-      delivered.sharded += s.delivered / messages / rounds;
-    }
-    return { sharded, plain, delivered };
+    const order: Kind[] = ['plain', 'plainFanout', 'sharded'];
+    // the first round of each activates the entities and warms the paths up
+    for (const kind of order) await round(kind);
+    const rates = { sharded: [] as number[], plain: [] as number[], plainFanout: [] as number[] };
+    const delivered = { sharded: 0, plain: 0, plainFanout: 0 };
+    for (let r = 0; r < rounds; r++)
+      for (const kind of order) {
+        const x = await round(kind);
+        rates[kind].push(x.rate);
+        delivered[kind] += x.delivered / messages / rounds;
+      }
+    return { ...rates, delivered };
   }
 
   /** Runs `task(i)` for i in 0..count-1, started at `rate`/s; resolves with every result, in order. */
@@ -349,6 +437,7 @@ export function startLoadGenerator(port: number): LoadGenerator {
     '/verify': (b) => load.verify(b.count, b.rate, b.timeoutMs ?? 10_000),
     '/probe': (b) => load.probe(b.indices, b.since, b.everyMs, b.timeoutMs, b.durationMs),
     '/cold': (b) => load.cold(b.prefix, b.count, b.rate, b.timeoutMs ?? 5000),
+    '/plain-asks': (b) => load.plainAsks(b.count, b.rate, b.timeoutMs ?? 5000),
     '/throughput': (b) => load.throughput(b.entities, b.messages, b.rounds),
   };
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {

@@ -1,20 +1,24 @@
 // The sharding bench's processes: hosting node slots (`doyen node --roles shard`, fixed ports, a
 // restart starts a new process at the same ports) and the load generator's node (no role), all
-// running the CLI from its TypeScript sources under tsx with bench/lib/sharding-app.ts, as the soak
-// bench does. Keeps what the figures need from the logs: entity activations and stops (for the
-// overlap check), partition activations (for moves) and every process's fate.
+// running the built CLI (packages/doyen/dist, as users run `doyen node`; its TypeScript sources
+// under tsx with `fromSource`) with bench/lib/sharding-app.ts. Keeps what the figures need from the
+// logs: entity activations and stops (for the overlap check), partition activations (for moves)
+// and every process's fate.
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { InstanceLogLine, ProcessFate } from '../../packages/testkit/src/instance-overlaps.js';
 import { NodeProcess } from '../../packages/testkit/src/node-process.js';
+import { builtCliArgs } from './built-cli.js';
 import { LOAD_PORT_ENV, SHARD_ROLE } from './sharding-protocol.js';
-import { sourceNodeArgs } from './source-cli.js';
+import { sourceCliArgs } from './source-cli.js';
 
 const APP = fileURLToPath(new URL('./sharding-app.ts', import.meta.url));
 /** Set to a directory to keep every process's log there (`<proc>.log`), for looking into a run. */
 const LOG_DIR = process.env.SHARDING_BENCH_LOG_DIR;
 if (LOG_DIR) mkdirSync(LOG_DIR, { recursive: true });
+/** The hosting nodes' log level (default info; debug shows each partition's keeper steps). */
+const LOG_LEVEL = process.env.SHARDING_BENCH_LOG_LEVEL ?? 'info';
 const ENTITY_LINE = /"event":"sharding\.(activated|passivated)"/;
 /** Events counted in `eventCounts`: load on the machine shows in them, not in the latency alone. */
 export const COUNTED_EVENTS = [
@@ -46,6 +50,12 @@ export class ShardingProcesses {
    * retires given up, re-incarnations), compared before and after a scenario.
    */
   readonly eventCounts = new Map<string, number>();
+  /** GC pauses of every process (`bench.gc` lines, with SHARDING_BENCH_GC=1): wall-clock start, ms. */
+  readonly gcPauses: { proc: string; at: number; ms: number }[] = [];
+  /** Event-loop stalls of every process (`bench.stall` lines, with SHARDING_BENCH_STALLS=1). */
+  readonly stalls: { proc: string; at: number; ms: number; cpuMs: number }[] = [];
+  /** Which process (name) has which pid, from its log lines. */
+  readonly procOfPid = new Map<number, string>();
   /** Wall-clock ms at which each process started. */
   readonly startedAt = new Map<string, number>();
   load: NodeProcess | undefined;
@@ -61,6 +71,12 @@ export class ShardingProcesses {
       readonly secret: string;
       /** The ports the nodes are told as seeds (the first one forms the cluster). */
       readonly seeds: readonly number[];
+      /**
+       * Run the CLI from its TypeScript sources under tsx instead of the built bundle: a node then
+       * starts on ~3× the CPU (issue 29: in a rolling restart on 2 cores, that CPU is taken from
+       * the other nodes exactly while they hand their partitions to it).
+       */
+      readonly fromSource?: boolean;
     },
   ) {
     this.nodes = options.ports.map(() => undefined);
@@ -93,13 +109,16 @@ export class ShardingProcesses {
     roles: string | undefined,
     env: Record<string, string>,
   ) {
-    const args = [
-      ...sourceNodeArgs({ cluster: this.options.cluster, port, httpPort, seeds: this.seeds(), app: APP }),
+    const args = (this.options.fromSource ? sourceCliArgs : builtCliArgs)([
+      'node',
+      ...['--cluster', this.options.cluster, '--host', '127.0.0.1', '--port', String(port)],
+      ...['--http-port', String(httpPort), '--http-host', '127.0.0.1'],
+      ...['--seeds', this.seeds(), '--app', APP],
       ...(roles ? ['--roles', roles] : []),
-    ];
+    ]);
     const owned = NodeProcess.spawn({
       args,
-      env: { DOYEN_SECRET: this.options.secret, DOYEN_LOG_LEVEL: 'info', ...env },
+      env: { DOYEN_SECRET: this.options.secret, DOYEN_LOG_LEVEL: LOG_LEVEL, ...env },
       http: { host: '127.0.0.1', port: httpPort },
       keepLogs: false,
       onLine: ({ json, text }) => {
@@ -124,6 +143,9 @@ export class ShardingProcesses {
   private onLine(proc: string, json: Record<string, any>): void {
     const event = json.event;
     if (COUNTED.has(event)) this.eventCounts.set(event, (this.eventCounts.get(event) ?? 0) + 1);
+    if (event === 'bench.gc') this.gcPauses.push({ proc, at: json.at, ms: json.ms });
+    if (event === 'bench.stall') this.stalls.push({ proc, at: json.at, ms: json.ms, cpuMs: json.cpuMs });
+    if (typeof json.pid === 'number' && !this.procOfPid.has(json.pid)) this.procOfPid.set(json.pid, proc);
     if (event === 'sharding.activated' || event === 'sharding.passivated') {
       // the testkit's checker speaks of singletons: an entity id is one here
       const started = event === 'sharding.activated';

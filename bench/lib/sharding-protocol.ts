@@ -42,6 +42,10 @@ export interface AddedReply extends Message {
 
 export interface StateReply extends Message, CounterState {
   readonly type: 'sb.state';
+  /** When the entity handled the `sb.get` (wall-clock ms on its node): splits an ask's round trip. */
+  readonly at?: number;
+  /** The process that handled it (which owner a slow ask went to). */
+  readonly pid?: number;
 }
 
 /** The sharded counter: `sb.add` counts and answers, `sb.get` answers the state, `sb.tell` counts silently. */
@@ -62,7 +66,12 @@ export const counterLogic = fromTransition(
         return next;
       }
       case 'sb.get':
-        event.replyTo.send({ type: 'sb.state', ...state } satisfies StateReply);
+        event.replyTo.send({
+          type: 'sb.state',
+          ...state,
+          at: performance.timeOrigin + performance.now(),
+          pid: process.pid,
+        } satisfies StateReply);
         return state;
       case 'sb.tell':
         entityTells.count++;
@@ -82,18 +91,41 @@ export const counterLogic = fromTransition(
 export const entityTells = { count: 0 };
 
 /**
- * The plain actor of the remote tell baseline: counts `sb.tell`; `sb.get` answers its own tells
- * and, as `count`, the tells this process's counter entities handled.
+ * `sb.tell`s the plain sink actors of this process handled (the one sink and the fan-out sinks):
+ * reported by the sink as `tells`, for the same reason as `entityTells`.
+ */
+export const sinkTells = { count: 0 };
+
+/**
+ * The plain actor of the remote tell baseline: counts `sb.tell`; `sb.get` answers the tells of
+ * this process's plain sinks and, as `count`, those its counter entities handled.
  */
 export const sinkLogic = fromTransition(
   (state: CounterState, event: CounterEvent): CounterState => {
-    if (event.type === 'sb.tell') return { ...state, tells: state.tells + 1 };
+    if (event.type === 'sb.tell') {
+      sinkTells.count++;
+      return { ...state, tells: state.tells + 1 };
+    }
     if (event.type === 'sb.get')
-      event.replyTo.send({ type: 'sb.state', ...state, count: entityTells.count } satisfies StateReply);
+      event.replyTo.send({
+        type: 'sb.state',
+        ...state,
+        tells: sinkTells.count,
+        count: entityTells.count,
+      } satisfies StateReply);
     return state;
   },
   { count: 0, first: 0, last: 0, outOfOrder: 0, tells: 0 } satisfies CounterState,
 );
+
+/**
+ * The plain baseline with the sharded tell's fan-out: as many plain actors as the tell's entities,
+ * `FANOUT_SINKS` per hosting node (`fanoutSinkName(k)`), actor k on the k-th node modulo their count.
+ */
+export const FANOUT_SINKS = 1000;
+export function fanoutSinkName(k: number): string {
+  return `sharding-bench-fan-${k}`;
+}
 
 /**
  * Set to `debug` (bench --hot-path) to log entity activations and stops at debug, as an app does by

@@ -11,12 +11,18 @@ import {
   type ProcessFate,
 } from '../../packages/testkit/src/instance-overlaps.js';
 import { freePorts } from './free-ports.js';
+import { type ColdTraceSummary, summarizeColdTrace } from './sharding-cold-trace.js';
+import type { ColdTrace } from './sharding-load.js';
 import { COUNTED_EVENTS, type EntityLine, ShardingProcesses } from './sharding-nodes.js';
 import { entityId } from './sharding-protocol.js';
 import { median, percentile } from './stats.js';
 
 export const PARTITIONS = 271;
 const HOSTING_SLOTS = 6;
+/** Entities of the sharded tell, and plain actors of its same-fan-out baseline. */
+const TELL_ENTITIES = 1000;
+/** Cold asks from another node before the measured ones (the local figure's child warms up on 500). */
+const COLD_WARMUP = 500;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export interface ShardingRunOptions {
@@ -52,6 +58,8 @@ export interface ShardingRunOptions {
   readonly hotPathOnly?: boolean;
   /** Run only the rolling restart (no memory child, cold activation, tell, kills or scale-out). */
   readonly onlyRolling?: boolean;
+  /** The nodes run the CLI from its TypeScript sources under tsx, not the built bundle. */
+  readonly fromSource?: boolean;
   readonly log: (line: string) => void;
 }
 
@@ -102,6 +110,14 @@ export interface ShardingRunFigures {
     remoteP50Ms: number;
     remoteP99Ms: number;
     remoteFailed: number;
+    /** p99 of the warm-up's cold asks from another node (the first of a fresh cluster, not measured). */
+    warmupP99Ms: number;
+    /** p99 of asks from another node to the same ids once active (the round trip, no activation). */
+    activeP99Ms: number;
+    /** p99 of asks from another node at the same rate to plain actors there (no sharding). */
+    plainAskP99Ms: number;
+    /** The cold asks from another node split at the process boundaries (see sharding-cold-trace.ts). */
+    remoteSplit?: ColdTraceSummary;
   };
   memory?: {
     entities: number;
@@ -112,10 +128,17 @@ export interface ShardingRunFigures {
   };
   tell?: {
     shardedPerS: number;
+    /** Plain remote tell to one actor per hosting node (the wire's best case). */
     plainPerS: number;
+    /** Sharded against `plainPerS`. */
     ratio: number;
+    /** Plain remote tell to as many actors as the sharded tell's entities (the same fan-out). */
+    plainFanoutPerS: number;
+    /** Sharded against `plainFanoutPerS`: what sharding adds alone. */
+    ratioFanout: number;
     deliveredSharded: number;
     deliveredPlain: number;
+    deliveredPlainFanout: number;
   };
 }
 
@@ -199,6 +222,7 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
     },
     secret: randomBytes(12).toString('hex'),
     seeds: hostPorts,
+    fromSource: options.fromSource === true,
   });
   try {
     const slots = Array.from({ length: options.nodes }, (_, s) => s);
@@ -223,36 +247,67 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
     log(`memory: ${memory.entities} entities, RSS ${(memory.rssBytes / 2 ** 20).toFixed(0)} MB`);
     await startCluster();
 
-    const coldRemote = await procs.control<{ ms: number[]; failed: number }>('/cold', {
+    type ColdAsks = { ms: number[]; failed: number; trace: ColdTrace[] };
+    // the first asks of a fresh cluster run unoptimised code on every process they cross: warmed up
+    // on other ids first, as the local figure's child does (their p99 is kept, to show the gap)
+    const warm = await procs.control<ColdAsks>('/cold', {
+      prefix: 'warm-',
+      count: COLD_WARMUP,
+      rate: options.coldRate,
+    });
+    const coldRemote = await procs.control<ColdAsks>('/cold', {
       prefix: 'cold-',
       count: options.cold,
       rate: options.coldRate,
     });
+    // the same ids again at the same rate, now active: an ask's round trip without the activation
+    const again = await procs.control<ColdAsks>('/cold', {
+      prefix: 'cold-',
+      count: options.cold,
+      rate: options.coldRate,
+    });
+    // the same round trip to plain actors on the hosting nodes: what sharding adds, isolated
+    const plainAsks = await procs.control<{ ms: number[]; failed: number }>('/plain-asks', {
+      count: options.cold,
+      rate: options.coldRate,
+    });
+    const remoteSplit = summarizeColdTrace(coldRemote.trace, procs);
     const cold = {
       localP50Ms: median(coldLocal),
       localP99Ms: percentile(coldLocal, 99),
       remoteP50Ms: coldRemote.ms.length ? median(coldRemote.ms) : Number.NaN,
       remoteP99Ms: coldRemote.ms.length ? percentile(coldRemote.ms, 99) : Number.NaN,
       remoteFailed: coldRemote.failed,
+      warmupP99Ms: warm.ms.length ? percentile(warm.ms, 99) : Number.NaN,
+      activeP99Ms: again.ms.length ? percentile(again.ms, 99) : Number.NaN,
+      plainAskP99Ms: plainAsks.ms.length ? percentile(plainAsks.ms, 99) : Number.NaN,
+      ...(remoteSplit ? { remoteSplit } : {}),
     };
     log(
-      `cold activation: local p99 ${cold.localP99Ms.toFixed(2)} ms, from another node p99 ${cold.remoteP99Ms.toFixed(2)} ms`,
+      `cold activation: local p99 ${cold.localP99Ms.toFixed(2)} ms, from another node p99 ${cold.remoteP99Ms.toFixed(2)} ms (its ${COLD_WARMUP} warm-up asks, the first of the cluster: p99 ${cold.warmupP99Ms.toFixed(2)} ms; the same ids again, active: p99 ${cold.activeP99Ms.toFixed(2)} ms; plain actors there: p99 ${cold.plainAskP99Ms.toFixed(2)} ms)`,
     );
+    if (remoteSplit) log(`cold from another node, split: ${JSON.stringify(remoteSplit)}`);
+    const warmSplit = summarizeColdTrace(warm.trace, procs);
+    if (warmSplit) log(`its warm-up, split: ${JSON.stringify(warmSplit)}`);
 
     const tp = await procs.control<{
       sharded: number[];
       plain: number[];
-      delivered: { sharded: number; plain: number };
-    }>('/throughput', { entities: 1000, messages: options.tells, rounds: options.tellRounds });
+      plainFanout: number[];
+      delivered: { sharded: number; plain: number; plainFanout: number };
+    }>('/throughput', { entities: TELL_ENTITIES, messages: options.tells, rounds: options.tellRounds });
     const tell = {
       shardedPerS: median(tp.sharded),
       plainPerS: median(tp.plain),
       ratio: median(tp.sharded) / median(tp.plain),
+      plainFanoutPerS: median(tp.plainFanout),
+      ratioFanout: median(tp.sharded) / median(tp.plainFanout),
       deliveredSharded: tp.delivered.sharded,
       deliveredPlain: tp.delivered.plain,
+      deliveredPlainFanout: tp.delivered.plainFanout,
     };
     log(
-      `tell: sharded ${tell.shardedPerS.toFixed(0)}/s, plain remote ${tell.plainPerS.toFixed(0)}/s (×${tell.ratio.toFixed(2)})`,
+      `tell: sharded ${tell.shardedPerS.toFixed(0)}/s to ${TELL_ENTITIES} entities; plain remote to one actor per node ${tell.plainPerS.toFixed(0)}/s (×${tell.ratio.toFixed(2)}), to ${TELL_ENTITIES} actors ${tell.plainFanoutPerS.toFixed(0)}/s (×${tell.ratioFanout.toFixed(2)})`,
     );
 
     const errors: string[] = [];

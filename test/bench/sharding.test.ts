@@ -29,6 +29,7 @@ const FIGURES = [
   'coldRemoteP99Ms',
   'entitiesPerGB',
   'shardedVsRemoteTell',
+  'shardedVsRemoteTellSameFanout',
 ];
 
 function line(node: string, entityId: string, started: boolean, time: number): EntityLine {
@@ -53,7 +54,13 @@ describe('pnpm bench sharding --smallest', () => {
       expect(result, `${key}VsTarget`).toHaveProperty(`${key}VsTarget`);
     }
     // figures every run measures are numbers (null only when nothing could be measured)
-    for (const key of ['entitiesPerGB', 'coldLocalP99Ms', 'coldRemoteP99Ms', 'shardedVsRemoteTell'])
+    for (const key of [
+      'entitiesPerGB',
+      'coldLocalP99Ms',
+      'coldRemoteP99Ms',
+      'shardedVsRemoteTell',
+      'shardedVsRemoteTellSameFanout',
+    ])
       expect(Number.isFinite(result[key]), key).toBe(true);
     expect(Array.isArray(result.targetsMissed)).toBe(true);
     expect(result.nodeProcessesLeft).toBe(0);

@@ -94,9 +94,11 @@ describe.skipIf(!ok)(
     }, 360_000);
 
     it('positive control: with the fence skipped, the checker reports the overlap', async ({ expect }) => {
-      // the planted overlap needs the majority to re-activate n3's entities inside n3's lease; one
-      // full-suite run in many saw the cut not bite (every ask answered, no re-activation), so a
-      // second seed is tried before the control is failed
+      // the planted overlap needs the majority to re-activate n3's entities inside n3's lease, so
+      // n3 must run entities when the cut begins: the runner starts the load only once every
+      // partition is active (with this 10 s lease that takes seconds; before it did, the cut often
+      // met n3 with one or two entities and no overlap). A second seed is still tried before the
+      // control is failed
       let overlaps: number | undefined;
       let last = '';
       for (const seed of [1, 2]) {

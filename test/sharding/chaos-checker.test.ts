@@ -139,6 +139,32 @@ describe('the sharding chaos checker', () => {
     expect(rules(evidence(acted, { pauses }))).toContain('overlap');
   });
 
+  it('reports apart an older side that woke before the newer began and was stopped by its lease loss having handled nothing since', () => {
+    // n1 frozen 600–950 with c-1 active; n2 activates it at 1001; the woken n1's lease-lost stop at 1010
+    const stop = passivated('n1.p1', 'u1', 'c-1', 1_010);
+    const onLeaseLoss: ChaosLine = { ...stop, json: { ...stop.json, reason: 'lease-lost' } };
+    const lines = cleanLines().map((l) => (l.json.event === 'sharding.passivated' ? onLeaseLoss : l));
+    const pauses = [{ proc: 'n1.p1', stoppedAt: at(600), continuedAt: at(950) }];
+    const woke = checkChaosRun(evidence(lines, { pauses }));
+    expect(woke.violations, describeViolations(woke.violations)).toEqual([]);
+    expect(woke.figures.frozenOverlaps).toBe(1);
+    expect(woke.figures.frozenWokeOverlaps).toBe(1);
+    // still caught: the woken n1 handled a message of c-1 after SIGCONT, before its stop
+    const acted = checkChaosRun(evidence([...lines, received('n1.p1', 'c-1', 9, 960)], { pauses }));
+    expect(acted.violations.map((v) => v.rule)).toContain('overlap');
+    expect(acted.violations.find((v) => v.rule === 'overlap')!.detail).toContain(
+      'handled a message after waking',
+    );
+    // still caught: it ended otherwise than by its lease loss (a hand-off), or was never frozen
+    const handedOff: ChaosLine = { ...stop, json: { ...stop.json, reason: 'hand-off' } };
+    const notLeaseLoss = lines.map((l) => (l === onLeaseLoss ? handedOff : l));
+    expect(rules(evidence(notLeaseLoss, { pauses }))).toEqual(['overlap']);
+    expect(rules(evidence(lines))).toEqual(['overlap']);
+    // still caught: the pause began before the older activation (it was not active while frozen)
+    const before = [{ proc: 'n1.p1', stoppedAt: at(0), continuedAt: at(5) }];
+    expect(rules(evidence(lines, { pauses: before }))).toEqual(['overlap']);
+  });
+
   it('catches a duplicate: one seq received on two nodes', () => {
     expect(rules(evidence([...cleanLines(), received('n2.p1', 'c-1', 2, 1_600)]))).toEqual(['duplicate']);
   });
