@@ -73,7 +73,9 @@ export class SimCluster {
           this.sim.clock.setTimeout(() => {
             if (this.nodes.get(name)?.system !== system) return;
             this.crash(name);
-            this.startAt(name, known, { ...config, mayFormCluster: false });
+            // it carries the members it knew (as start-node does), unless the test set its own
+            const last = this.config.lastMembers === undefined ? { lastMembers: known } : {};
+            this.startAt(name, known, { ...config, ...last, mayFormCluster: false });
           }, 10);
         },
         onRejoin: (seeds) => {

@@ -87,6 +87,11 @@ class NodeRunner implements DoyenNode {
   readonly stopSignal = new AbortController();
   private stopping: Promise<void> | undefined;
   private restarting = false;
+  /**
+   * The members the last incarnation that held a membership knew, by address: the restarted
+   * incarnation's `lastMembers`, the majority its first seed needs before re-forming.
+   */
+  private lastMembers: readonly NodeAddress[] | undefined;
   private finish: (reason: StopReason) => void = () => {};
   readonly closed = new Promise<StopReason>((resolve) => (this.finish = resolve));
   http: ManagementServer | undefined;
@@ -242,6 +247,10 @@ class NodeRunner implements DoyenNode {
         ...config.clusterOptions,
         seeds,
         mayFormCluster: mayFormCluster && (config.clusterOptions?.mayFormCluster ?? true),
+        // every incarnation keeps the operator's seed list: after a total downing its first
+        // seed, restarted like all the others, may form again (see ClusterConfig.formingSeeds)
+        ...formingSeedsOption(config),
+        ...(this.lastMembers === undefined ? {} : { lastMembers: this.lastMembers }),
         roles: config.roles ?? [],
         ...(config.name ? { name: config.name } : {}),
       },
@@ -385,6 +394,9 @@ class NodeRunner implements DoyenNode {
     }
     this.restarting = true;
     const old = this.current;
+    // an incarnation that never held a membership knew nobody new: the one before it did
+    const known = old.cluster.knownAddresses();
+    if (known.length > 0) this.lastMembers = known;
     this.logger.warn(
       {
         event: 'node.restart',
@@ -451,6 +463,13 @@ class NodeRunner implements DoyenNode {
     })();
     return this.leaving;
   }
+}
+
+/** Static seeds where the node may form a cluster at all (discovery finds its own way). */
+function formingSeedsOption(config: NodeConfig): { formingSeeds?: readonly NodeAddress[] } {
+  if (config.clusterOptions?.mayFormCluster === false) return {};
+  const seeds = config.clusterOptions?.formingSeeds ?? (config.discovery ? undefined : config.seeds);
+  return seeds === undefined ? {} : { formingSeeds: seeds };
 }
 
 /** Polls `done` until it holds; the phase's timeout bounds it. */

@@ -32,6 +32,7 @@ import {
   type MembershipEffect,
   type MembershipStep,
   mayFormCluster,
+  mayReformCluster,
   onAck,
   onDownedNotice,
   onDownRequest,
@@ -45,6 +46,7 @@ import {
   onUpdate,
   onVersionSeen,
   pullFromCoordinator,
+  reformCluster,
   requestLeave,
   selfMember,
   welcomed,
@@ -141,6 +143,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
     },
     guards: {
       mayFormCluster: ({ context }) => mayFormCluster(env, context),
+      mayReformCluster: ({ context }) => mayReformCluster(env, context),
       isOnlySeed: () => config.mayFormCluster && isFirstSeed(env) && config.seeds.length === 1,
       hasAttemptsLeft: ({ context }) => context.attempt < config.maxJoinAttempts,
       welcomeAdmits: ({ event }) =>
@@ -217,7 +220,8 @@ export function createMembershipMachine(deps: MembershipDeps) {
    * join-seen says a live cluster exists (then this node keeps joining and never forms one).
    */
   const letIn = {
-    ...handle('membership.join-seen'),
+    // a join from a seed or last-known member looking for a cluster: evidence for `mayReformCluster`
+    ...handle('membership.join-seen', 'membership.join'),
     'membership.welcome': {
       target: 'up',
       guard: 'welcomeAdmits',
@@ -246,6 +250,7 @@ export function createMembershipMachine(deps: MembershipDeps) {
   );
 
   const formNew = apply((c) => formNewCluster(env, c));
+  const reformNew = apply((c) => reformCluster(env, c));
 
   return machineSetup.createMachine({
     id: 'membership',
@@ -261,6 +266,8 @@ export function createMembershipMachine(deps: MembershipDeps) {
         after: {
           joinTimeout: [
             { guard: 'mayFormCluster', target: 'up', actions: formNew },
+            // after a total downing: the other seeds and a majority of the last members asked to join, nobody answered
+            { guard: 'mayReformCluster', target: 'up', actions: reformNew },
             { guard: 'hasAttemptsLeft', target: 'backingOff' },
             {
               // Also after a member saw the join: failing loudly (the process exits, its

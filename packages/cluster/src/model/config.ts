@@ -43,6 +43,24 @@ export interface ClusterConfig {
    * false for a restarted incarnation: it rejoins the cluster it knew, never forms an island.
    */
   readonly mayFormCluster: boolean;
+  /**
+   * The operator's seed list, kept across incarnations (a restart joins through the members it
+   * knew, `seeds`, but the first node of this list stays the one that may form). Its first node
+   * forms a new cluster, even as a restarted incarnation, once every other node of the list and
+   * a strict majority of `lastMembers` have asked it to join within the last two attempts and no
+   * member answered: positive evidence that no cluster is left (a total downing), where silence
+   * alone could be a partition. Defaults to `seeds` where `mayFormCluster` holds, else to none
+   * (the rule off).
+   */
+  readonly formingSeeds?: readonly NodeAddress[];
+  /**
+   * The members the previous incarnation last knew (its last membership's members and failed
+   * ones, downed included: those are the ones that may be restarting), by address. The first
+   * forming seed re-forms only when it and the nodes of this list that asked it to join are a
+   * strict majority of this list plus itself: a live side holding half of them or more is made
+   * of members, which never ask, so it cannot be outvoted. Unset (a first start): no re-forming.
+   */
+  readonly lastMembers?: readonly NodeAddress[];
   /** How long one join attempt waits for a welcome. */
   readonly joinTimeoutMs: number;
   /** Attempts before giving up with JoinFailedError (the seed uses 5). Infinity retries forever. */
