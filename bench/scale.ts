@@ -16,7 +16,9 @@
 //     process of the losing side gone (`--on-downed exit`).
 // First, a lone node's start-up: spawn → up (compile cache warm, and off), beside a bare ws +
 // msgpackr process's spawn → listening.
-// Then steps 1, 3 and 4 in the deterministic simulation at 100 and 250 members (SCALE_SIM_SIZES),
+// Then steps 1, 3 and 4 in the deterministic simulation at 100 and 250 members (SCALE_SIM_SIZES;
+// empty skips it: `SCALE_SIM_SIZES= pnpm bench scale 50` runs only the real 50, without the ~5
+// minutes the simulated 250 take),
 // in simulated ms, with the messages each member sends per second while idle (test/support/scale-scenario.ts).
 // The last line is one JSON object; each figure sits beside its target or baseline as a ratio.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -166,15 +168,27 @@ const round = (x: number) => Math.round(x);
 const ratio = (x: number, y: number) => +(x / y).toFixed(2);
 
 /** One cut's figures under `key` (twoEight, simFifty, …): cut → decision, decision → losing side down, and that beside its target. */
-const cutFigures = (
-  key: string,
-  n: number,
-  cut: { cutToDecisionMs: number; decisionToLosingDownMs: number },
-) => ({
-  [`${key}CutToDecisionMs@${n}`]: round(cut.cutToDecisionMs),
-  [`${key}LosingDownAfterDecisionMs@${n}`]: round(cut.decisionToLosingDownMs),
-  [`${key}VsTarget@${n}`]: ratio(cut.decisionToLosingDownMs, TARGETS.losingDownAfterDecisionMs),
-});
+const cutFigures = (key: string, n: number, cut: CutOutcome) =>
+  'error' in cut
+    ? { [`${key}Error@${n}`]: cut.error }
+    : {
+        [`${key}CutToDecisionMs@${n}`]: round(cut.cutToDecisionMs),
+        [`${key}LosingDownAfterDecisionMs@${n}`]: round(cut.decisionToLosingDownMs),
+        [`${key}VsTarget@${n}`]: ratio(cut.decisionToLosingDownMs, TARGETS.losingDownAfterDecisionMs),
+      };
+
+/** A cut's figures, or what went wrong (the winning side lost members, …): the other figures still print. */
+type CutOutcome = { cutToDecisionMs: number; decisionToLosingDownMs: number } | { error: string };
+
+async function measuredCut(name: string, run: () => Promise<CutOutcome>): Promise<CutOutcome> {
+  try {
+    return await run();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`${name}: ${message}\n`);
+    return { error: message.slice(0, 600) };
+  }
+}
 
 /**
  * The figures the real and the simulated scenario share (convergence, false downings and
@@ -183,10 +197,10 @@ const cutFigures = (
 const scenarioFigures = (
   prefix: '' | 'sim',
   n: number,
-  r: Pick<
-    SimulatedScale,
-    'convergeMs' | 'falseDownings' | 'falseSuspicions' | 'agreementMs' | 'twoEight' | 'fifty'
-  >,
+  r: Pick<SimulatedScale, 'convergeMs' | 'falseDownings' | 'falseSuspicions' | 'agreementMs'> & {
+    readonly twoEight: CutOutcome;
+    readonly fifty: CutOutcome;
+  },
 ) => {
   const name = (figure: string) =>
     prefix ? `${prefix}${figure[0]!.toUpperCase()}${figure.slice(1)}` : figure;
@@ -369,15 +383,18 @@ async function steps(n: number, nodes: Node[]) {
   const minority = survivors.slice(survivors.length - small);
   const majority = survivors.slice(0, survivors.length - small);
   await separate();
-  const twoEight = await partition(majority, minority);
+  const twoEight = await measuredCut('2|8 cut', () => partition(majority, minority));
   await separate();
-  // 50/50 of what is left (keep-majority on a tie: the half with the lowest address stays)
+  // 50/50 of what is left (keep-majority on a tie: the half with the lowest address stays); only
+  // of a side the first cut left whole
   const byAddress = [...majority].sort((a, b) => a.port - b.port);
   const half = Math.floor(byAddress.length / 2);
-  const fifty = await partition(
-    byAddress.slice(0, byAddress.length - half),
-    byAddress.slice(byAddress.length - half),
-  );
+  const fifty: CutOutcome =
+    'error' in twoEight
+      ? { error: 'not run: the 2|8 cut failed' }
+      : await measuredCut('50/50 cut', () =>
+          partition(byAddress.slice(0, byAddress.length - half), byAddress.slice(byAddress.length - half)),
+        );
 
   await killCliNodes(nodes);
   return {
@@ -526,11 +543,16 @@ for (const n of sizes) {
   });
 }
 for (const n of (process.env.SCALE_SIM_SIZES ?? '100,250').split(',').filter(Boolean).map(Number)) {
+  // the protocol code's CPU alone, in one process: what load on the machine barely changes
+  // (the same seeded scenario does the same work), so an A/B of two commits can rest on it
+  const cpu0 = process.cpuUsage();
   const r = await simulatedScale(n);
+  const cpu = process.cpuUsage(cpu0);
   process.stderr.write(`simulated N=${n}: ${JSON.stringify(r)}\n`);
   Object.assign(result, {
     ...scenarioFigures('sim', n, r),
     [`simMessagesPerNodePerSec@${n}`]: r.messagesPerNodePerSec,
+    [`simScenarioCpuS@${n}`]: Math.round((cpu.user + cpu.system) / 1e4) / 100,
   });
 }
 result.leftRunning = liveProcesses();

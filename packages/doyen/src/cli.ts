@@ -8,8 +8,8 @@ import { compileCacheReport } from './compile-cache.js';
 import { assembleNodeConfig, takeSecretsFromEnvironment } from './config-assembly.js';
 // config-file.js (TypeBox, yaml: ~150 ms to load) is imported only when a file is given
 import type { ConfigFileReading } from './config-file.js';
-import { CONSOLE_USAGE, runConsoleCommand } from './console/console-standalone.js';
-import { INSPECTOR_USAGE, runInspectorServerCommand } from './inspector/server-cli.js';
+// the standalone console and inspector (child_process, their pages) are imported only for
+// their own commands: a `doyen node` start does not pay for loading them
 import type { NodeConfig } from './node-config.js';
 import { createNodeLogger } from './node-logger.js';
 import type { SecretWarning } from './secret-sources.js';
@@ -88,6 +88,7 @@ export async function main(argv: string[]): Promise<void> {
   if (command === 'config-schema')
     say(JSON.stringify((await import('./config-file.js')).configFileJsonSchema(), null, 2));
   if (command === 'inspector') {
+    const { INSPECTOR_USAGE, runInspectorServerCommand } = await import('./inspector/server-cli.js');
     if (rest.includes('--help') || rest.includes('-h')) say(INSPECTOR_USAGE);
     if (rest.includes('--version') || rest.includes('-v')) say(version());
     const server = await runInspectorServerCommand(rest, undefined, createNodeLogger());
@@ -100,6 +101,7 @@ export async function main(argv: string[]): Promise<void> {
     return;
   }
   if (command === 'console') {
+    const { CONSOLE_USAGE, runConsoleCommand } = await import('./console/console-standalone.js');
     if (rest.includes('--help') || rest.includes('-h')) say(CONSOLE_USAGE);
     const standalone = await runConsoleCommand(rest);
     if ('error' in standalone) fail(standalone.error);
