@@ -14,7 +14,12 @@
 //     HTTP (GET state and history, then the event stream, read to the end) from its own loopback
 //     address (127.0.0.2–6: the node keeps at most 4 streams per client address), so the
 //     browser's own CPU does not weigh on the node's figures.
-// --quick: 5 nodes only; --nodes=5,20 other sizes. Downing is manual (see the node arguments). Nodes start one per 200 ms (as bench/scale.ts), `--partitions 0`.
+//  5. how much of event → screen the serving node and the page's renderer waited for a CPU
+//     (run-queue delay from /proc schedstat, console-sched.ts): on 2 cores with N node processes
+//     reacting to the same event, the stages' wall-clock times are mostly that wait.
+// --quick: 5 nodes only; --nodes=5,20 other sizes; --fetch-probe also reads the stream with
+// fetch() in the page (is EventSource holding frames back?). Downing is manual (see the node
+// arguments). Nodes start one per 200 ms (as bench/scale.ts), `--partitions 0`.
 // The last line of stdout is one JSON object; figures sit beside their targets.
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -24,6 +29,7 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { freePorts } from '../packages/testkit/src/index.js';
+import { descendants, mainThreadTrace, schedWindow, traceBetween } from './console-sched.js';
 import { allUpAt, type CliNode, killCliNodes, spawnCliNode } from './lib/cli-nodes.js';
 import { median, printResult } from './lib/stats.js';
 
@@ -42,6 +48,9 @@ const ASSETS = fileURLToPath(new URL('../packages/doyen/console/', import.meta.u
 const CONFIG = join(mkdtempSync(join(tmpdir(), 'doyen-console-bench-')), 'config.json');
 writeFileSync(CONFIG, JSON.stringify({ clusterOptions: { maxJoinAttempts: 1000 } }));
 
+const FETCH_PROBE = process.argv.includes('--fetch-probe');
+const diffOf = (a: number | undefined, b: number | undefined) =>
+  a === undefined || b === undefined ? null : a - b;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round = (x: number | undefined) => (x === undefined ? undefined : Math.round(x));
 
@@ -362,6 +371,26 @@ async function runSize(browser: Browser, n: number) {
       .waitForFunction('window.__history !== undefined', undefined, { timeout: 30_000 })
       .catch(() => process.stderr.write(`N=${n}: the page had no history after 30 s\n`));
     const historyAfterMs = Date.now() - historyWait;
+    // --fetch-probe: a second reader of the stream in the page, fetch() and a ReadableStream
+    // reader: when a watched text reached the page's network stack apart from EventSource's
+    // dispatching (it adds a viewer, so it is off in the figures' runs)
+    if (FETCH_PROBE)
+      await live.page.evaluate(`(() => {
+        window.__fetched = {};
+        fetch('/console/stream').then(async (r) => {
+          const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+          let tail = '';
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) return;
+            const t = Date.now();
+            const text = tail + value;
+            for (const [name, needle] of Object.entries(window.__needles))
+              if (window.__fetched[name] === undefined && window.__armed && text.includes(needle)) window.__fetched[name] = t;
+            tail = text.slice(-300);
+          }
+        });
+      })()`);
     const members = (await serving.getJson<{ members: { address: string; uid: string }[] }>('/cluster'))!
       .members;
     const keyOf = (node: CliNode) => {
@@ -387,10 +416,12 @@ async function runSize(browser: Browser, n: number) {
       .catch(() => {});
     await live.page.evaluate('window.__seen = {}');
     await live.page.evaluate(
-      `window.__arrived = {}; Object.assign(window.__needles, ${JSON.stringify({
-        kill: `"subject":"${kKey}","status":"unreachable"`,
-        leave: `"key":"${lKey}","address":"${leaver.address}","status":"leaving"`,
-      })}); window.__long.length = 0; window.__stream.frames = 0; window.__stream.bytes = 0;`,
+      `window.__arrived = {}; window.__fetched = {}; window.__armed = true; Object.assign(window.__needles, ${JSON.stringify(
+        {
+          kill: `"subject":"${kKey}","status":"unreachable"`,
+          leave: `"key":"${lKey}","address":"${leaver.address}","status":"leaving"`,
+        },
+      )}); window.__long.length = 0; window.__stream.frames = 0; window.__stream.bytes = 0;`,
     );
     await watch(
       live.page,
@@ -406,9 +437,25 @@ async function runSize(browser: Browser, n: number) {
             .map((e) => e.time as number),
         ),
       );
+    // the scheduler's side: run-queue waits of the nodes and Chromium's processes over each
+    // event's way to the screen, and a trace of the main threads on its path (console-sched.ts)
+    const chrome = descendants(process.pid, /chrom/i);
+    const nodeProcesses = (except: CliNode) =>
+      nodes
+        .filter((x) => x !== except && x.pid !== undefined && x.exitStatus() === undefined)
+        .map((x) => ({ pid: x.pid!, kind: x === serving ? 'serving' : 'members' }));
+    const onPath: Record<string, number> = { serving: pid };
+    chrome
+      .filter((p) => p.kind === 'renderer' || p.kind.startsWith('utility:network'))
+      .forEach((p, i) => {
+        onPath[`${p.kind === 'renderer' ? 'renderer' : 'network'}${i}`] = p.pid;
+      });
+    const trace = mainThreadTrace(onPath);
+    const killWindow = schedWindow([...chrome, ...nodeProcesses(killed)]);
     const killAt = Date.now();
     killed.kill9();
     const killShown = await seenAt(live.page, 'kill');
+    const killSched = killWindow.end();
     // on a loaded host the serving node may have taken the member for unreachable already (a
     // flap before the kill) and log nothing new: then the time is the first node's that did
     const killLogged = await loggedAt(serving, 'member.unreachable', killed.address, killAt, 5_000).catch(
@@ -423,6 +470,7 @@ async function runSize(browser: Browser, n: number) {
       },
     );
     await sleep(1000);
+    const leaveWindow = schedWindow([...chrome, ...nodeProcesses(killed)]);
     const leaveAt = Date.now();
     await fetch(`http://127.0.0.1:${leaver.httpPort}/cluster/leave`, {
       method: 'POST',
@@ -430,11 +478,14 @@ async function runSize(browser: Browser, n: number) {
       body: '{}',
     });
     const leaveShown = await seenAt(live.page, 'leave');
+    const leaveSched = leaveWindow.end();
+    const traced = trace.stop();
     const leaveLogged = await loggedAt(serving, 'member.leaving', leaver.address, leaveAt);
     const pageSide = (await live.page.evaluate(
-      '({ arrived: window.__arrived, carrier: window.__carrier, stream: window.__stream, long: window.__long })',
+      '({ arrived: window.__arrived, fetched: window.__fetched ?? {}, carrier: window.__carrier, stream: window.__stream, long: window.__long })',
     )) as {
       arrived: { kill?: number; leave?: number };
+      fetched: { kill?: number; leave?: number };
       carrier: Record<'kill' | 'leave', { key?: string; builtAt?: number; sentAt?: number } | undefined>;
       stream: { frames: number; bytes: number };
       long: [number, number][];
@@ -468,6 +519,34 @@ async function runSize(browser: Browser, n: number) {
       onPageMs: arrived === undefined ? null : shown - arrived,
       totalFromFirstMs: shown - observed,
     });
+    const names = Object.keys(onPath);
+    const schedOf = (
+      logged: number,
+      carrier: { builtAt?: number; sentAt?: number } | undefined,
+      arrived: number | undefined,
+      shown: number,
+      window: ReturnType<typeof killWindow.end>,
+    ) => {
+      const built = carrier?.builtAt ?? logged;
+      const sent = carrier?.sentAt ?? built;
+      const renderers = names.filter((x) => x.startsWith('renderer'));
+      const toSent = traceBetween(traced, names, logged, sent);
+      const toShown = traceBetween(traced, names, sent, shown);
+      return {
+        // of event → screen, ms the path's main threads were runnable and not running: the
+        // serving node's until it wrote the frame, the page's renderers' after (sampled every
+        // 4 ms, each stage widened to whole samples: an upper bound)
+        runQueueWaitMs: {
+          serving: Math.max(0, toSent.serving?.waitMs ?? 0),
+          renderer: renderers.reduce((sum, r) => sum + Math.max(0, toShown[r]?.waitMs ?? 0), 0),
+        },
+        loggedToBuilt: traceBetween(traced, names, logged, built),
+        builtToSent: traceBetween(traced, names, built, sent),
+        sentToPage: traceBetween(traced, names, sent, arrived ?? shown),
+        onPage: traceBetween(traced, names, arrived ?? shown, shown),
+        window,
+      };
+    };
     const stages = {
       kill: stage(killLogged, pageSide.arrived.kill, killShown),
       leave: stage(leaveLogged, pageSide.arrived.leave, leaveShown),
@@ -485,6 +564,22 @@ async function runSize(browser: Browser, n: number) {
         pageSide.arrived.leave,
         leaveShown,
       ),
+      // run-queue waits (ms) of the main threads on the path over each chain's stages, and of
+      // every process (all threads) from the kill / the leave request to the screen
+      sched: {
+        onPath: Object.keys(onPath),
+        kill: schedOf(killLogged, pageSide.carrier.kill, pageSide.arrived.kill, killShown, killSched),
+        leave: schedOf(leaveLogged, pageSide.carrier.leave, pageSide.arrived.leave, leaveShown, leaveSched),
+      },
+      // --fetch-probe: the watched text in a fetch() reader of the stream, ms after (−: before) EventSource's handler
+      ...(FETCH_PROBE
+        ? {
+            fetchVsEventSourceMs: {
+              kill: diffOf(pageSide.fetched.kill, pageSide.arrived.kill),
+              leave: diffOf(pageSide.fetched.leave, pageSide.arrived.leave),
+            },
+          }
+        : {}),
       streamFrames: pageSide.stream.frames,
       streamBytes: pageSide.stream.bytes,
       pageLongTasksMs: pageSide.long.map(([, d]) => d),
@@ -559,6 +654,7 @@ process.stderr.write(
       (r) =>
         `N=${r.nodes}: first paint cold ${r.firstPaintMs.coldReady} ms (all views ${r.firstPaintMs.coldAllViews} ms), warm ${r.firstPaintMs.warmReadyMedian} ms (all views ${r.firstPaintMs.warmAllViewsMedian} ms)` +
         ` · event→screen kill ${r.eventToScreenMs.kill} ms (to the page ${r.eventToScreenStages.kill.toPageMs} ms, on it ${r.eventToScreenStages.kill.pageMs} ms), leave ${r.eventToScreenMs.leave} ms (${r.eventToScreenStages.leave.toPageMs} + ${r.eventToScreenStages.leave.pageMs} ms)` +
+        ` · waiting for a CPU meanwhile: kill ${JSON.stringify(r.eventToScreenStages.sched.kill.runQueueWaitMs)}, leave ${JSON.stringify(r.eventToScreenStages.sched.leave.runQueueWaitMs)} ms` +
         ` · serving node CPU ${r.servingNode.untouched.cpuPct}% → ${r.servingNode.fiveViewers.cpuPct}% with ${VIEWERS} viewers (${r.servingNode.gatheringNoViewer.cpuPct}% gathering, none watching), RSS ${r.servingNode.untouched.rssMb} → ${r.servingNode.fiveViewers.rssMb} MB`,
     ),
     `targets: first paint ≤ ${TARGETS.firstPaintMsAt50} ms at 50 nodes, updates ≤ ${TARGETS.eventToScreenMs} ms after the event`,
@@ -573,4 +669,15 @@ printResult({
   firstPaintWarmVsTarget: `${at50.firstPaintMs.warmReadyMedian} ms / ${TARGETS.firstPaintMsAt50} ms at ${at50.nodes} nodes`,
   firstPaintColdVsTarget: `${at50.firstPaintMs.coldReady} ms / ${TARGETS.firstPaintMsAt50} ms at ${at50.nodes} nodes`,
   eventToScreenWorstVsTarget: `${worstEvent} ms / ${TARGETS.eventToScreenMs} ms`,
+  // how much of each event → screen the serving node and the page's renderer spent runnable and
+  // not running (a 2-core machine shared with the N node processes; see console-sched.ts)
+  eventToScreenRunQueueWaitMs: Object.fromEntries(
+    results.map((r) => [
+      r.nodes,
+      {
+        kill: r.eventToScreenStages.sched.kill.runQueueWaitMs,
+        leave: r.eventToScreenStages.sched.leave.runQueueWaitMs,
+      },
+    ]),
+  ),
 });

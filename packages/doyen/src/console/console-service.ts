@@ -1,4 +1,4 @@
-import { type Cluster, memberKey, nodeOf } from '@doyen/cluster';
+import { type Cluster, type Member, memberKey, nodeOf } from '@doyen/cluster';
 import { type ActorSystem, type Logger, type Message, RateLimitedLog } from '@doyen/core';
 import { ConsoleGatherer, type UpdateRefusal } from './console-gatherer.js';
 import { DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_MS } from './console-history.js';
@@ -37,6 +37,13 @@ export interface ConsoleHost extends ConsoleNode {
 const TICK_MS = 1000;
 /** Log events that are cluster facts (a member unreachable, leaving, removed, …): published without waiting out the window. */
 const isClusterFact = (event: string): boolean => event.startsWith('member.');
+/**
+ * Urgent pokes that may cut one publishing window short. One was too few: a fact logged within a
+ * window of another's cut waited the window out (on a loaded 20-node host the 53 ms between a
+ * leave's log line and the serving node's own view, the node neither running nor waiting for a
+ * CPU: a timer). Still bounded: a storm of facts builds at most this many extra views per window.
+ */
+const URGENT_CUTS_PER_WINDOW = 3;
 /** Least time between two requests for one member's whole view. */
 const ASK_WHOLE_EVERY_MS = 500;
 
@@ -62,10 +69,17 @@ export class ConsoleService {
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
   private flushScheduled = false;
   private lastFlushAt = 0;
-  /** When an urgent poke last cut the publishing window short. */
-  private urgentAt = 0;
+  /** When urgent pokes cut the publishing window short, the last `URGENT_CUTS_PER_WINDOW` of them. */
+  private readonly cuts: number[] = [];
   private gatherUntil = 0;
   private lastRenewal = 0;
+  /**
+   * Members asked to send since the last renewal of all: a membership change asks only the ones
+   * not among them. Asking all 49 members at 50 nodes on every change (a leave is three) was 49
+   * sends on the serving node in the step that logged the change, and a wake-up and a view
+   * built on each member, while the change's own frame waited for a CPU.
+   */
+  private readonly asked = new Set<string>();
   private refusalLog: { system: ActorSystem; log: RateLimitedLog } | undefined;
   /** When each member was last asked for its whole view. */
   private readonly askedWhole = new Map<string, number>();
@@ -159,7 +173,7 @@ export class ConsoleService {
       const keys = new Set(m.members.map((x) => memberKey(x)));
       this.publisher.retain((k) => keys.has(k));
       this.poke(true);
-      if (this.gathering) this.renew();
+      if (this.gathering) this.askNew(m.members);
     });
     const stopPartitions = this.node.partitions?.subscribe(() => this.poke()) ?? (() => {});
     const attached = {
@@ -174,8 +188,10 @@ export class ConsoleService {
       },
     };
     this.attached = attached;
-    // a new incarnation: the old key's subscribers are gone with it (they subscribe again)
+    // a new incarnation: the old key's subscribers are gone with it (they subscribe again), and
+    // it asks every member anew
     this.publisher.retain(() => false);
+    this.asked.clear();
     return attached;
   }
 
@@ -254,18 +270,25 @@ export class ConsoleService {
   /** Asks every member (this node too) to keep sending for three renewal periods. */
   private renew(): void {
     this.lastRenewal = Date.now();
+    this.asked.clear();
+    this.publisher.subscribe(this.selfKey, this.renewMs * 3);
+    this.attach().tracker.setActive(true);
+    this.askNew(this.node.cluster.state().membership?.members ?? []);
+    this.poke();
+  }
+
+  /** Asks those of `members` not asked since the last renewal of all to keep sending (see `asked`). */
+  private askNew(members: readonly Member[]): void {
     const self = this.selfKey;
     const leaseMs = this.renewMs * 3;
-    this.publisher.subscribe(self, leaseMs);
-    this.attach().tracker.setActive(true);
-    for (const m of this.node.cluster.state().membership?.members ?? []) {
-      const key = memberKey(m);
-      if (key === self) continue;
+    for (const member of members) {
+      const key = memberKey(member);
+      if (key === self || this.asked.has(key)) continue;
+      this.asked.add(key);
       this.node.system
-        .remoteRef(nodeOf(m), CONSOLE_PATH)
+        .remoteRef(nodeOf(member), CONSOLE_PATH)
         .send({ type: 'console.subscribe', from: self, leaseMs } as unknown as Message);
     }
-    this.poke();
   }
 
   /**
@@ -273,13 +296,15 @@ export class ConsoleService {
    * edge: the first change after a quiet spell goes as soon as the current step returns, not
    * `coalesceMs` later — with the viewers' own coalescing behind it, two trailing delays put
    * updates past 100 ms. `urgent` (a cluster fact: the membership changed, a `member.*` line was
-   * logged) cuts a window being waited out short, at most once per window: at 50 nodes the
-   * serving node's own view of a leave waited 182 ms behind that timer on a busy loop.
+   * logged) cuts a window being waited out short, at most `URGENT_CUTS_PER_WINDOW` times per
+   * window: at 50 nodes the serving node's own view of a leave waited 182 ms behind that timer on
+   * a busy loop.
    */
   private poke(urgent = false): void {
     if (this.closed || this.publisher.subscriberCount === 0) return;
     const now = Date.now();
-    const mayCut = urgent && now - this.urgentAt >= this.coalesceMs;
+    while (this.cuts.length > 0 && now - this.cuts[0]! >= this.coalesceMs) this.cuts.shift();
+    const mayCut = urgent && this.cuts.length < URGENT_CUTS_PER_WINDOW;
     if (this.flushScheduled) {
       // on its way (a microtask), or waiting out the window: only an urgent poke cuts that short
       if (this.flushTimer === undefined || !mayCut) return;
@@ -288,7 +313,7 @@ export class ConsoleService {
     }
     const due = this.lastFlushAt + this.coalesceMs - now;
     const cut = due > 0 && mayCut;
-    if (cut) this.urgentAt = now;
+    if (cut) this.cuts.push(now);
     this.flushScheduled = true;
     const run = () => {
       this.flushScheduled = false;
