@@ -132,7 +132,12 @@ describe('OpenTelemetry trace context across nodes', () => {
 
 describe('the client span of a local ask', () => {
   it('ends when the reply comes before `send` returned (a burst running in its caller)', async () => {
-    const system = new ActorSystem({ cluster: 'tracing', host: '127.0.0.1', port: 1 });
+    const system = new ActorSystem({
+      cluster: 'tracing',
+      host: '127.0.0.1',
+      port: 1,
+      dispatcher: { drainBacklogAt: 32 },
+    });
     try {
       let answered = 0;
       const echo = system.spawn(
@@ -146,7 +151,7 @@ describe('the client span of a local ask', () => {
         }, 0),
         { name: 'echo' },
       );
-      // a burst from outside: past the drain depth its sends run in the caller
+      // a burst from outside: past the drain depth (32 here) its sends run in the caller
       for (let i = 0; i < 100; i++) echo.send({ type: 'inc' });
       const reply = echo.ask((replyTo) => ({ type: 'ping', replyTo }) as Message, { timeout: 3000 });
       // answered on the ask's own stack: the case where settling found no span yet
