@@ -6,12 +6,10 @@ import {
   type Env,
   formCluster,
   initialContext,
-  type Join,
   type JoinSeen,
   joinFailureReason,
   type MembershipContext,
   mayFormCluster,
-  nodeOf,
   onJoin,
   onJoinSeen,
   resolveClusterConfig,
@@ -19,7 +17,17 @@ import {
 } from '../../packages/cluster/src/index.js';
 import type { ActorRef, ActorSystem, UniqueNodeAddress } from '../../packages/core/src/index.js';
 import { stateName } from '../support/machine-paths.js';
-import { contextWith, envOf, grown, key, node, sends } from '../support/member-fixtures.js';
+import {
+  addr,
+  contextWith,
+  envOf,
+  grown,
+  joinFrom,
+  key,
+  node,
+  refOf,
+  sends,
+} from '../support/member-fixtures.js';
 
 /**
  * A restarted first seed formed a second cluster because the welcome waits for every member's
@@ -27,22 +35,6 @@ import { contextWith, envOf, grown, key, node, sends } from '../support/member-f
  * empty cluster. Now any live member that receives a join answers at once with
  * `membership.join-seen` (Akka's InitJoinAck), and a joiner that heard one never forms.
  */
-
-const addr = (n: number): UniqueNodeAddress => nodeOf(node(n));
-const refOf = (n: number): ActorRef =>
-  ({
-    id: `${key(n)}/system/membership`,
-    address: { cluster: 't', node: addr(n), path: '/system/membership' },
-  }) as unknown as ActorRef;
-
-const joinFrom = (n: number, extra: Partial<Join> = {}): Join => ({
-  type: 'membership.join',
-  node: addr(n),
-  name: `n${n}`,
-  roles: [],
-  replyTo: refOf(n),
-  ...extra,
-});
 
 /** The message types a step sends to joiner `n` (by its reply ref), in order. */
 const toJoiner = (step: ReturnType<typeof onJoin>, n: number): string[] =>

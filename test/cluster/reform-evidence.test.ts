@@ -2,20 +2,17 @@ import { describe, expect, it } from 'vitest';
 import {
   type Env,
   initialContext,
-  type Join,
   joinAttempt,
   type MembershipContext,
   mayFormCluster,
   mayReformCluster,
-  nodeOf,
   noteJoinAsked,
   onJoin,
   onJoinSeen,
   reformCluster,
   resolveClusterConfig,
 } from '../../packages/cluster/src/index.js';
-import type { ActorRef, UniqueNodeAddress } from '../../packages/core/src/index.js';
-import { envOf, key, node, sends } from '../support/member-fixtures.js';
+import { addr, envOf, joinFrom, key, refOf, sends } from '../support/member-fixtures.js';
 
 /**
  * The pure rule that lets the first seed form again after a total downing (see
@@ -24,21 +21,7 @@ import { envOf, key, node, sends } from '../support/member-fixtures.js';
  * the one before, and no member answered join-seen meanwhile.
  */
 
-const addr = (n: number): UniqueNodeAddress => nodeOf(node(n));
 const at = (n: number) => ({ host: `10.0.0.${n}`, port: 2552 });
-const refOf = (n: number): ActorRef =>
-  ({
-    id: `${key(n)}/system/membership`,
-    address: { cluster: 't', node: addr(n), path: '/system/membership' },
-  }) as unknown as ActorRef;
-const joinFrom = (n: number, extra: Partial<Join> = {}): Join => ({
-  type: 'membership.join',
-  node: addr(n),
-  name: `n${n}`,
-  roles: [],
-  replyTo: refOf(n),
-  ...extra,
-});
 
 /**
  * Member n restarted in place: joins through the members it knew, may not form on silence,

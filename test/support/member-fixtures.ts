@@ -3,14 +3,16 @@ import {
   type Env,
   formCluster,
   initialContext,
+  type Join,
   type Membership,
   type MembershipContext,
   type MembershipStep,
+  nodeOf,
   type Outbound,
   resolveClusterConfig,
   setStatus,
 } from '../../packages/cluster/src/index.js';
-import { type ActorRef, nodeKey } from '../../packages/core/src/index.js';
+import { type ActorRef, nodeKey, type UniqueNodeAddress } from '../../packages/core/src/index.js';
 
 /** Member n of the membership tests: 10.0.0.n:2552, uid `un`, named `nn`, no roles. */
 export const node = (n: number) => ({
@@ -22,6 +24,26 @@ export const node = (n: number) => ({
 
 /** Member n's key (`memberKey`). */
 export const key = (n: number) => nodeKey(node(n));
+
+/** Member n's unique address. */
+export const addr = (n: number): UniqueNodeAddress => nodeOf(node(n));
+
+/** Member n's membership actor, as a join's `replyTo`. */
+export const refOf = (n: number): ActorRef =>
+  ({
+    id: `${key(n)}/system/membership`,
+    address: { cluster: 't', node: addr(n), path: '/system/membership' },
+  }) as unknown as ActorRef;
+
+/** Member n asking to join (its own address and membership actor), with `extra` overriding. */
+export const joinFrom = (n: number, extra: Partial<Join> = {}): Join => ({
+  type: 'membership.join',
+  node: addr(n),
+  name: `n${n}`,
+  roles: [],
+  replyTo: refOf(n),
+  ...extra,
+});
 
 /** A membership of members 1..count, all up, formed by 1 and grown one join at a time. */
 export function grown(count: number): Membership {
