@@ -1,30 +1,17 @@
 // doyen's in-process tell: the same counting logic as xstate-baselines.ts, spawned as a doyen actor, so
 // the difference is the mailbox and dispatcher between `ref.send` and xstate's `send` (for `fromTransition`,
 // doyen runs the reducer on its own cell: no xstate actor underneath).
-import { type AnyActorLogic, assign, createMachine, fromTransition } from 'xstate';
+import { type AnyActorLogic, fromTransition } from 'xstate';
+import { counterMachine, type Inc } from './counter-machine.js';
 import { ActorSystem } from './doyen.js';
 import { perSecond } from './stats.js';
 import { withTimeout } from './timeout.js';
 
-type Inc = { type: 'inc' };
-
 /** msgs/s of `ref.send({ type: 'inc' })` to a `createMachine` actor whose only action is an `assign` that counts. */
 export function doyenMachineTellRate(messages: number): Promise<number> {
   return tellRate(messages, (reached) =>
-    createMachine({
-      types: {} as { context: { count: number }; events: Inc },
-      context: { count: 0 },
-      on: {
-        inc: {
-          actions: assign({
-            count: ({ context }) => {
-              const count = context.count + 1;
-              if (count === messages) reached();
-              return count;
-            },
-          }),
-        },
-      },
+    counterMachine((count) => {
+      if (count === messages) reached();
     }),
   );
 }

@@ -5,33 +5,14 @@
 // deopts); that one-time compiler work on its helper threads was ~240 ns of the ~1,800 ns per message
 // of 300k and moved from run to run, more on doyen's side, whose send path the sender's loop inlines.
 // Kept warm, both sides show what each message costs.
-import { assign, createActor, createMachine } from 'xstate';
+import { createActor } from 'xstate';
+import { counterMachine, type Inc } from './counter-machine.js';
 import { ActorSystem } from './doyen.js';
 import { type CpuReading, cpuNow, cpuPer } from './messaging-cpu.js';
 import { settleHeap } from './settle-heap.js';
 import { withTimeout } from './timeout.js';
 
-type Inc = { type: 'inc' };
 export type MachineSide = 'doyen' | 'xstate';
-
-/** The same counter on both sides; `onCount` sees each new count (it tells the bench when a round is done). */
-function counterMachine(onCount: (count: number) => void) {
-  return createMachine({
-    types: {} as { context: { count: number }; events: Inc },
-    context: { count: 0 },
-    on: {
-      inc: {
-        actions: assign({
-          count: ({ context }) => {
-            const count = context.count + 1;
-            onCount(count);
-            return count;
-          },
-        }),
-      },
-    },
-  });
-}
 
 /** CPU per message (main thread and all threads) and msgs/s of the measured round. */
 export async function steadyMachineCpu(
@@ -40,6 +21,7 @@ export async function steadyMachineCpu(
 ): Promise<CpuReading & { perSec: number }> {
   let target = 0;
   let reached: () => void = () => {};
+  // the same counter on both sides
   const machine = counterMachine((count) => {
     if (count === target) reached();
   });
