@@ -175,3 +175,35 @@ describe('failure detection at scale', () => {
     });
   });
 });
+
+describe('leaving before being a member', () => {
+  it('a node still joining (its seed gone) leaves at once: there is no membership to give up', async () => {
+    const c = new SimCluster({ seed: 45 });
+    // athens is never started: byzantium asks it again and again
+    const lone = c.start('byzantium', ['athens']);
+    await c.sim.runFor(3000);
+    // positive control: it really is still joining, with nobody to hear a leave
+    expect(lone.cluster.state().status).toBe('joining');
+    let left = false;
+    void lone.cluster.leave().then(() => {
+      left = true;
+    });
+    await c.sim.runFor(0);
+    expect(left).toBe(true);
+  });
+
+  it('a member does not: its leave ends only once it is removed', async () => {
+    const c = await cluster(['athens', 'byzantium'], 46);
+    let left = false;
+    void c
+      .get('byzantium')
+      .cluster.leave()
+      .then(() => {
+        left = true;
+      });
+    await c.sim.runFor(0);
+    expect(left).toBe(false);
+    await c.sim.runUntil(() => left, { timeoutMs: 5000 });
+    expect(c.get('byzantium').cluster.state().status).toBe('removed');
+  });
+});

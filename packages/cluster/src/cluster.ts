@@ -191,6 +191,16 @@ export class Cluster {
   leave(): Promise<void> {
     if (this.status === 'removed' || this.status === 'down' || this.status === 'join-failed')
       return Promise.resolve();
+    // Not welcomed yet (say a downed node's next incarnation whose seeds are gone): there is no
+    // membership to give up and nobody who would answer, so the leave phase does not wait out its
+    // timeout. A join admitted but not yet answered ends as a crash would: its member is downed.
+    if (this.status === 'joining') {
+      this.system.logger.info(
+        { event: 'node.left-before-joining' },
+        'left before being welcomed: nothing to leave',
+      );
+      return Promise.resolve();
+    }
     const gone = new Promise<void>((resolve) => this.goneWaiters.push(resolve));
     this.membershipRef.send({ type: 'cluster.leave' });
     return gone;
