@@ -16,6 +16,13 @@
 //      (pacing delay, out to the entity, reply back; the entity stamps its reply) and set beside every
 //      process's GC pauses (`bench.gc` lines) and, with SHARDING_BENCH_STALLS=1, event-loop stalls and the
 //      CPU used during each (none: the process waited for a core): `cold.remoteSplit`.
+//      Beside those, the optimum in the same run at the same rate and pacing (`rawAskBaseline`): raw
+//      `ws` + msgpackr child processes (bench/lib/raw-relay-*.ts), a generator asking an echo process
+//      (doyen's topology: the load node asks the owner) and one asking through a relay process, one
+//      round before doyen's asks and one after; doyen's p50/p99 as multiples of the direct one's.
+//      Per phase (idle, cold, active, plain, raw), each process group's CPU, main-thread CPU, kernel
+//      CPU and run-queue wait per ask from /proc schedstat (`cpuPerAsk`), and the GC pauses meanwhile:
+//      what the machine's load does not distort.
 //   3. sharded tell to 1000 entities across the 5 nodes vs plain remote tell to one actor per node (the
 //      wire's best case, `shardedVsRemoteTell`) and to 1000 plain actors over the same nodes (the same
 //      fan-out: what sharding adds, `shardedVsRemoteTellSameFanout`), same run, alternating rounds of
@@ -297,14 +304,53 @@ printResult({
   // warm-up), the same ids once active, and plain actors (no sharding): what the tail is made of
   coldRemoteBeside: {
     warmupP99Ms: med((f) => f.cold?.warmupP99Ms),
+    activeP50Ms: med((f) => f.cold?.activeP50Ms),
     activeP99Ms: med((f) => f.cold?.activeP99Ms),
     plainAskP99Ms: med((f) => f.cold?.plainAskP99Ms),
   },
+  // the optimum, same run, rate and pacing: raw ws + msgpackr processes (generator → echo, doyen's
+  // topology; and through a relay), and doyen's remote asks as multiples of it (medians over runs
+  // of each run's own ratio)
+  ...(hotPath ? { rawAskBaseline: rawAskBaseline() } : {}),
   errors: results.flatMap((r) => r.errors),
   perRun: results,
   tookS,
   nodeProcessesLeft: liveProcesses(),
 });
+
+/** The raw ask baseline's figures and doyen's remote asks against them, each a median over runs. */
+function rawAskBaseline(): Record<string, number> {
+  const r3 = (x: number) => Math.round(x * 1000) / 1000;
+  const ratio = (
+    pick: (f: ShardingRunFigures) => number | undefined,
+    base: (f: ShardingRunFigures) => number | undefined,
+  ) =>
+    r3(
+      med((f) => {
+        const [a, b] = [pick(f), base(f)];
+        return a === undefined || b === undefined ? undefined : a / b;
+      }),
+    );
+  const direct50 = (f: ShardingRunFigures) => f.cold?.raw.directP50Ms;
+  const direct99 = (f: ShardingRunFigures) => f.cold?.raw.directP99Ms;
+  return {
+    rawDirectP50Ms: r3(med(direct50)),
+    rawDirectP99Ms: r3(med(direct99)),
+    rawRelayedP50Ms: r3(med((f) => f.cold?.raw.relayedP50Ms)),
+    rawRelayedP99Ms: r3(med((f) => f.cold?.raw.relayedP99Ms)),
+    rawFailed: med((f) => f.cold?.raw.failed),
+    coldRemoteP50VsRaw: ratio((f) => f.cold?.remoteP50Ms, direct50),
+    coldRemoteP99VsRaw: ratio((f) => f.cold?.remoteP99Ms, direct99),
+    activeP50VsRaw: ratio((f) => f.cold?.activeP50Ms, direct50),
+    activeP99VsRaw: ratio((f) => f.cold?.activeP99Ms, direct99),
+    plainAskP50VsRaw: ratio((f) => f.cold?.plainAskP50Ms, direct50),
+    plainAskP99VsRaw: ratio((f) => f.cold?.plainAskP99Ms, direct99),
+    coldRemoteP99VsRawRelayed: ratio(
+      (f) => f.cold?.remoteP99Ms,
+      (f) => f.cold?.raw.relayedP99Ms,
+    ),
+  };
+}
 
 function parseFlags(args: readonly string[]): Record<string, number> {
   const known = new Set([

@@ -11,6 +11,8 @@ import {
   type ProcessFate,
 } from '../../packages/testkit/src/instance-overlaps.js';
 import { freePorts } from './free-ports.js';
+import { type GroupTimes, timedByGroup } from './proc-schedstat.js';
+import { startRawAskBaseline } from './raw-relay-baseline.js';
 import { type ColdTraceSummary, summarizeColdTrace } from './sharding-cold-trace.js';
 import type { ColdTrace } from './sharding-load.js';
 import { COUNTED_EVENTS, type EntityLine, ShardingProcesses } from './sharding-nodes.js';
@@ -114,8 +116,21 @@ export interface ShardingRunFigures {
     warmupP99Ms: number;
     /** p99 of asks from another node to the same ids once active (the round trip, no activation). */
     activeP99Ms: number;
+    activeP50Ms: number;
     /** p99 of asks from another node at the same rate to plain actors there (no sharding). */
     plainAskP99Ms: number;
+    plainAskP50Ms: number;
+    /**
+     * The optimum, same rate and pacing, in the same run: raw ws + msgpackr child processes (see
+     * raw-relay-baseline.ts), generator → echo (doyen's topology) and generator → relay → echo.
+     */
+    raw: {
+      directP50Ms: number;
+      directP99Ms: number;
+      relayedP50Ms: number;
+      relayedP99Ms: number;
+      failed: number;
+    };
     /** The cold asks from another node split at the process boundaries (see sharding-cold-trace.ts). */
     remoteSplit?: ColdTraceSummary;
   };
@@ -255,22 +270,44 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
       count: COLD_WARMUP,
       rate: options.coldRate,
     });
-    const coldRemote = await procs.control<ColdAsks>('/cold', {
-      prefix: 'cold-',
-      count: options.cold,
-      rate: options.coldRate,
-    });
-    // the same ids again at the same rate, now active: an ask's round trip without the activation
-    const again = await procs.control<ColdAsks>('/cold', {
-      prefix: 'cold-',
-      count: options.cold,
-      rate: options.coldRate,
-    });
-    // the same round trip to plain actors on the hosting nodes: what sharding adds, isolated
-    const plainAsks = await procs.control<{ ms: number[]; failed: number }>('/plain-asks', {
-      count: options.cold,
-      rate: options.coldRate,
-    });
+    // the optimum beside them, same rate and pacing, same machine and moment: raw ws + msgpackr child
+    // processes (warmed up alike), one round before doyen's asks and one after, pooled
+    const doyenPids = {
+      generator: [procs.load?.pid ?? -1],
+      owners: procs.running().map((slot) => procs.nodes[slot]?.pid ?? -1),
+    };
+    const cpuPerAsk: Record<string, GroupTimes> = {};
+    const phaseWindows: Record<string, [number, number]> = {};
+    const timedAsks = async <T>(phase: string, ask: () => Promise<T>): Promise<T> => {
+      const from = Date.now();
+      const { result, times } = await timedByGroup(doyenPids, options.cold, ask);
+      cpuPerAsk[phase] = times;
+      phaseWindows[phase] = [from, Date.now()];
+      return result;
+    };
+    // the cluster's own background (heartbeats, gossip, timers) over as long as a phase's asks take,
+    // per ask: what to subtract from the phases' CPU to see the asks' own
+    await timedAsks('idle', () => sleep((options.cold * 1000) / options.coldRate));
+    const { coldRemote, again, plainAsks, rawFigures } = await withRawBaseline(
+      options,
+      cpuPerAsk,
+      async () => ({
+        coldRemote: await timedAsks('cold', () =>
+          procs.control<ColdAsks>('/cold', { prefix: 'cold-', count: options.cold, rate: options.coldRate }),
+        ),
+        // the same ids again at the same rate, now active: an ask's round trip without the activation
+        again: await timedAsks('active', () =>
+          procs.control<ColdAsks>('/cold', { prefix: 'cold-', count: options.cold, rate: options.coldRate }),
+        ),
+        // the same round trip to plain actors on the hosting nodes: what sharding adds, isolated
+        plainAsks: await timedAsks('plain', () =>
+          procs.control<{ ms: number[]; failed: number }>('/plain-asks', {
+            count: options.cold,
+            rate: options.coldRate,
+          }),
+        ),
+      }),
+    );
     const remoteSplit = summarizeColdTrace(coldRemote.trace, procs);
     const cold = {
       localP50Ms: median(coldLocal),
@@ -279,13 +316,34 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
       remoteP99Ms: coldRemote.ms.length ? percentile(coldRemote.ms, 99) : Number.NaN,
       remoteFailed: coldRemote.failed,
       warmupP99Ms: warm.ms.length ? percentile(warm.ms, 99) : Number.NaN,
+      activeP50Ms: again.ms.length ? median(again.ms) : Number.NaN,
       activeP99Ms: again.ms.length ? percentile(again.ms, 99) : Number.NaN,
+      plainAskP50Ms: plainAsks.ms.length ? median(plainAsks.ms) : Number.NaN,
       plainAskP99Ms: plainAsks.ms.length ? percentile(plainAsks.ms, 99) : Number.NaN,
+      raw: rawFigures,
+      cpuPerAsk,
       ...(remoteSplit ? { remoteSplit } : {}),
     };
     log(
       `cold activation: local p99 ${cold.localP99Ms.toFixed(2)} ms, from another node p99 ${cold.remoteP99Ms.toFixed(2)} ms (its ${COLD_WARMUP} warm-up asks, the first of the cluster: p99 ${cold.warmupP99Ms.toFixed(2)} ms; the same ids again, active: p99 ${cold.activeP99Ms.toFixed(2)} ms; plain actors there: p99 ${cold.plainAskP99Ms.toFixed(2)} ms)`,
     );
+    log(
+      `raw ws + msgpackr asks, same rate: direct p50 ${rawFigures.directP50Ms.toFixed(2)} / p99 ${rawFigures.directP99Ms.toFixed(2)} ms, through a relay p50 ${rawFigures.relayedP50Ms.toFixed(2)} / p99 ${rawFigures.relayedP99Ms.toFixed(2)} ms (doyen: cold p50 ${cold.remoteP50Ms.toFixed(2)}, active p50 ${cold.activeP50Ms.toFixed(2)} / p99 ${cold.activeP99Ms.toFixed(2)} ms)`,
+    );
+    log(`CPU and run-queue wait per ask (µs), by phase and process group: ${JSON.stringify(cpuPerAsk)}`);
+    // per phase, the processes' GC pauses (`bench.gc`, read from their logs by now): count and ms
+    const gcPerPhase: Record<string, { generator: [number, number]; owners: [number, number] }> = {};
+    for (const [phase, [from, to]] of Object.entries(phaseWindows)) {
+      const gc = { generator: [0, 0] as [number, number], owners: [0, 0] as [number, number] };
+      for (const g of procs.gcPauses) {
+        if (g.at < from || g.at > to) continue;
+        const tally = g.proc === 'load' ? gc.generator : gc.owners;
+        tally[0]++;
+        tally[1] = Math.round((tally[1] + g.ms) * 100) / 100;
+      }
+      gcPerPhase[phase] = gc;
+    }
+    log(`GC pauses per phase ([count, ms]; the generator's, the owners'): ${JSON.stringify(gcPerPhase)}`);
     if (remoteSplit) log(`cold from another node, split: ${JSON.stringify(remoteSplit)}`);
     const warmSplit = summarizeColdTrace(warm.trace, procs);
     if (warmSplit) log(`its warm-up, split: ${JSON.stringify(warmSplit)}`);
@@ -660,6 +718,53 @@ async function scaleOut(
     `scale 3 → 6: balanced ${figures.balancedAfterUpMs} ms after all were up; ${figures.moves} moves, ${figures.movedMoreThanOnce} partitions moved more than once`,
   );
   return figures;
+}
+
+type RawFigures = NonNullable<ShardingRunFigures['cold']>['raw'];
+
+/**
+ * Runs `measure` (doyen's asks) between two rounds of the raw ask baseline at the same rate (after
+ * COLD_WARMUP unmeasured raw asks each way): the raw figures pooled over both rounds.
+ */
+async function withRawBaseline<T>(
+  options: ShardingRunOptions,
+  cpuPerAsk: Record<string, GroupTimes>,
+  measure: () => Promise<T>,
+): Promise<T & { rawFigures: RawFigures }> {
+  const raw = await startRawAskBaseline();
+  try {
+    const asks = { direct: [] as number[], relayed: [] as number[], failed: 0 };
+    const round = async (prefix: string, keep: boolean) => {
+      for (const via of ['direct', 'relayed'] as const) {
+        const request = { prefix, count: keep ? options.cold : COLD_WARMUP, rate: options.coldRate };
+        const pids = raw.pids[via];
+        const { result, times } = await timedByGroup(pids, request.count, () => raw[via](request));
+        if (!keep) continue;
+        // the first measured round's CPU (the second is alike; both rounds' latencies are pooled)
+        const phase = via === 'direct' ? 'rawDirect' : 'rawRelayed';
+        cpuPerAsk[phase] ??= times;
+        asks[via].push(...result.ms);
+        asks.failed += result.failed;
+      }
+    };
+    await round('warm-', false);
+    await round('raw-a-', true);
+    const measured = await measure();
+    await round('raw-b-', true);
+    const p = (xs: number[], q: number) => (xs.length ? percentile(xs, q) : Number.NaN);
+    return {
+      ...measured,
+      rawFigures: {
+        directP50Ms: p(asks.direct, 50),
+        directP99Ms: p(asks.direct, 99),
+        relayedP50Ms: p(asks.relayed, 50),
+        relayedP99Ms: p(asks.relayed, 99),
+        failed: asks.failed,
+      },
+    };
+  } finally {
+    await raw.stop();
+  }
 }
 
 /** The one-node child: local cold activations, then `memoryEntities` active entities' RSS. */
