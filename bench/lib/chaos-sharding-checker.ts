@@ -10,9 +10,12 @@
 //                is reported apart as `frozen` (a stopped process runs nothing), not as a violation.
 //                So is one whose older side was frozen while active, woke (SIGCONT) before the newer
 //                began, and ended at its lease-lost stop (`sharding.passivated`, reason `lease-lost`)
-//                having handled NO message for the id since it woke: the region reads the owner lease
-//                by the clock before it delivers anything, so such a stale activation only awaits its
-//                stop and acts on nothing (`frozenWokeOverlaps`, counted in `frozenOverlaps` too).
+//                with its NODE having handled no message of ANY entity from the wake to that stop:
+//                the region reads the owner lease by the clock before it delivers anything and every
+//                entity reads it before each turn or event (queued messages, due timers), so the
+//                first thing a woken node past its lease does is stop every partition at once; such
+//                a stale activation only awaits its stop and acts on nothing (`frozenWokeOverlaps`,
+//                counted in `frozenOverlaps` too).
 //   duplicate    one (entity, sender, seq) received more than once, anywhere.
 //   reorder      per (entity, sender), a seq received after a higher one (time order across nodes,
 //                log order within one).
@@ -105,6 +108,12 @@ export interface ChaosVerdict {
     /** Messages never received while an unplanned fault was under way (allowed). */
     readonly lostInFaults: number;
     /**
+     * Load messages (not probes) sent outside every excused window: their loss would be a
+     * violation. How much of a run the `lost` rule really checks (the quiet periods, the planned
+     * moves and the hand-backs after each fault).
+     */
+    readonly lossChecked: number;
+    /**
      * Messages lost outside every fault window because the node running their entity lost its own
      * owner lease after they were sent (no crash, no downing: a stall past the lease on a loaded
      * machine); the lease's loss stops entities with what their mailboxes hold. Reported apart.
@@ -178,9 +187,10 @@ function activationEvidence(
 
 /**
  * The older side of an overlap was frozen (SIGSTOP) while active, woke (SIGCONT) before the newer
- * began and ended at its lease-lost stop: 'idle' if its node handled no message for the id from
- * the wake to that stop (it acted on nothing beside the newer: the region's lease guard held what
- * came), 'acted' if it handled one, undefined if the case does not apply (another rule decides).
+ * began and ended at its lease-lost stop: 'idle' if its node handled no message of any entity from
+ * the wake to that stop (by time, then log order: the lease guards stop every partition in one
+ * task before any entity processes anything, so the stop comes first), 'acted' if it handled one,
+ * undefined if the case does not apply (another rule decides).
  */
 function wokeThenStoppedIdle(
   evidence: ChaosEvidence,
@@ -199,7 +209,7 @@ function wokeThenStoppedIdle(
     );
   if (pause === undefined || older.end < pause.continuedAt) return undefined;
   // its end is its own lease-lost stop, logged by that incarnation after the wake
-  const stoppedOnLeaseLoss = evidence.lines.some(
+  const stopAt = evidence.lines.findIndex(
     ({ proc: p, json }) =>
       p === proc &&
       json.event === PASSIVATED_EVENT &&
@@ -208,9 +218,12 @@ function wokeThenStoppedIdle(
       str(json.entityId) === entityId &&
       json.time === older.end,
   );
-  if (!stoppedOnLeaseLoss) return undefined;
+  if (stopAt < 0) return undefined;
   const acted = receipts.some(
-    (r) => r.proc === proc && r.entityId === entityId && r.t >= pause.continuedAt && r.t <= older.end,
+    (r) =>
+      r.proc === proc &&
+      r.t >= pause.continuedAt &&
+      (r.t < older.end || (r.t === older.end && (r.entityId === entityId || r.i < stopAt))),
   );
   return acted ? 'acted' : 'idle';
 }
@@ -308,7 +321,11 @@ export function checkChaosRun(evidence: ChaosEvidence): ChaosVerdict {
       violations.push({
         rule: 'overlap',
         detail: `${text}${
-          frozen || woke === 'acted' ? ' (the older side was frozen, but handled a message after waking)' : ''
+          frozen
+            ? ' (the older side was frozen, but handled a message after waking)'
+            : woke === 'acted'
+              ? ' (the older side was frozen, but its node handled a message after waking, before its lease-lost stop)'
+              : ''
         }`,
       });
   }
@@ -351,6 +368,8 @@ export function checkChaosRun(evidence: ChaosEvidence): ChaosVerdict {
   // lost
   const unplanned = [...evidence.faults.filter((f) => !f.planned), ...downings(evidence.lines)];
   let lostInFaults = 0;
+  const excused = (t: number) => unplanned.some((f) => f.start - IN_FLIGHT_SLACK_MS <= t && f.end >= t);
+  const lossChecked = sent.filter((m) => !m.probe && !excused(m.t)).length;
   const lostOnLeaseLoss: string[] = [];
   const leaseLost = evidence.lines.filter((l) => l.json.event === LEASE_LOST_EVENT);
   const activatedAt = evidence.lines
@@ -359,7 +378,7 @@ export function checkChaosRun(evidence: ChaosEvidence): ChaosVerdict {
   for (const m of sent) {
     if (received.has(`${m.entityId}#${m.seq}`)) continue;
     const deadline = m.t + evidence.askTimeoutMs;
-    if (unplanned.some((f) => f.start - IN_FLIGHT_SLACK_MS <= m.t && f.end >= m.t)) {
+    if (excused(m.t)) {
       lostInFaults++;
       continue;
     }
@@ -414,6 +433,7 @@ export function checkChaosRun(evidence: ChaosEvidence): ChaosVerdict {
       acked: acked.size,
       received: receipts.length,
       lostInFaults,
+      lossChecked,
       lostOnLeaseLoss,
       frozenOverlaps,
       frozenWokeOverlaps,

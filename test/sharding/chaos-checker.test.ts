@@ -155,6 +155,13 @@ describe('the sharding chaos checker', () => {
     expect(acted.violations.find((v) => v.rule === 'overlap')!.detail).toContain(
       'handled a message after waking',
     );
+    // caught since the entity gate (session 38): the woken n1 handled a message of ANOTHER entity
+    // before its stop (the gates stop every partition before any entity processes anything)
+    const other = [...lines, activated('n1.p1', 'u1', 'c-2', 20), received('n1.p1', 'c-2', 1, 960)];
+    expect(rules(evidence(other, { pauses }))).toContain('overlap');
+    // not at the stop's own ms once logged after it (a later activation's message)
+    const after = [...lines, activated('n1.p1', 'u1', 'c-2', 20), received('n1.p1', 'c-2', 1, 1_010)];
+    expect(rules(evidence(after, { pauses })).filter((r) => r === 'overlap')).toEqual([]);
     // still caught: it ended otherwise than by its lease loss (a hand-off), or was never frozen
     const handedOff: ChaosLine = { ...stop, json: { ...stop.json, reason: 'hand-off' } };
     const notLeaseLoss = lines.map((l) => (l === onLeaseLoss ? handedOff : l));
@@ -178,6 +185,10 @@ describe('the sharding chaos checker', () => {
     const verdict = checkChaosRun(evidence(lines, { faults: crash }));
     expect(verdict.violations).toEqual([]);
     expect(verdict.figures.lostInFaults).toBe(1);
+    // what the rule checks: the load's sends outside excused windows (seq 1 only: seq 2 and 3 lie
+    // in the crash's window from its in-flight slack on; the probe is counted apart)
+    expect(checkChaosRun(evidence(lines)).figures.lossChecked).toBe(3);
+    expect(verdict.figures.lossChecked).toBe(1);
   });
 
   it("reports a loss apart when the entity stopped on its node's owner-lease loss after the send", () => {

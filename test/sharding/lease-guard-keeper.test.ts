@@ -166,3 +166,35 @@ describe('a message arriving after a pause past the owner lease, before its end 
     expect(n.lostCounted()).toBe(0);
   }, 30_000);
 });
+
+describe('messages an entity had queued before a pause past the owner lease (the entity gate, session 38)', () => {
+  it('are held, not processed; the keeper decides the loss at once; after the renewal they are processed once, in order', async () => {
+    const n = await startNode(true);
+    n.add(1);
+    await eventually(() => n.handled.length === 1, { what: 'the first add processed' });
+    // accepted into the entity's mailbox while the lease held; its turn comes in a later task
+    n.add(2);
+    n.add(3);
+    n.leases.lapseSilently();
+    await eventually(() => n.lostCounted() === 1, { what: 'the entity turn found the lease over' });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(n.handled).toEqual([1]);
+    expect(n.sharding.region.bufferedCount()).toBe(2);
+    n.leases.renew();
+    await eventually(() => n.handled.length === 3, { what: 'the held adds processed' });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(n.handled).toEqual([1, 2, 3]);
+  }, 30_000);
+
+  it('positive control: without the guard the stale entity processes what it had queued while the lease is over', async () => {
+    const n = await startNode(false);
+    n.add(1);
+    await eventually(() => n.handled.length === 1, { what: 'the first add processed' });
+    n.add(2);
+    n.add(3);
+    n.leases.lapseSilently();
+    await eventually(() => n.handled.length === 3, { what: 'the stale entity processed its queue' });
+    expect(n.leases.holdsOwn()).toBe(false);
+    expect(n.lostCounted()).toBe(0);
+  }, 30_000);
+});

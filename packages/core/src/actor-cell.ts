@@ -30,6 +30,8 @@ type CellStatus = 'running' | 'backing-off' | 'stopped';
  */
 export class ActorCell implements CallerRunnable<Message>, RuntimeHost {
   scheduled = false;
+  /** Read before each turn (`SpawnOptions.gate`); undefined for nearly every actor. */
+  gate: (() => boolean) | undefined = undefined;
   readonly mailbox: Mailbox;
   readonly inspect: ((event: InspectionEvent) => void) | undefined;
   private readonly runtime: CellRuntime;
@@ -155,7 +157,9 @@ export class ActorCell implements CallerRunnable<Message>, RuntimeHost {
 
   /** Processes `message` now, unless the actor is not running or has messages of its own waiting. */
   runOne(message: Message): boolean {
-    if (this.status !== 'running' || this.scheduled || this.mailbox.size > 0) return false;
+    // a gated actor's message waits in its mailbox for a turn, where the gate is read
+    if (this.status !== 'running' || this.scheduled || this.mailbox.size > 0 || this.gate !== undefined)
+      return false;
     return this.runtime.runOne(message);
   }
 
@@ -164,7 +168,10 @@ export class ActorCell implements CallerRunnable<Message>, RuntimeHost {
   }
 
   runBatch(max: number): number {
-    return this.status === 'running' ? this.runtime.run(max) : 0;
+    if (this.status !== 'running') return 0;
+    // before the turn takes anything: a refused turn leaves every message in the mailbox, in order
+    if (this.gate !== undefined && !this.gate()) return 0;
+    return this.runtime.run(max);
   }
 
   failed(error: Error): void {

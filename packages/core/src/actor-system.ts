@@ -105,6 +105,13 @@ export interface SpawnOptions<TInput = unknown> {
   readonly supervision?: SupervisionStrategy;
   /** Resume from a persisted xstate snapshot instead of the initial state (first start only). */
   readonly snapshot?: unknown;
+  /**
+   * Read once before each turn of this actor, before it takes any message: false and the turn
+   * processes nothing (the gate has stopped the actor, e.g. with `stopKeepingMailbox`). An actor
+   * with a gate never runs a message in its sender's call. For sharded entities: a paused node
+   * whose owner lease ran out must not process what its entities had queued (issue 29).
+   */
+  readonly gate?: () => boolean;
 }
 
 interface FunctionTarget {
@@ -295,6 +302,7 @@ export class ActorSystem implements RefHost, CellHost {
       parentCell,
       options.snapshot,
     );
+    if (options.gate) cell.gate = options.gate;
     ref[CELL] = cell;
     this.cells.set(path, cell);
     parentCell?.addChild(cell);

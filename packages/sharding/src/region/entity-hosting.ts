@@ -1,7 +1,9 @@
 import type { ActorRef, ActorSystem, LocalActorRef, Message } from '@doyen/core';
-import { fromTransition } from '@doyen/core';
+import { fromTransition, reducerOf } from '@doyen/core';
+import type { AnyActorLogic, EventObject } from 'xstate';
 import type { EntityInput, EntityType } from '../entity-type.js';
 import type { RememberChange } from '../remember/remember-store.js';
+import { EntityTimers, type TimerDrop } from './entity-timers.js';
 import type { RoutedMessage } from './routed-message.js';
 import type { ShardingMetrics } from './sharding-metrics.js';
 
@@ -37,7 +39,41 @@ export interface HostingContext {
    * run on waking before the lease's own timer), taking their waiting snapshots along.
    */
   readonly beforeStarting?: () => void;
+  /**
+   * The owner lease read before an entity takes its next turn or event (see `LeaseGate`); absent,
+   * entities process what they accepted unchecked (the region's positive controls and A/B).
+   */
+  readonly leaseGate?: LeaseGate;
+  /**
+   * Machine entities of types with `handOverSnapshot` carry their pending delayed events in their
+   * snapshot (`EntityTimers`; default true). False only for positive controls: they are lost.
+   */
+  readonly carryTimers?: boolean;
 }
+
+/**
+ * What an entity asks before it processes anything (issue 29): after a pause past the owner lease,
+ * messages already in its mailbox and its due delayed events (xstate `after`) would run on waking,
+ * before any arrival trips the region's guard and before the lease's own timer.
+ */
+export interface LeaseGate {
+  /** This node holds its owner lease now, by the clock (no side effect). */
+  holds(): boolean;
+  /** It does not: stop every partition here now, as the region's arrival guard does. */
+  lapsed(): void;
+}
+
+/**
+ * An event an entity refused as the lease lapsed, held ahead of what its mailbox still has (see
+ * `gatedLogic`): a delayed event, or a message its turn had taken (xstate sees no sender).
+ */
+interface RefusedEvent {
+  readonly path: string;
+  readonly event: Message;
+}
+
+/** xstate's stop goes through `transition` too: a stop is no message, it always runs. */
+const XSTATE_STOP = 'xstate.stop';
 
 /** How soon an over-the-cap burst is looked at again. */
 const CAP_RETRY_MS = 1;
@@ -85,6 +121,20 @@ export class EntityHosting {
   private readonly pending = new Map<string, PendingRestore>();
   private readonly pendingByPartition = new Map<number, Set<string>>();
   private restoreTimer: unknown;
+  /**
+   * How entities are spawned under the lease gate: fast-path transition logic with a `gate` read
+   * once per turn by its cell (its state lives in a local during a turn, so only before the turn
+   * is a refusal clean); any other logic through `gatedLogic`, read per event, which also sees
+   * delayed events (xstate timers bypass the mailbox).
+   */
+  private readonly spawnGate: { gate?: () => boolean; logic: AnyActorLogic };
+  /** Set while the region stops partitions for a refused event: it is held first for its entity. */
+  private refused: RefusedEvent | undefined;
+  /**
+   * Pending delayed events carried in snapshots (machine logic with `handOverSnapshot`; fast-path
+   * transition logic has none, and is never wrapped).
+   */
+  private readonly timers: EntityTimers | undefined;
 
   constructor(
     private readonly system: ActorSystem,
@@ -98,6 +148,79 @@ export class EntityHosting {
       type.maxActiveEntities !== Number.POSITIVE_INFINITY;
     // a parent per type: the entities show as /user/sharding-<type>/<n> in inspectors
     this.parent = system.spawn(idle, { name: `sharding-${type.name}` });
+    const fastPath = reducerOf(type.logic) !== undefined;
+    this.timers =
+      type.handOverSnapshot && !fastPath && context.carryTimers !== false
+        ? new EntityTimers(system.clock, (drop) => this.timersDropped(drop))
+        : undefined;
+    const logic = this.timers?.wrap(type.logic) ?? type.logic;
+    const leaseGate = context.leaseGate;
+    this.spawnGate =
+      leaseGate === undefined
+        ? { logic }
+        : fastPath
+          ? { logic, gate: () => leaseGate.holds() || this.turnRefused() }
+          : { logic: this.gatedLogic(logic, leaseGate) };
+  }
+
+  /** Carried delayed events that cannot be re-armed (or carried): logged and counted, never thrown. */
+  private timersDropped({ reason, count, entity }: TimerDrop): void {
+    for (let i = 0; i < count; i++) this.metrics.dropped(this.type.name, `delayed-${reason}`);
+    this.system.logger.warn(
+      { event: 'sharding.delayed-events-dropped', entityType: this.type.name, entity, reason, count },
+      `${count} delayed events of ${this.type.name} entity ${entity} dropped (${reason})`,
+    );
+  }
+
+  /**
+   * A fast-path entity's turn found the lease lapsed: the region stops every partition, this
+   * entity's with them (its mailbox untouched, so held whole and in order). False: no turn.
+   */
+  private turnRefused(): boolean {
+    this.context.leaseGate?.lapsed();
+    this.stopOrphans();
+    return false;
+  }
+
+  /**
+   * `logic` with every event checked against the lease first. Refused, the event is not processed:
+   * its entity stops with the partition (its persisted snapshot is the state before the event) and
+   * the event is held first among that entity's unprocessed messages. The object inherits
+   * everything else from `logic` (fast-path transition logic is never wrapped: see `spawnGate`).
+   */
+  private gatedLogic(logic: AnyActorLogic, gate: LeaseGate): AnyActorLogic {
+    const transition = logic.transition.bind(logic);
+    return Object.create(logic, {
+      transition: {
+        value: (snapshot: unknown, event: EventObject, scope: { self: { id: string } }) => {
+          if (event.type === XSTATE_STOP || gate.holds())
+            return transition(snapshot as never, event, scope as never);
+          this.refused = { path: scope.self.id, event: event as Message };
+          gate.lapsed();
+          this.stopOrphans();
+          return snapshot;
+        },
+      },
+    }) as AnyActorLogic;
+  }
+
+  /**
+   * After a lapse stopped every partition no entity runs here; one that does was outside every
+   * active partition (never expected): stopped, its mailbox dead letters, a refused event dropped.
+   */
+  private stopOrphans(): void {
+    const refused = this.refused;
+    this.refused = undefined;
+    if (this.entities.size === 0 && refused === undefined) return;
+    this.system.logger.warn(
+      { event: 'sharding.lease-gate-orphans', entityType: this.type.name, entities: this.entities.size },
+      `${this.entities.size} ${this.type.name} entities ran outside an active partition as the lease lapsed: stopped`,
+    );
+    for (const e of [...this.entities.values()]) this.stop(e, 'lease-lost');
+    if (refused !== undefined) {
+      this.metrics.dropped(this.type.name, 'lease-gate-orphan');
+      this.system.deadLetter(refused.path, refused.event, undefined, 'actor-stopped');
+    }
   }
 
   get size(): number {
@@ -163,6 +286,8 @@ export class EntityHosting {
    */
   restore(entityId: string, partition: number, snapshot: unknown): void {
     if (this.entities.has(entityId) || this.pending.has(entityId)) return;
+    // network input (or held through a lapse): its carried delayed events checked, as of now
+    if (this.timers !== undefined) snapshot = this.timers.arrived(entityId, snapshot);
     this.pending.set(entityId, { partition, snapshot });
     let ids = this.pendingByPartition.get(partition);
     if (!ids) this.pendingByPartition.set(partition, (ids = new Set()));
@@ -202,7 +327,9 @@ export class EntityHosting {
       const e = this.entities.get(id);
       if (!e) continue;
       if (keep) {
-        const snapshot = this.system.persistedSnapshotOf(e.ref);
+        const persisted = this.system.persistedSnapshotOf(e.ref);
+        // with its pending delayed events (before the stop cancels them)
+        const snapshot = this.timers?.capture(e.ref.path, persisted) ?? persisted;
         if (snapshot !== undefined) snapshots.push({ entityType: this.type.name, entityId: id, snapshot });
       }
       if (reason !== 'lease-lost') {
@@ -210,7 +337,12 @@ export class EntityHosting {
         continue;
       }
       this.system.unwatch(e.ref, this.context.watcher);
-      for (const { message, sender } of this.system.stopKeepingMailbox(e.ref))
+      // an event it refused as the lease lapsed (see `gatedLogic`) was taken already: it goes first
+      const refused = this.refused?.path === e.ref.path ? this.refused : undefined;
+      if (refused !== undefined) this.refused = undefined;
+      const kept = this.system.stopKeepingMailbox(e.ref);
+      if (refused !== undefined) kept.unshift({ message: refused.event, sender: undefined });
+      for (const { message, sender } of kept)
         unprocessed.push({
           entityType: this.type.name,
           entityId: id,
@@ -223,6 +355,12 @@ export class EntityHosting {
     }
     this.schedulePassivation();
     return { snapshots, unprocessed };
+  }
+
+  /** A snapshot taken here leaving with its partition: its carried delayed events as of now. */
+  leaving(s: EntitySnapshot): EntitySnapshot {
+    const snapshot = this.timers?.rebase(s.snapshot) ?? s.snapshot;
+    return snapshot === s.snapshot ? s : { ...s, snapshot };
   }
 
   /** The region saw `ref` terminate: if it is still our entity (it stopped on its own), forget it. */
@@ -294,10 +432,12 @@ export class EntityHosting {
   private start(entityId: string, partition: number, snapshot: unknown, remembered = false): Entity {
     const activation = this.activations.next();
     const input: EntityInput = { entityId };
-    const ref = this.system.spawn(this.type.logic, {
+    const { logic, gate } = this.spawnGate;
+    const ref = this.system.spawn(logic, {
       name: (++this.seq).toString(36),
       parent: this.parent,
       input,
+      ...(gate ? { gate } : {}),
       ...(this.type.mailbox ? { mailbox: this.type.mailbox } : {}),
       ...(snapshot !== undefined ? { snapshot } : {}),
     });
@@ -343,6 +483,7 @@ export class EntityHosting {
    */
   private forget(e: Entity, reason: PassivationReason, finished = false): void {
     if (this.entities.get(e.id) !== e) return;
+    this.timers?.release(e.ref.path);
     if (this.type.remember && (finished || reason === 'idle' || reason === 'cap'))
       this.context.remember?.({
         entityType: this.type.name,

@@ -21,7 +21,7 @@ import type { Farewell } from '../partition-keeper/keeper-messages.js';
 import type { RememberChange } from '../remember/remember-store.js';
 import { RememberedEntities, type RememberOptions } from '../remember/remembered-entities.js';
 import { EntityBatches } from './entity-batches.js';
-import { EntityHosting, type EntitySnapshot } from './entity-hosting.js';
+import { EntityHosting, type EntitySnapshot, type LeaseGate } from './entity-hosting.js';
 import { PartitionBuffers } from './partition-buffers.js';
 import {
   BATCH_SLOTS,
@@ -63,6 +63,14 @@ export interface RegionOptions {
   readonly selfKey: string;
   /** Remember entities: the store and the restart rate (types with `remember` need it). */
   readonly remember?: RememberOptions;
+  /**
+   * Entities read the owner lease before each turn or event (`LeaseGate`; default true). False
+   * only for positive controls and the cost A/B: what an entity had queued before a pause past the
+   * lease then runs on waking.
+   */
+  readonly gateEntityTurns?: boolean;
+  /** Machine entities carry their pending delayed events in hand-off snapshots (default true; false: positive controls). */
+  readonly carryTimers?: boolean;
 }
 
 /** Where the region reports to the partition keeper (set once the keeper is started). */
@@ -192,10 +200,29 @@ export class Region implements KeeperHost {
     const guard = this.guard;
     if (guard === undefined || (this.active.size === 0 && this.draining.size === 0) || guard.holdsOwn())
       return;
+    this.lapseSeen(guard, 'arrival');
+  }
+
+  /**
+   * What entities read before each turn or event (issue 29): messages already in an entity's
+   * mailbox at a pause, and its due delayed events, would otherwise run on waking before any
+   * arrival trips `stopIfLeaseLapsed`. A fast-path entity's cell reads it once per turn, other
+   * logic once per event (EntityHosting's `spawnGate`).
+   */
+  private readonly leaseGate: LeaseGate = {
+    holds: () => this.guard === undefined || this.guard.holdsOwn(),
+    lapsed: () => {
+      if (this.guard !== undefined) this.lapseSeen(this.guard, 'entity');
+    },
+  };
+
+  /** The lease ran out by the clock: every partition stops here now, the keeper is told. */
+  private lapseSeen(guard: DeliveryGuard, by: 'arrival' | 'entity'): void {
+    if (this.active.size === 0 && this.draining.size === 0) return;
     const partitions = this.active.size + this.draining.size;
     this.system.logger.warn(
-      { event: 'sharding.lease-lapse-seen', partitions },
-      `the owner lease ran out before its report came (a pause?): ${partitions} partitions stopped before delivering`,
+      { event: 'sharding.lease-lapse-seen', partitions, by },
+      `the owner lease ran out before its report came (a pause?): ${partitions} partitions stopped before ${by === 'entity' ? 'an entity processed what it had queued' : 'delivering'}`,
     );
     this.deactivateAll('lease-lost');
     guard.lapsed();
@@ -211,6 +238,8 @@ export class Region implements KeeperHost {
       watcher: this.watcher,
       ...(remembered ? { remember: (c: RememberChange) => remembered.changed(c) } : {}),
       beforeStarting: () => this.stopIfLeaseLapsed(),
+      ...(this.options.gateEntityTurns === false ? {} : { leaseGate: this.leaseGate }),
+      ...(this.options.carryTimers === false ? { carryTimers: false } : {}),
     };
     const hosting = hosts
       ? new EntityHosting(this.system, type, context, this.metrics, activations)
@@ -650,13 +679,18 @@ export class Region implements KeeperHost {
     this.listener?.regionDrained(partition);
   }
 
+  /** Snapshots leaving: their carried delayed events less the time they were held here (`EntityTimers`). */
+  private leaving(snapshots: readonly EntitySnapshot[]): EntitySnapshot[] {
+    return snapshots.map((s) => this.types.get(s.entityType)?.hosting?.leaving(s) ?? s);
+  }
+
   /** The drained partition leaves: its snapshots and every message kept since the drain began. */
   takeCargo(partition: number): HandOffCargo {
     const draining = this.draining.get(partition);
-    if (!draining) return { snapshots: this.takeLapsed(partition), forwarded: [] };
+    if (!draining) return { snapshots: this.leaving(this.takeLapsed(partition)), forwarded: [] };
     if (draining.timer !== undefined) this.system.clock.clearTimeout(draining.timer);
     this.draining.delete(partition);
-    const cargo = { snapshots: draining.snapshots ?? [], forwarded: draining.forwarded };
+    const cargo = { snapshots: this.leaving(draining.snapshots ?? []), forwarded: draining.forwarded };
     // the keeper logs the hand-off; this line says what goes with it
     this.system.logger.debug(
       {
