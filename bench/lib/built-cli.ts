@@ -14,7 +14,8 @@ const BUNDLE = join(COMPILED_CLI, '..', 'cli-bundle.cjs');
 
 /** Node's arguments for the built CLI, tsx loaded for a TypeScript app module, then `cliArgs`. */
 export function builtCliArgs(cliArgs: readonly string[]): string[] {
-  return ['--import', import.meta.resolve('tsx'), compiledCli(), ...cliArgs];
+  // DOYEN_BENCH_CLI=path/to/bin.js: another build (a worktree of an older commit), for an A/B of two builds
+  return ['--import', import.meta.resolve('tsx'), process.env.DOYEN_BENCH_CLI ?? compiledCli(), ...cliArgs];
 }
 
 function newestTs(dir: string, newest: { path: string; ms: number }): void {
@@ -37,6 +38,7 @@ function newestTs(dir: string, newest: { path: string; ms: number }): void {
  * default to this repository's (a test passes its own).
  */
 export function bundleStaleness({ bundle = BUNDLE, packages = PACKAGES } = {}): string | undefined {
+  if (process.env.DOYEN_BENCH_CLI) return undefined; // another build, judged by whoever built it
   let built: number;
   try {
     built = statSync(bundle).mtimeMs;
