@@ -169,6 +169,7 @@ try {
       sent: f.sent,
       received: f.received,
       activations: f.activations,
+      lossChecked: f.lossChecked,
       probe: `${f.probeAnswered}/${f.probed}`,
       played: r.played,
       load1: Number(loadavg()[0]!.toFixed(2)),
@@ -176,7 +177,8 @@ try {
     });
     console.log(
       `run ${i + 1}/${options.runs} seed ${seed}: ${failed ? 'FAILED' : 'ok'} in ${(ms / 1000).toFixed(0)} s; ` +
-        `${f.sent} sent, ${f.received} received, ${f.lostInFaults} lost in unplanned faults, ` +
+        `${f.sent} sent (${f.lossChecked} outside every fault window: their loss is not excused), ` +
+        `${f.received} received, ${f.lostInFaults} lost in unplanned faults, ` +
         `${f.lostOnLeaseLoss.length} lost to an owner-lease loss outside them, ` +
         `${f.activations} activations, ${f.frozenOverlaps} overlaps with a frozen side, ` +
         `probe ${f.probeAnswered}/${f.probed}${r.error ? `; ${r.error}` : ''}`,

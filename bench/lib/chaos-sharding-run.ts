@@ -3,9 +3,11 @@
 // topology), the built CLI (or its TypeScript sources under tsx, `fromSource`) with the chaos app
 // (chaos-sharding-app.ts).
 // The sender sends sequence-numbered asks to every entity while the seeded plan plays its faults
-// (kill -9 + restart, SIGSTOP past the detector, symmetric and one-way nftables cuts, graceful
-// leaves + joins), each followed by a quiet period once the cluster is whole again; at the end
-// (healed, whole, quiet) the sender probes every entity once, and the checker reads the logs.
+// (kill -9 + restart, SIGSTOP and symmetric and one-way nftables cuts until the cluster has decided
+// them, graceful leaves + joins), each followed, once the cluster is whole and every partition is
+// active again on one node, by a quiet period of load; at the end (healed, whole, quiet) the sender
+// probes every entity once, and the checker reads the logs. Nothing waits a fixed time that a
+// condition can tell (the kill's seeded down time and the quiet periods are the load's own).
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { detectionTimeMs } from '../../packages/cluster/src/failure-detector/detector.js';
@@ -24,6 +26,7 @@ import {
   type ChaosPause,
   type ChaosVerdict,
   checkChaosRun,
+  IN_FLIGHT_SLACK_MS,
 } from './chaos-sharding-checker.js';
 import {
   CHAOS_ASK_TIMEOUT_ENV,
@@ -38,10 +41,13 @@ import {
 } from './chaos-sharding-protocol.js';
 import {
   type ChaosFault,
+  type ChaosFaultLength,
   chaosPlan,
+  DECISION_CAP_MS,
   describeChaosFault,
   HOSTING_SLOTS,
   isPlanned,
+  MIN_CHECKED_QUIET_MS,
   type PlannedChaosFault,
 } from './chaos-sharding-schedule.js';
 import { sourceCliArgs } from './source-cli.js';
@@ -114,6 +120,18 @@ const SETTLE_QUIET_MS = Math.ceil(
 );
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** How often the runner asks whether the cluster is whole or settled: each poll is a curl in a namespace. */
+const POLL_MS = 100;
+/** After a fault, how long the cluster may take to be settled again (every partition active once). */
+const RESETTLE_TIMEOUT_MS = 30_000;
+/** Load on the settled cluster before the first fault: as each quiet period, some of it checked. */
+const WARM_MS = IN_FLIGHT_SLACK_MS + MIN_CHECKED_QUIET_MS;
+/**
+ * Two asks to one entity per tick: 200 a second. Twice session 37's rate: the quiet periods are
+ * shorter, and the load messages the `lost` rule checks (sent outside every fault window) stay as
+ * many per run.
+ */
+const SEND_EVERY_MS = 10;
 
 /** Everything one run started, and what the checker needs of it. */
 class ChaosCluster {
@@ -153,7 +171,7 @@ class ChaosCluster {
         DOYEN_LOG_LEVEL: 'info',
         [CHAOS_ENTITIES_ENV]: String(this.o.entities),
         [CHAOS_ASK_TIMEOUT_ENV]: String(this.o.askTimeoutMs ?? 8_000),
-        [CHAOS_SEND_EVERY_ENV]: String(this.o.sendEveryMs ?? 20),
+        [CHAOS_SEND_EVERY_ENV]: String(this.o.sendEveryMs ?? SEND_EVERY_MS),
         ...(this.o.leaseMs !== undefined ? { [CHAOS_LEASE_ENV]: String(this.o.leaseMs) } : {}),
         ...(sender ? { [CHAOS_SENDER_ENV]: '1' } : {}),
         ...(this.o.unsafeSkipFence && !sender ? { [UNSAFE_SKIP_FENCE_ENV]: '1' } : {}),
@@ -186,7 +204,7 @@ class ChaosCluster {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       if (await this.whole()) return true;
-      await sleep(400);
+      await sleep(POLL_MS);
     }
     return false;
   }
@@ -240,7 +258,8 @@ class ChaosCluster {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       if (await this.settled(quietMs)) return true;
-      await sleep(500);
+      // six curls a poll: half as often as `whole`
+      await sleep(2 * POLL_MS);
     }
     return false;
   }
@@ -260,44 +279,85 @@ class ChaosCluster {
     clearTimeout(timer);
   }
 
-  async pause(slot: number, ms: number): Promise<void> {
-    const p = this.current[slot];
-    if (!p?.process.running) return;
-    const stoppedAt = Date.now();
-    p.process.pause();
-    await sleep(ms);
-    p.process.resume();
-    this.pauses.push({ proc: p.name, stoppedAt, continuedAt: Date.now() });
+  /**
+   * Resolves true once every running process but `frozen` has logged a `member.downed` from now on
+   * (every side has decided the fault under way: the majority downed the cut-off or paused node, a
+   * cut-off node downed itself; a one-way cut can make its victim decide seconds before the
+   * majority does), false after `timeoutMs`.
+   */
+  private decided(timeoutMs: number, frozen?: Proc): Promise<boolean> {
+    return new Promise((resolve) => {
+      const waiting = new Set(this.current.filter((p) => p?.process.running && p !== frozen));
+      const done = (decided: boolean) => {
+        clearTimeout(timer);
+        for (const stop of stops) stop();
+        resolve(decided);
+      };
+      const stops = [...waiting].map((p) =>
+        p!.process.onLine((l) => {
+          if (l.json?.event !== 'member.downed') return;
+          waiting.delete(p);
+          if (waiting.size === 0) done(true);
+        }),
+      );
+      const timer = setTimeout(() => done(false), timeoutMs);
+    });
   }
 
-  async play(fault: ChaosFault): Promise<void> {
+  /**
+   * Waits out a pause's or a cut's length (the fault is in place); says how long it lasted, and
+   * whether the cluster decided it.
+   */
+  private async last(length: ChaosFaultLength, since: number, frozen?: Proc): Promise<string> {
+    if ('ms' in length) {
+      await sleep(length.ms);
+      return '';
+    }
+    const decided = await this.decided(DECISION_CAP_MS, frozen);
+    const decidedAfter = Date.now() - since;
+    if (!decided) return `; NOT decided in ${(DECISION_CAP_MS / 1000).toFixed(0)} s`;
+    await sleep(length.afterDownedMs);
+    return `; decided after ${(decidedAfter / 1000).toFixed(1)} s, held ${((Date.now() - since) / 1000).toFixed(1)} s`;
+  }
+
+  /** Plays one fault to its end (healed, resumed or restarted); says how a pause or cut lasted. */
+  async play(fault: ChaosFault): Promise<string> {
     const names = (slots: readonly number[]) => slots.map((s) => CHAOS_HOSTS[s]!);
     const topo = this.o.topo;
+    const since = Date.now();
     switch (fault.kind) {
       case 'kill':
         await this.kill(fault.slot);
         await sleep(fault.downMs);
         this.start(fault.slot);
-        return;
+        return '';
       case 'leave':
         await this.leave(fault.slot);
         this.start(fault.slot);
-        return;
-      case 'pause':
-        await this.pause(fault.slot, fault.ms);
-        return;
+        return '';
+      case 'pause': {
+        const p = this.current[fault.slot];
+        if (!p?.process.running) return '; not running';
+        const stoppedAt = Date.now();
+        p.process.pause();
+        const lasted = await this.last(fault.length, stoppedAt, p);
+        p.process.resume();
+        this.pauses.push({ proc: p.name, stoppedAt, continuedAt: Date.now() });
+        return lasted;
+      }
       case 'partition': {
         const rest = CHAOS_HOSTS.filter((_, i) => !fault.side.includes(i));
         await topo.partition(names(fault.side), rest);
-        await sleep(fault.ms);
+        const lasted = await this.last(fault.length, since);
         await topo.heal();
-        return;
+        return lasted;
       }
-      case 'one-way':
+      case 'one-way': {
         await topo.dropOneWay(names(fault.from), names(fault.to));
-        await sleep(fault.ms);
+        const lasted = await this.last(fault.length, since);
         await topo.heal();
-        return;
+        return lasted;
+      }
     }
   }
 
@@ -336,10 +396,13 @@ export async function runChaos(o: ChaosRunOptions): Promise<ChaosRunResult> {
   let until = Date.now();
   const phases: Record<string, number> = {};
   let phaseStart = t0;
+  /** When each phase ended, for the evidence file (a run's timeline beside the nodes' lines). */
+  const phaseEnds: { phase: string; time: number }[] = [];
   const phase = (name: string) => {
     const now = Date.now();
     phases[name] = (phases[name] ?? 0) + now - phaseStart;
     phaseStart = now;
+    phaseEnds.push({ phase: name, time: now });
   };
   try {
     // all six at once: only n1 (the first seed) may form the cluster, the others' join attempts
@@ -351,22 +414,27 @@ export async function runChaos(o: ChaosRunOptions): Promise<ChaosRunResult> {
       o.log(`seed ${o.seed}: the cluster did not settle after forming (load started anyway)`);
     phase('settle');
     cluster.current[SENDER]!.process.signal(START_LOAD_SIGNAL);
-    await sleep(2_000);
+    await sleep(WARM_MS);
     phase('warm');
     for (const { fault, quietMs } of o.plan ?? chaosPlan(o.seed, o.faults)) {
       const what = describeChaosFault(fault);
       const start = Date.now();
       o.log(`seed ${o.seed}: ${what}`);
-      await cluster.play(fault);
+      const lasted = await cluster.play(fault);
       phase('fault-play');
       const whole = await cluster.waitWhole(wholeTimeoutMs);
       phase('fault-whole');
       const end = Date.now();
       cluster.faults.push({ what, planned: isPlanned(fault), start, end });
-      played.push(
-        `${what}: whole again after ${((end - start) / 1000).toFixed(1)} s${whole ? '' : ' (NOT whole)'}`,
-      );
       if (!whole) o.log(`seed ${o.seed}: not whole ${wholeTimeoutMs} ms after ${what}`);
+      // the next fault starts on a settled cluster: every partition active again on exactly one
+      // node (the hand-backs done, under load and checked), then the plan's quiet load
+      const settled = await cluster.waitSettled(0, RESETTLE_TIMEOUT_MS);
+      phase('fault-settle');
+      played.push(
+        `${what}${lasted}: whole again after ${((end - start) / 1000).toFixed(1)} s${whole ? '' : ' (NOT whole)'}, ` +
+          `settled after ${((Date.now() - start) / 1000).toFixed(1)} s${settled ? '' : ' (NOT settled)'}`,
+      );
       await sleep(quietMs);
       phase('fault-quiet');
     }
@@ -393,8 +461,18 @@ export async function runChaos(o: ChaosRunOptions): Promise<ChaosRunResult> {
     phase('stop');
   }
   const lines = cluster.lines();
-  if (o.logFile)
-    writeFileSync(o.logFile, lines.map((l) => JSON.stringify({ proc: l.proc, ...l.json })).join('\n') + '\n');
+  if (o.logFile) {
+    // the runner's own lines: where each phase ended, each fault's window, each pause
+    const runner = [
+      ...phaseEnds.map((p) => ({ event: 'chaos.phase-end', ...p })),
+      ...cluster.faults.map((f) => ({ event: 'chaos.fault', time: f.start, ...f })),
+      ...cluster.pauses.map((p) => ({ event: 'chaos.pause', time: p.stoppedAt, ...p })),
+    ].map((json) => JSON.stringify({ proc: 'runner', ...json }));
+    writeFileSync(
+      o.logFile,
+      [...lines.map((l) => JSON.stringify({ proc: l.proc, ...l.json })), ...runner].join('\n') + '\n',
+    );
+  }
   const verdict = checkChaosRun({
     lines,
     fates: cluster.fates(),
