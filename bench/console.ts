@@ -17,6 +17,12 @@
 //  5. how much of event → screen the serving node and the page's renderer waited for a CPU
 //     (run-queue delay from /proc schedstat, console-sched.ts): on 2 cores with N node processes
 //     reacting to the same event, the stages' wall-clock times are mostly that wait.
+//  6. the whole cluster's CPU (every node's utime + stime summed, /proc) in the second after the
+//     kill and after the leave, and in a second with nothing happening, with the wire messages
+//     the nodes sent meanwhile (console-cluster-cpu.ts): at 50 nodes on 2 cores that burst is
+//     what every stage above waits behind. `--no-console`: the same with nobody ever opening the
+//     console; `--profile`: three members' CPU profiles over each window (console-profile.ts).
+//  The cold first paint also gives its requests' [sent, first byte, last byte] (`coldStages`).
 // --quick: 5 nodes only; --nodes=5,20 other sizes; --fetch-probe also reads the stream with
 // fetch() in the page (is EventSource holding frames back?). Downing is manual (see the node
 // arguments). Nodes start one per 200 ms (as bench/scale.ts), `--partitions 0`.
@@ -29,6 +35,13 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { freePorts } from '../packages/testkit/src/index.js';
+import {
+  type ClusterCpu,
+  clusterCpuWindow,
+  messagesBetween,
+  messagesSnapshot,
+} from './console-cluster-cpu.js';
+import { type ProfileSummary, startProfiling } from './console-profile.js';
 import { descendants, mainThreadTrace, schedWindow, traceBetween } from './console-sched.js';
 import { allUpAt, type CliNode, killCliNodes, spawnCliNode } from './lib/cli-nodes.js';
 import { median, printResult } from './lib/stats.js';
@@ -49,6 +62,17 @@ const CONFIG = join(mkdtempSync(join(tmpdir(), 'doyen-console-bench-')), 'config
 writeFileSync(CONFIG, JSON.stringify({ clusterOptions: { maxJoinAttempts: 1000 } }));
 
 const FETCH_PROBE = process.argv.includes('--fetch-probe');
+/** --no-console: the same kill and leave with nobody ever opening the console (the cluster's own CPU burst). */
+const NO_CONSOLE = process.argv.includes('--no-console');
+/** The cluster-wide CPU window after each incident (ms). */
+const INCIDENT_CPU_MS = 1000;
+/**
+ * --profile: three members (not the serving node, whose latency is measured) run with the
+ * inspector on, and each incident's window is profiled on them (console-profile.ts); their CPU
+ * then counts the profiler's too.
+ */
+const PROFILE = process.argv.includes('--profile');
+const PROFILED = (n: number) => (PROFILE ? [Math.floor(n / 5), Math.floor(n / 2), n - 3] : []);
 const diffOf = (a: number | undefined, b: number | undefined) =>
   a === undefined || b === undefined ? null : a - b;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -215,7 +239,7 @@ async function load(
   browser: Browser,
   url: string,
   n: number,
-): Promise<{ page: Page; readyMs: number; completeMs: number | null }> {
+): Promise<{ page: Page; readyMs: number; completeMs: number | null; stages: PaintStages }> {
   // the marks are evaluated text, which the page's CSP (no unsafe-eval) would refuse
   const context = await browser.newContext({
     colorScheme: 'light',
@@ -234,8 +258,22 @@ async function load(
     number,
     number | null,
   ];
-  return { page, readyMs, completeMs };
+  const stages = (await page.evaluate(PAINT_STAGES)) as PaintStages;
+  return { page, readyMs, completeMs, stages };
 }
+
+/** Where a first paint's time went (ms from navigation start): [request sent, first byte, last byte] of each request. */
+type PaintStages = Record<'html' | 'js' | 'css' | 'state', [number, number, number] | null> & {
+  domContentLoaded: number;
+};
+
+const PAINT_STAGES = `(() => {
+  const r = (e) => e ? [Math.round(e.requestStart || e.startTime), Math.round(e.responseStart), Math.round(e.responseEnd)] : null;
+  const res = performance.getEntriesByType('resource');
+  const pick = (s) => r(res.find((x) => x.name.includes(s)));
+  const nav = performance.getEntriesByType('navigation')[0];
+  return { html: r(nav), domContentLoaded: Math.round(nav.domContentLoadedEventEnd), js: pick('console.js'), css: pick('console.css'), state: pick('/console/state') };
+})()`;
 
 // The page-side code goes as text: tsx names functions (`__name`), which the page lacks.
 
@@ -279,73 +317,162 @@ async function loggedAt(
   }
 }
 
-async function runSize(browser: Browser, n: number) {
-  const ports = await freePorts(2 * n);
+/** Starts `n` nodes one per STAGGER_MS into `nodes` and waits until every one sees all up. */
+async function startCluster(n: number, nodes: CliNode[]): Promise<Map<CliNode, number>> {
+  const profiled = PROFILED(n);
+  const ports = await freePorts(2 * n + profiled.length);
+  const inspectors = new Map<CliNode, number>();
   const seeds = ports.slice(0, Math.min(3, n));
+  for (let i = 0; i < n; i++) {
+    nodes.push(
+      spawnCliNode(
+        {
+          cluster: 'console-bench',
+          host: '127.0.0.1',
+          port: ports[i]!,
+          httpPort: ports[n + i]!,
+          args: [
+            '--seeds',
+            seeds.map((p) => `127.0.0.1:${p}`).join(','),
+            '--name',
+            `n${i}`,
+            '--partitions',
+            '0',
+            '--on-downed',
+            'exit',
+            // the console's figures, not the resolver's: on a host loaded past the failure
+            // detector's bounds, downing would shrink the cluster being measured
+            '--downing',
+            'manual',
+            '--config',
+            CONFIG,
+          ],
+        },
+        {
+          DOYEN_SECRET: SECRET,
+          DOYEN_HTTP_TOKEN: TOKEN,
+          ...(profiled.includes(i)
+            ? { NODE_OPTIONS: `--inspect=127.0.0.1:${ports[2 * n + profiled.indexOf(i)]}` }
+            : {}),
+        },
+      ),
+    );
+    if (profiled.includes(i)) inspectors.set(nodes[i]!, ports[2 * n + profiled.indexOf(i)]!);
+    if (i < n - 1) await sleep(STAGGER_MS);
+  }
+  const deadline = Date.now() + 240_000;
+  while (allUpAt(nodes, n) === undefined) {
+    if (Date.now() > deadline) {
+      const exited = nodes.filter((x) => x.exitStatus() !== undefined).length;
+      const ups = nodes.map((x) => {
+        const up = new Set<string>();
+        for (const e of x.events())
+          if (e.event === 'member.up') up.add(e.member?.address);
+          else if (e.event === 'member.removed' || e.event === 'member.downed') up.delete(e.member?.address);
+        return up.size;
+      });
+      throw new Error(
+        `N=${n}: not all up after 240 s (${exited} exited; members up per node: ${ups.join(' ')})`,
+      );
+    }
+    await sleep(200);
+  }
+  await sleep(3000);
+  return inspectors;
+}
+
+/**
+ * The whole cluster's load after an incident: the wire messages every live node sent so far (read
+ * before the incident's timing starts), then `start(act)` does it and the CPU of every live node
+ * over INCIDENT_CPU_MS from it, and the messages sent until that window ended, are the result.
+ */
+async function prepareIncident(
+  nodes: readonly CliNode[],
+  serving: CliNode,
+  gone: CliNode,
+  inspectors: Map<CliNode, number>,
+) {
+  const alive = nodes.filter((x) => x !== gone && x.pid !== undefined && x.exitStatus() === undefined);
+  const before = await messagesSnapshot(alive);
+  const profiling = await Promise.all(
+    [...inspectors]
+      .filter(([node]) => alive.includes(node))
+      .map(async ([node, port]) => ({ node: node.address, run: await startProfiling(port) })),
+  );
+  await sleep(300);
+  return {
+    start(act: () => void): Promise<{
+      cpu: ClusterCpu;
+      messages: ReturnType<typeof messagesBetween>;
+      profiles?: Record<string, ProfileSummary | undefined>;
+    }> {
+      const cpu = clusterCpuWindow(
+        alive.map((x) => ({ pid: x.pid!, serving: x === serving })),
+        INCIDENT_CPU_MS,
+      );
+      act();
+      return cpu.then(async (c) => {
+        const profiles =
+          profiling.length === 0
+            ? undefined
+            : Object.fromEntries(
+                await Promise.all(profiling.map(async (p) => [p.node, await p.run?.stop()] as const)),
+              );
+        return {
+          cpu: c,
+          messages: messagesBetween(before, await messagesSnapshot(alive), serving),
+          ...(profiles ? { profiles } : {}),
+        };
+      });
+    },
+  };
+}
+
+/** --no-console: a kill -9 and a leave on a cluster where nobody opened the console. */
+async function runBare(n: number) {
   const nodes: CliNode[] = [];
   try {
-    for (let i = 0; i < n; i++) {
-      nodes.push(
-        spawnCliNode(
-          {
-            cluster: 'console-bench',
-            host: '127.0.0.1',
-            port: ports[i]!,
-            httpPort: ports[n + i]!,
-            args: [
-              '--seeds',
-              seeds.map((p) => `127.0.0.1:${p}`).join(','),
-              '--name',
-              `n${i}`,
-              '--partitions',
-              '0',
-              '--on-downed',
-              'exit',
-              // the console's figures, not the resolver's: on a host loaded past the failure
-              // detector's bounds, downing would shrink the cluster being measured
-              '--downing',
-              'manual',
-              '--config',
-              CONFIG,
-            ],
-          },
-          { DOYEN_SECRET: SECRET, DOYEN_HTTP_TOKEN: TOKEN },
-        ),
-      );
-      if (i < n - 1) await sleep(STAGGER_MS);
-    }
-    const deadline = Date.now() + 240_000;
-    while (allUpAt(nodes, n) === undefined) {
-      if (Date.now() > deadline) {
-        const exited = nodes.filter((x) => x.exitStatus() !== undefined).length;
-        const ups = nodes.map((x) => {
-          const up = new Set<string>();
-          for (const e of x.events())
-            if (e.event === 'member.up') up.add(e.member?.address);
-            else if (e.event === 'member.removed' || e.event === 'member.downed')
-              up.delete(e.member?.address);
-          return up.size;
-        });
-        throw new Error(
-          `N=${n}: not all up after 240 s (${exited} exited; members up per node: ${ups.join(' ')})`,
-        );
-      }
-      await sleep(200);
-    }
-    await sleep(3000);
+    const inspectors = await startCluster(n, nodes);
+    const serving = nodes[0]!;
+    const killed = nodes[n - 1]!;
+    const leaver = nodes[n - 2]!;
+    // the same window with nothing happening: what the nodes cost anyway (heartbeats)
+    const idle = await (await prepareIncident(nodes, serving, killed, new Map())).start(() => {});
+    const kill = await (await prepareIncident(nodes, serving, killed, inspectors)).start(() =>
+      killed.kill9(),
+    );
+    await sleep(1000);
+    const leave = await (await prepareIncident(nodes, serving, killed, inspectors)).start(() => {
+      void fetch(`http://127.0.0.1:${leaver.httpPort}/cluster/leave`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
+    });
+    return { nodes: n, console: false, incidentLoad: { idle, kill, leave } };
+  } finally {
+    await killCliNodes(nodes);
+  }
+}
+
+async function runSize(browser: Browser, n: number) {
+  const nodes: CliNode[] = [];
+  try {
+    const inspectors = await startCluster(n, nodes);
     const serving = nodes[0]!;
     const pid = serving.pid!;
     process.stderr.write(`N=${n}: all up; sampling the serving node before any console request\n`);
     const untouched = await sample(pid);
 
     const url = `http://127.0.0.1:${serving.httpPort}/console`;
-    const loads: { readyMs: number; completeMs: number | null }[] = [];
+    const loads: { readyMs: number; completeMs: number | null; stages: PaintStages }[] = [];
     let page: Page | undefined;
     for (let i = 0; i < LOADS; i++) {
       const l = await load(browser, url, n);
       loads.push({
         readyMs: +l.readyMs.toFixed(1),
         completeMs: l.completeMs === null ? null : +l.completeMs.toFixed(1),
+        stages: l.stages,
       });
       if (i < LOADS - 1) await l.page.context().close();
       else page = l.page;
@@ -450,10 +577,12 @@ async function runSize(browser: Browser, n: number) {
       .forEach((p, i) => {
         onPath[`${p.kind === 'renderer' ? 'renderer' : 'network'}${i}`] = p.pid;
       });
+    const idleIncident = await (await prepareIncident(nodes, serving, killed, new Map())).start(() => {});
+    const killPrep = await prepareIncident(nodes, serving, killed, inspectors);
     const trace = mainThreadTrace(onPath);
     const killWindow = schedWindow([...chrome, ...nodeProcesses(killed)]);
     const killAt = Date.now();
-    killed.kill9();
+    const killLoad = killPrep.start(() => killed.kill9());
     const killShown = await seenAt(live.page, 'kill');
     const killSched = killWindow.end();
     // on a loaded host the serving node may have taken the member for unreachable already (a
@@ -469,17 +598,24 @@ async function runSize(browser: Browser, n: number) {
         return first;
       },
     );
+    const killIncident = await killLoad;
     await sleep(1000);
+    const leavePrep = await prepareIncident(nodes, serving, killed, inspectors);
     const leaveWindow = schedWindow([...chrome, ...nodeProcesses(killed)]);
     const leaveAt = Date.now();
-    await fetch(`http://127.0.0.1:${leaver.httpPort}/cluster/leave`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-      body: '{}',
+    let left: Promise<unknown> = Promise.resolve();
+    const leaveLoad = leavePrep.start(() => {
+      left = fetch(`http://127.0.0.1:${leaver.httpPort}/cluster/leave`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
     });
+    await left;
     const leaveShown = await seenAt(live.page, 'leave');
     const leaveSched = leaveWindow.end();
     const traced = trace.stop();
+    const leaveIncident = await leaveLoad;
     const leaveLogged = await loggedAt(serving, 'member.leaving', leaver.address, leaveAt);
     const pageSide = (await live.page.evaluate(
       '({ arrived: window.__arrived, fetched: window.__fetched ?? {}, carrier: window.__carrier, stream: window.__stream, long: window.__long })',
@@ -594,6 +730,8 @@ async function runSize(browser: Browser, n: number) {
       firstPaintMs: {
         coldReady: cold.readyMs,
         coldAllViews: cold.completeMs,
+        // the cold load's requests: [sent, first byte, last byte] ms from navigation start
+        coldStages: cold.stages,
         warmReadyMedian: round(median(warm.map((l) => l.readyMs))),
         warmAllViewsMedian: warm.some((l) => l.completeMs === null)
           ? null
@@ -602,6 +740,8 @@ async function runSize(browser: Browser, n: number) {
       },
       eventToScreenMs: { kill: killShown - killLogged, leave: leaveShown - leaveLogged },
       eventToScreenStages: stages,
+      // the whole cluster's CPU and wire messages in the second after each (console open)
+      incidentLoad: { idle: idleIncident, kill: killIncident, leave: leaveIncident },
       servingNode: {
         untouched,
         fiveViewers: watched,
@@ -627,6 +767,21 @@ const sizes = nodesArg
   : process.argv.includes('--quick')
     ? [5]
     : [5, 50];
+if (NO_CONSOLE) {
+  // no page, no viewer: the cluster's own reaction to the same kill and leave
+  const bare: Awaited<ReturnType<typeof runBare>>[] = [];
+  for (const n of sizes) {
+    const r = await runBare(n);
+    process.stderr.write(`N=${n} (no console): ${JSON.stringify(r)}\n`);
+    bare.push(r);
+  }
+  printResult({
+    bench: 'console',
+    noConsole: true,
+    incidentLoad: Object.fromEntries(bare.map((r) => [r.nodes, r.incidentLoad])),
+  });
+  process.exit(0);
+}
 const weight = pageWeight();
 process.stderr.write(`page weight: ${JSON.stringify(weight)}\n`);
 const browser = await chromium.launch({
@@ -669,6 +824,19 @@ printResult({
   firstPaintWarmVsTarget: `${at50.firstPaintMs.warmReadyMedian} ms / ${TARGETS.firstPaintMsAt50} ms at ${at50.nodes} nodes`,
   firstPaintColdVsTarget: `${at50.firstPaintMs.coldReady} ms / ${TARGETS.firstPaintMsAt50} ms at ${at50.nodes} nodes`,
   eventToScreenWorstVsTarget: `${worstEvent} ms / ${TARGETS.eventToScreenMs} ms`,
+  // every node's CPU (ms, summed) in the second after the kill / the leave, console open
+  // (`--no-console` for the same without it), and the wire messages they sent meanwhile
+  incidentClusterCpuMs: Object.fromEntries(
+    results.map((r) => [
+      r.nodes,
+      {
+        idle: r.incidentLoad.idle.cpu.totalMs,
+        kill: r.incidentLoad.kill.cpu.totalMs,
+        leave: r.incidentLoad.leave.cpu.totalMs,
+        messages: { kill: r.incidentLoad.kill.messages.byLane, leave: r.incidentLoad.leave.messages.byLane },
+      },
+    ]),
+  ),
   // how much of each event → screen the serving node and the page's renderer spent runnable and
   // not running (a 2-core machine shared with the N node processes; see console-sched.ts)
   eventToScreenRunQueueWaitMs: Object.fromEntries(

@@ -63,11 +63,15 @@ export function attachConsole(http: ManagementServer, service: ConsoleService): 
       sendJson(response, refusal.status, { error: refusal.error });
       return true;
     }
-    // opening the page starts the gathering: the views are on their way before it asks for them
-    service.touch();
+    // opening the page starts the gathering with this node's own view; the members are asked
+    // once the page has its state (ConsoleService.touchPage): their views come on the stream
+    if (path === CONSOLE_PATHS.page || path.startsWith(CONSOLE_PATHS.assets)) service.touchPage();
+    else if (path !== CONSOLE_PATHS.state) service.touch();
     if (serveConsolePage(path, request, response)) return true;
     if (path === CONSOLE_PATHS.state) {
       sendJson(response, 200, service.gatherer.state(service.selfKey));
+      // the members are asked once the state is on its way
+      service.touch();
       return true;
     }
     if (path === CONSOLE_PATHS.history) {
