@@ -136,7 +136,9 @@ describe('dispatcher: the caller-runs drain costs next to nothing', () => {
 
   it('once the microtask window is spent, sends read no clock until the event loop turns', async () => {
     const clock = new FakeClock();
-    const d = dispatcher(clock, { microtaskTurns: true, maxTurnMs: 1 });
+    clock.install();
+    const scheduler = new HeldTurns();
+    const d = new Dispatcher(scheduler, { ...defaultDispatcherConfig, microtaskTurns: true, maxTurnMs: 1 });
     const counter = new Counter(clock);
     const burst = () => {
       for (let i = 0; i < 100; i++) {
@@ -150,11 +152,17 @@ describe('dispatcher: the caller-runs drain costs next to nothing', () => {
     // one read opens the window, the next finds it spent; the other 98 sends read nothing
     expect(clock.reads).toBe(2);
     // control: the microtask turn the first send queued reads the clock as it starts, and once the
-    // event loop has turned the next send opens a new window and reads again (then finds it spent)
+    // event loop has turned (the turn the spent window handed to the scheduler ran, reading the
+    // clock as it starts) the next send opens a new window and reads again (then finds it spent)
     await new Promise((resolve) => setImmediate(resolve));
     expect(clock.reads).toBe(3);
     burst();
-    expect(clock.reads).toBe(5);
-    expect(counter.processed).toBe(6_400);
+    expect(clock.reads).toBe(3);
+    expect(scheduler.queued).toHaveLength(1);
+    scheduler.queued.shift()!();
+    expect(clock.reads).toBe(4);
+    burst();
+    expect(clock.reads).toBe(6);
+    expect(counter.processed).toBe(9_600);
   });
 });

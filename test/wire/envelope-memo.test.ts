@@ -270,3 +270,32 @@ describe('compiled schema admissions refuse what the interpretive rebuild refuse
     expect(refusedCount).toBe(cases.length - 2);
   });
 });
+
+// An ask's sender is its one-off reply address (`/temp/ask-<n>`, `/system/temp/ask-<n>`): remembering
+// each filled every connection's sender map to its cap, cleared it and filled it again, and
+// internalized a string per ask (issue 29: an entity owner's CPU per remote ask).
+describe('remembered senders', () => {
+  const ASKS = 500;
+  const tempSender = (n: number, prefix: string) => `doyen://test@10.0.0.2:2552${prefix}/ask-${n}#peer1`;
+
+  it('asks do not grow the map: their reply addresses are validated every time, not remembered', () => {
+    const senders = new KnownSenders();
+    for (let n = 0; n < ASKS; n++) {
+      expect(senders.check(tempSender(n, '/temp'), ORIGIN)).toBe(tempSender(n, '/temp'));
+      expect(senders.check(tempSender(n, '/system/temp'), ORIGIN)).toBe(tempSender(n, '/system/temp'));
+    }
+    expect(senders.size).toBe(0);
+    // still validated: a reply address on another node is refused, as any sender is
+    expect(senders.check('doyen://test@10.0.0.9:2552/temp/ask-1#peer1', ORIGIN)).toBeUndefined();
+    expect(senders.check('doyen://test@[::1]:2552/temp/ask-1#peer1', ORIGIN)).toBeUndefined();
+  });
+
+  it('positive control: as many distinct ordinary senders are remembered, one entry each', () => {
+    const senders = new KnownSenders();
+    for (let n = 0; n < ASKS; n++) {
+      const from = `doyen://test@10.0.0.2:2552/user/temp-like-${n}/temp/x#peer1`;
+      expect(senders.check(from, ORIGIN)).toBe(from);
+    }
+    expect(senders.size).toBe(ASKS);
+  });
+});

@@ -2,6 +2,8 @@ import { RingBuffer } from '@doyen/core';
 
 /** One slice in this many goes to connections that are not members' (see `turn`). */
 export const OTHERS_EVERY = 4;
+/** Inline turns may take one budget per this many budgets of wall time (see `inlineAllowed`). */
+const INLINE_WINDOW_TURNS = 4;
 
 /** Inbound work of one connection, done a slice at a time. */
 export interface DecodeTask {
@@ -32,7 +34,13 @@ export class InboundScheduler<T extends DecodeTask = DecodeTask> {
   private readonly others = new RingBuffer<T>(16);
   private readonly sliceMs: number;
   private scheduled = false;
+  /** A turn is running (a slice's delivery woke a task: it queues, never nests a turn). */
+  private inTurn = false;
   private closed = false;
+  /** Inline turns (see `inlineAllowed`): the current window's end, its inline time, the last start. */
+  private inlineWindowEnds = Number.NEGATIVE_INFINITY;
+  private inlineSpentMs = 0;
+  private inlineStarted = 0;
 
   constructor(
     private readonly budgetMs: number,
@@ -40,6 +48,11 @@ export class InboundScheduler<T extends DecodeTask = DecodeTask> {
     private readonly first: (task: T) => boolean = () => false,
     /** One slice in this many is the others' (Infinity: strict member priority, for tests). */
     private readonly othersEvery: number = OTHERS_EVERY,
+    /**
+     * Time inline turns may take per window (see `inlineAllowed`): the turn's budget by default; 0
+     * turns them off (every frame waits for a setImmediate), Infinity lifts the bound (tests).
+     */
+    private readonly inlineBudgetMs: number = budgetMs,
   ) {
     this.sliceMs = budgetMs / 4;
   }
@@ -49,9 +62,44 @@ export class InboundScheduler<T extends DecodeTask = DecodeTask> {
     if (task.queued || this.closed) return;
     task.queued = true;
     (this.first(task) ? this.members : task.midFrame ? this.midFrame : this.others).push(task);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(this.turn);
+    if (this.scheduled || this.inTurn) return;
+    if (this.waiting === 1 && this.inlineAllowed()) {
+      this.inlineTurn();
+      return;
+    }
+    this.scheduled = true;
+    setImmediate(this.turn);
+  }
+
+  /**
+   * A frame that finds nothing else waiting is decoded in the socket callback that brought it,
+   * not a setImmediate later: at a steady 1k asks/s each ask is a wake-up of its own, and the hop
+   * was one more trip through Node's immediate queue per ask, on code gone cold since the last
+   * one (issue 29: the owner's CPU per ask was paid per wake-up). Bounded like the turns: inline
+   * turns may take `inlineBudgetMs` of each window of INLINE_WINDOW_TURNS budgets of wall time; past
+   * that, frames wait for the scheduled turn as before, so a flood still gets one budget per
+   * event-loop iteration, and the members-first order holds (inline only with nothing queued).
+   */
+  private inlineAllowed(): boolean {
+    if (this.inlineBudgetMs <= 0) return false;
+    const now = performance.now();
+    if (now >= this.inlineWindowEnds) {
+      this.inlineWindowEnds = now + this.budgetMs * INLINE_WINDOW_TURNS;
+      this.inlineSpentMs = 0;
+      this.inlineStarted = now;
+      return true;
+    }
+    this.inlineStarted = now;
+    return this.inlineSpentMs < this.inlineBudgetMs;
+  }
+
+  private inlineTurn(): void {
+    this.inTurn = true;
+    try {
+      this.runTurn(this.inlineStarted);
+    } finally {
+      this.inTurn = false;
+      this.inlineSpentMs += performance.now() - this.inlineStarted;
     }
   }
 
@@ -68,7 +116,17 @@ export class InboundScheduler<T extends DecodeTask = DecodeTask> {
 
   private readonly turn = (): void => {
     this.scheduled = false;
-    const turnEnds = performance.now() + this.budgetMs;
+    this.inTurn = true;
+    try {
+      this.runTurn(performance.now());
+    } finally {
+      this.inTurn = false;
+    }
+  };
+
+  /** Slices round-robin until the budget from `started` is spent; what is left gets a scheduled turn. */
+  private runTurn(started: number): void {
+    const turnEnds = started + this.budgetMs;
     for (let slice = 0; ; slice++) {
       // Members first, but never only: every OTHERS_EVERY-th slice (the turn's first included)
       // goes to the other connections. Strict priority starved them while 50 members always had
@@ -89,5 +147,5 @@ export class InboundScheduler<T extends DecodeTask = DecodeTask> {
       this.scheduled = true;
       setImmediate(this.turn);
     }
-  };
+  }
 }
