@@ -46,6 +46,10 @@
 // --hot-path: only the entity hot path's figures (steps 1 to 3: cold activation local and from another node,
 // sharded vs plain remote tell), a small memory population, no fault scenario, and the CPU per message of a
 // sharded and a plain remote tell in this process (interleaved rounds, `tellCpu`); ~1 minute.
+// Evidence: SHARDING_BENCH_LOG_DIR=dir keeps each process's log lines (`<proc>.log`; per-entity lines
+// too, in `<proc>.entities.log`, with SHARDING_BENCH_LOG_ENTITIES=1: what an overlap is read from),
+// SHARDING_BENCH_CPU_PROF=dir a CPU profile of every hosting process; `bench/sharding-join-path.ts dir`
+// prints each join's path from the logs; DOYEN_BENCH_CLI=bin.js runs another build (an A/B).
 import { bundleStaleness } from './lib/built-cli.js';
 import { installSignalCleanup, liveProcesses } from './lib/node-processes.js';
 import { ACTIVATION_LOG_ENV } from './lib/sharding-protocol.js';

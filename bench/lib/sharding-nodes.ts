@@ -19,7 +19,10 @@ const LOG_DIR = process.env.SHARDING_BENCH_LOG_DIR;
 if (LOG_DIR) mkdirSync(LOG_DIR, { recursive: true });
 /** The hosting nodes' log level (default info; debug shows each partition's keeper steps). */
 const LOG_LEVEL = process.env.SHARDING_BENCH_LOG_LEVEL ?? 'info';
+const LOG_ENTITIES = process.env.SHARDING_BENCH_LOG_ENTITIES === '1';
 const ENTITY_LINE = /"event":"sharding\.(activated|passivated)"/;
+/** Set to a directory to CPU-profile every hosting process (`<proc>/`, one file per thread, written as it exits). */
+const CPU_PROF_DIR = process.env.SHARDING_BENCH_CPU_PROF;
 /** Events counted in `eventCounts`: load on the machine shows in them, not in the latency alone. */
 export const COUNTED_EVENTS = [
   'sharding.lease-lost',
@@ -109,6 +112,8 @@ export class ShardingProcesses {
     roles: string | undefined,
     env: Record<string, string>,
   ) {
+    // node refuses --cpu-prof in NODE_OPTIONS: it goes before the CLI's own arguments
+    const profile = CPU_PROF_DIR && roles ? ['--cpu-prof', `--cpu-prof-dir=${join(CPU_PROF_DIR, proc)}`] : [];
     const args = (this.options.fromSource ? sourceCliArgs : builtCliArgs)([
       'node',
       ...['--cluster', this.options.cluster, '--host', '127.0.0.1', '--port', String(port)],
@@ -117,13 +122,17 @@ export class ShardingProcesses {
       ...(roles ? ['--roles', roles] : []),
     ]);
     const owned = NodeProcess.spawn({
-      args,
+      args: [...profile, ...args],
       env: { DOYEN_SECRET: this.options.secret, DOYEN_LOG_LEVEL: LOG_LEVEL, ...env },
       http: { host: '127.0.0.1', port: httpPort },
       keepLogs: false,
       onLine: ({ json, text }) => {
-        // per-entity lines would be gigabytes at 50k entities: those stay out of the files
-        if (LOG_DIR && !ENTITY_LINE.test(text)) appendFileSync(join(LOG_DIR, `${proc}.log`), `${text}\n`);
+        // per-entity lines would be gigabytes at 50k entities: those stay out of the files, or go
+        // to their own (SHARDING_BENCH_LOG_ENTITIES=1: the evidence of an overlap the run reports)
+        if (LOG_DIR) {
+          if (!ENTITY_LINE.test(text)) appendFileSync(join(LOG_DIR, `${proc}.log`), `${text}\n`);
+          else if (LOG_ENTITIES) appendFileSync(join(LOG_DIR, `${proc}.entities.log`), `${text}\n`);
+        }
         if (json) this.onLine(proc, json);
         else if (text.trim()) process.stderr.write(`[${proc}] ${text}\n`);
       },
