@@ -67,6 +67,13 @@ export function peersChanged(
       changes.push({ subject: key, reachable: after !== 'unreachable' });
     }
   }
+  // A peer held unreachable leaves the table only once it is no target any more: heard again
+  // (the ring walk that took in members behind it is undone in the same tick) or no longer a
+  // member. Our observation of it is withdrawn then too; left standing, the coordinator kept it
+  // for good and, under manual downing, never moved a joiner up again.
+  for (const [key, before] of Object.entries(context.peers)) {
+    if (before === 'unreachable' && !(key in peers)) changes.push({ subject: key, reachable: true });
+  }
   if (changes.length > 0) effects.push({ kind: 'tell-membership', changes });
   if (Object.keys(context.peers).length === 0)
     effects.push({ kind: 'tell-downing', reachable: reachableKeys(peers) });

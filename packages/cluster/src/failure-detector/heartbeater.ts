@@ -297,7 +297,14 @@ export class Heartbeater {
         this.system
           .remoteRef(ping.from, MEMBERSHIP_PATH)
           .send({ type: 'membership.downed-notice', by: this.self.key } as Message);
-      } else this.pingedEarly(from);
+        return;
+      }
+      // A newcomer whose admission has not reached us yet (or we lag behind the coordinator): it
+      // monitors us already, and silence makes it judge us unreachable and tell everyone, which
+      // on a loaded start of 50 kept joiners from moving up for minutes. Answered, as Akka's
+      // heartbeat receiver answers everyone (only the wire's authenticated peers can ping).
+      this.pingedEarly(from);
+      this.pong(ping);
       return;
     }
     if (!(from in this.peers)) this.pingedEarly(from);
@@ -308,10 +315,16 @@ export class Heartbeater {
       this.arrived(from);
       return;
     }
+    this.pong(ping);
+  }
+
+  private pong(ping: HeartbeatPing): void {
+    const from = nodeKey(ping.from);
     let reply = this.replyRefs.get(from);
     if (!reply) {
       reply = this.system.remoteRef(ping.from, HEARTBEAT_PULSE_PATH);
-      this.replyRefs.set(from, reply);
+      // not kept for a pinger we do not know yet (takeMembership prunes only on a new membership)
+      if (this.memberKeys.has(from) || this.memberKeys.size === 0) this.replyRefs.set(from, reply);
     }
     const pong: HeartbeatPong = { type: 'heartbeat.pong', from: this.self.node, version: this.version };
     reply.send(pong);

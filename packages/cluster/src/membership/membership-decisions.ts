@@ -708,6 +708,34 @@ export function pullFromCoordinator(env: Env, ctx: MembershipContext): Membershi
   return { context: ctx, effects: [sendTo({ kind: 'member', node: c }, pull)], timeouts: [] };
 }
 
+/**
+ * The pull timer's backstop (pullIntervalMs): the pull, and, while the membership lists anyone
+ * unreachable or this node observes anyone so, its own view of those members to the coordinator
+ * (the oldest up member, whom this node may not believe: its view is what the coordinator needs).
+ * A reachability report is a change of mind sent once and delivered at most once: one lost on a
+ * broken connection left the coordinator holding an observation nobody makes any more, and under
+ * manual downing it never moved a joiner up again. Receivers apply only what differs from what
+ * they hold, so a repeated view costs them no evaluation. An idle cluster, with nobody
+ * unreachable, sends nothing more than the pull.
+ */
+export function catchUp(env: Env, ctx: MembershipContext): MembershipStep {
+  const pulled = pullFromCoordinator(env, ctx);
+  const m = ctx.membership;
+  const coordinator = m && coordinatorOf(m);
+  if (!m || !coordinator || nodeKey(coordinator) === env.self.key) return pulled;
+  const observed = (subject: string) => ctx.observations[subject]?.includes(env.self.key) ?? false;
+  const subjects = new Set([...m.unreachable, ...Object.keys(ctx.observations).filter(observed)]);
+  subjects.delete(env.self.key);
+  if (subjects.size === 0) return pulled;
+  const report: ReachabilityReport = {
+    type: 'membership.reachability',
+    observer: env.self.key,
+    changes: [...subjects].sort().map((subject) => ({ subject, reachable: !observed(subject) })),
+  };
+  const to: Destination = { kind: 'member', node: nodeOf(coordinator) };
+  return { ...pulled, effects: [...pulled.effects, sendTo(to, report)] };
+}
+
 /** A heartbeat showed a peer's membership version (the seed's missed-update detection). */
 export function onVersionSeen(
   env: Env,

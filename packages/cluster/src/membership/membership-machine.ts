@@ -13,6 +13,7 @@ import type { SelfInfo } from '../model/self-info.js';
 import { DOWNING_PATH, MEMBERSHIP_PATH, SPLIT_BRAIN_CHECKER_PATH } from '../model/system-actors.js';
 import {
   admittedBy,
+  catchUp,
   completeCollector,
   downSelf,
   type Env,
@@ -45,7 +46,6 @@ import {
   onRedirect,
   onUpdate,
   onVersionSeen,
-  pullFromCoordinator,
   reformCluster,
   requestLeave,
   selfMember,
@@ -309,12 +309,14 @@ export function createMembershipMachine(deps: MembershipDeps) {
             // Only a backstop (pullIntervalMs, 5 s by default): every heartbeat carries its
             // sender's membership version, so a member that missed an update hears of it within
             // a heartbeat from any ring neighbour and pulls at once (fd.version-seen). This pull
-            // covers only what that cannot: a node none of whose neighbours is ahead of it.
+            // covers only what that cannot: a node none of whose neighbours is ahead of it. While
+            // anyone is unreachable it also re-asserts this node's own view of them (catchUp): a
+            // lost reachability report would otherwise stand at the coordinator for good.
             after: {
               pullInterval: {
                 target: 'member',
                 reenter: true,
-                actions: apply((c) => pullFromCoordinator(env, c)),
+                actions: apply((c) => catchUp(env, c)),
               },
             },
           },
