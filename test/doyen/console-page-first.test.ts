@@ -6,6 +6,7 @@ import {
 } from '../../packages/doyen/src/console/console-service.js';
 import type { DoyenNode } from '../../packages/doyen/src/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
+import { countSubscribes, totalSubscribes } from '../support/console-subscribes.js';
 import { nodesClosedAfterEach, startLocalNode, startMemberNode } from '../support/doyen-nodes.js';
 import { eventually } from '../support/wait.js';
 
@@ -19,22 +20,10 @@ import { eventually } from '../support/wait.js';
  */
 const nodes = nodesClosedAfterEach();
 
-/** `console.subscribe` messages `node` sends. */
-function countSubscribes(node: DoyenNode): () => number {
-  let count = 0;
-  const system = node.system;
-  const remoteRef = system.remoteRef.bind(system);
-  system.remoteRef = ((to: Parameters<typeof remoteRef>[0], path: string) => {
-    const ref = remoteRef(to, path);
-    const send = ref.send.bind(ref);
-    return Object.assign(Object.create(ref), {
-      send: (message: { type?: string }, ...rest: unknown[]) => {
-        if (message?.type === 'console.subscribe') count++;
-        return (send as (...a: unknown[]) => unknown)(message, ...rest);
-      },
-    });
-  }) as typeof system.remoteRef;
-  return () => count;
+/** `console.subscribe` messages `node` sends, in all. */
+function subscribesOf(node: DoyenNode): () => number {
+  const counts = countSubscribes(node);
+  return () => totalSubscribes(counts);
 }
 
 async function twoNodes() {
@@ -48,7 +37,7 @@ async function twoNodes() {
     { what: '2 up members' },
   );
   const service = (a.node as unknown as { console: ConsoleService }).console;
-  return { a, b, service, subscribes: countSubscribes(a.node) };
+  return { a, b, service, subscribes: subscribesOf(a.node) };
 }
 
 describe('the console page draws from the serving node first', () => {

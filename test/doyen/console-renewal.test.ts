@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ConsoleHost, ConsoleService } from '../../packages/doyen/src/console/console-service.js';
-import type { DoyenNode } from '../../packages/doyen/src/index.js';
 import { freePorts } from '../support/cluster-nodes.js';
+import { countSubscribes } from '../support/console-subscribes.js';
 import { nodesClosedAfterEach, startLocalNode, startMemberNode } from '../support/doyen-nodes.js';
 import { eventually } from '../support/wait.js';
 
@@ -18,27 +18,6 @@ const services: ConsoleService[] = [];
 afterEach(() => {
   for (const s of services.splice(0)) s.close();
 });
-
-/** Counts `console.subscribe` sent from `node`, per target address. */
-function countSubscribes(node: DoyenNode): Map<string, number> {
-  const counts = new Map<string, number>();
-  const system = node.system;
-  const remoteRef = system.remoteRef.bind(system);
-  system.remoteRef = ((to: Parameters<typeof remoteRef>[0], path: string) => {
-    const ref = remoteRef(to, path);
-    const send = ref.send.bind(ref);
-    return Object.assign(Object.create(ref), {
-      send: (message: { type?: string }, ...rest: unknown[]) => {
-        if (message?.type === 'console.subscribe') {
-          const address = `${to.host}:${to.port}`;
-          counts.set(address, (counts.get(address) ?? 0) + 1);
-        }
-        return (send as (...a: unknown[]) => unknown)(message, ...rest);
-      },
-    });
-  }) as typeof system.remoteRef;
-  return counts;
-}
 
 describe('console subscriptions on a membership change', () => {
   it('a change asks only the new member; the members already asked are left to the renewal', async () => {
