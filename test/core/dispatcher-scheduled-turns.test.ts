@@ -5,39 +5,8 @@
 // young-generation collections copied and promoted). The positive control shows the sequence does
 // reach the scheduler again once the queued turn has run.
 import { describe, expect, it } from 'vitest';
-import type { TurnScheduler } from '../../packages/core/src/clock.js';
-import { Dispatcher, defaultDispatcherConfig, type Runnable } from '../../packages/core/src/dispatcher.js';
-
-/** A scheduler that holds the turns it is given until the test runs them. */
-class HeldTurns implements TurnScheduler {
-  readonly queued: (() => void)[] = [];
-  schedule(run: () => void): void {
-    this.queued.push(run);
-  }
-  /** Runs every turn queued so far and those they queue in turn. */
-  runAll(): void {
-    for (let run = this.queued.shift(); run; run = this.queued.shift()) run();
-  }
-  runOne(): void {
-    this.queued.shift()?.();
-  }
-}
-
-/** A runnable with `work` messages queued; each batch takes up to `max`. */
-class Counter implements Runnable {
-  scheduled = false;
-  work = 0;
-  processed = 0;
-  runBatch(max: number): number {
-    const n = Math.min(max, this.work);
-    this.work -= n;
-    this.processed += n;
-    return n;
-  }
-  hasWork(): boolean {
-    return this.work > 0;
-  }
-}
+import { Dispatcher, defaultDispatcherConfig } from '../../packages/core/src/dispatcher.js';
+import { QueuedWork as Counter, HeldTurns } from '../support/dispatcher-fakes.js';
 
 const config = { ...defaultDispatcherConfig, microtaskTurns: false };
 

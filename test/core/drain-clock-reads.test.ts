@@ -6,42 +6,18 @@
 // The budget still holds: a drain that goes on to other actors stops within maxTurnMs of its second
 // batch. Each test has a control showing the clock reads it counts do happen.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { TurnScheduler } from '../../packages/core/src/clock.js';
 import {
   Dispatcher,
   type DispatcherConfig,
   defaultDispatcherConfig,
-  type Runnable,
 } from '../../packages/core/src/dispatcher.js';
+import { HeldTurns, QueuedWork } from '../support/dispatcher-fakes.js';
 
-/** A scheduler that holds the turns it is given. */
-class HeldTurns implements TurnScheduler {
-  readonly queued: (() => void)[] = [];
-  schedule(run: () => void): void {
-    this.queued.push(run);
-  }
-}
-
-/** A runnable with `work` messages queued; each batch takes up to `max` and `msPerBatch` of fake time. */
-class Counter implements Runnable {
-  scheduled = false;
-  work = 0;
-  processed = 0;
-  constructor(
-    private readonly clock: FakeClock,
-    private readonly msPerBatch = 0,
-  ) {}
-  runBatch(max: number): number {
-    const n = Math.min(max, this.work);
-    this.work -= n;
-    this.processed += n;
-    this.clock.ms += this.msPerBatch;
-    return n;
-  }
-  hasWork(): boolean {
-    return this.work > 0;
-  }
-}
+/** Queued work whose every batch takes `msPerBatch` of fake time. */
+const timedWork = (clock: FakeClock, msPerBatch = 0) =>
+  new QueuedWork(() => {
+    clock.ms += msPerBatch;
+  });
 
 /** `performance.now` as the dispatcher sees it: time moves only when a test moves it; reads are counted. */
 class FakeClock {
@@ -68,7 +44,7 @@ describe('dispatcher: the caller-runs drain costs next to nothing', () => {
   it('a drain that takes one actor’s backlog in one batch reads no clock', () => {
     const clock = new FakeClock();
     const d = dispatcher(clock);
-    const counter = new Counter(clock);
+    const counter = timedWork(clock);
     for (let burst = 0; burst < 100; burst++) {
       counter.work += 32;
       d.schedule(counter);
@@ -81,8 +57,8 @@ describe('dispatcher: the caller-runs drain costs next to nothing', () => {
   it('control: a drain that goes on to a second batch reads the clock between batches', () => {
     const clock = new FakeClock();
     const d = dispatcher(clock);
-    const a = new Counter(clock);
-    const b = new Counter(clock);
+    const a = timedWork(clock);
+    const b = timedWork(clock);
     a.work = 10;
     b.work = 10;
     d.schedule(a);
@@ -95,7 +71,7 @@ describe('dispatcher: the caller-runs drain costs next to nothing', () => {
   it('a drain that goes on to other actors stops within maxTurnMs of its second batch', () => {
     const clock = new FakeClock();
     const d = dispatcher(clock, { maxTurnMs: 4 });
-    const counters = Array.from({ length: 6 }, () => new Counter(clock, 3));
+    const counters = Array.from({ length: 6 }, () => timedWork(clock, 3));
     for (const c of counters) {
       c.work = 10;
       d.schedule(c);
@@ -109,7 +85,7 @@ describe('dispatcher: the caller-runs drain costs next to nothing', () => {
   it('control: without the bound the same drain runs every actor', () => {
     const clock = new FakeClock();
     const d = dispatcher(clock, { maxTurnMs: Number.POSITIVE_INFINITY });
-    const counters = Array.from({ length: 6 }, () => new Counter(clock, 3));
+    const counters = Array.from({ length: 6 }, () => timedWork(clock, 3));
     for (const c of counters) {
       c.work = 10;
       d.schedule(c);
@@ -124,7 +100,7 @@ describe('dispatcher: the caller-runs drain costs next to nothing', () => {
     clock.install();
     const scheduler = new HeldTurns();
     const d = new Dispatcher(scheduler, { ...defaultDispatcherConfig, microtaskTurns: false, maxTurnMs: 4 });
-    const counters = Array.from({ length: 6 }, () => new Counter(clock, 3));
+    const counters = Array.from({ length: 6 }, () => timedWork(clock, 3));
     for (const c of counters) {
       c.work = 10;
       d.schedule(c);
@@ -139,7 +115,7 @@ describe('dispatcher: the caller-runs drain costs next to nothing', () => {
     clock.install();
     const scheduler = new HeldTurns();
     const d = new Dispatcher(scheduler, { ...defaultDispatcherConfig, microtaskTurns: true, maxTurnMs: 1 });
-    const counter = new Counter(clock);
+    const counter = timedWork(clock);
     const burst = () => {
       for (let i = 0; i < 100; i++) {
         counter.work += 32;

@@ -4,30 +4,8 @@
 // `maxTurnMs`; then turns go to the scheduler until one of its turns ran (the event loop came round)
 // or another `maxTurnMs` passed, so the bound on how long microtask turns hold I/O stays.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { TurnScheduler } from '../../packages/core/src/clock.js';
-import { Dispatcher, defaultDispatcherConfig, type Runnable } from '../../packages/core/src/dispatcher.js';
-
-class HeldTurns implements TurnScheduler {
-  readonly queued: (() => void)[] = [];
-  schedule(run: () => void): void {
-    this.queued.push(run);
-  }
-}
-
-class Work implements Runnable {
-  scheduled = false;
-  work = 0;
-  processed = 0;
-  runBatch(max: number): number {
-    const n = Math.min(max, this.work);
-    this.work -= n;
-    this.processed += n;
-    return n;
-  }
-  hasWork(): boolean {
-    return this.work > 0;
-  }
-}
+import { Dispatcher, defaultDispatcherConfig } from '../../packages/core/src/dispatcher.js';
+import { HeldTurns, QueuedWork as Work } from '../support/dispatcher-fakes.js';
 
 let now = 0;
 afterEach(() => vi.restoreAllMocks());
