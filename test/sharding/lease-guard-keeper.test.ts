@@ -1,11 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fromTransition, type Message } from '../../packages/core/src/index.js';
 import { allocate, PartitionService } from '../../packages/partitions/src/index.js';
-import { Sharding } from '../../packages/sharding/src/index.js';
+import type { Sharding } from '../../packages/sharding/src/index.js';
 import type { KeeperHost, OwnerLeasePort } from '../../packages/sharding/src/partition-keeper/keeper-host.js';
-import { startPartitionKeeper } from '../../packages/sharding/src/partition-keeper/keeper-machine.js';
 import { type ClusterNode, freePorts, startClusterNode } from '../support/cluster-nodes.js';
-import { TEST_PARTITIONS } from '../support/sharding-nodes.js';
+import { shardingWithLeases, TEST_PARTITIONS } from '../support/sharding-nodes.js';
 import { eventually } from '../support/wait.js';
 
 /**
@@ -96,17 +95,7 @@ async function startNode(guarded: boolean) {
   system.messageTypes.register(['count.add']);
   const partitions = new PartitionService(system, node.cluster, TEST_PARTITIONS);
   const leases = new ClockOwnerLeases(() => system.clock.now());
-  const sharding = new Sharding(system, node.cluster, partitions, {
-    startKeeper: (host) =>
-      startPartitionKeeper({
-        system,
-        cluster: node.cluster,
-        tables: partitions,
-        partitionCount: TEST_PARTITIONS,
-        leases,
-        host: guarded ? host : withoutGuard(host),
-      }),
-  });
+  const sharding = shardingWithLeases(node, partitions, leases, guarded ? undefined : withoutGuard);
   started.push({ node, sharding });
   await node.cluster.whenUp();
   const handled: number[] = [];

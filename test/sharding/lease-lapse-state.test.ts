@@ -1,10 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { allocate, PartitionService, type PartitionTable } from '../../packages/partitions/src/index.js';
-import { Sharding } from '../../packages/sharding/src/index.js';
-import { startPartitionKeeper } from '../../packages/sharding/src/partition-keeper/keeper-machine.js';
+import type { Sharding } from '../../packages/sharding/src/index.js';
 import { type ClusterNode, freePorts, startClusterNode } from '../support/cluster-nodes.js';
 import { FakeOwnerLeases } from '../support/fake-owner-leases.js';
-import { type CountReply, cartLogic, countOf, TEST_PARTITIONS } from '../support/sharding-nodes.js';
+import {
+  type CountReply,
+  cartLogic,
+  countOf,
+  shardingWithLeases,
+  TEST_PARTITIONS,
+} from '../support/sharding-nodes.js';
 import { eventually } from '../support/wait.js';
 
 /**
@@ -38,17 +43,7 @@ async function startLapsingNode(port: number, seedPort: number): Promise<Lapsing
   system.messageTypes.register(['cart.count']);
   const partitions = new PartitionService(system, node.cluster, TEST_PARTITIONS);
   const leases = new FakeOwnerLeases();
-  const sharding = new Sharding(system, node.cluster, partitions, {
-    startKeeper: (host) =>
-      startPartitionKeeper({
-        system,
-        cluster: node.cluster,
-        tables: partitions,
-        partitionCount: TEST_PARTITIONS,
-        leases,
-        host,
-      }),
-  });
+  const sharding = shardingWithLeases(node, partitions, leases);
   const started = { node, partitions, sharding, leases, key: node.cluster.self.key };
   nodes.push(started);
   await node.cluster.whenUp();

@@ -6,12 +6,39 @@ import type { ActorRef, Logger, Message } from '../../packages/core/src/index.js
 import { fromTransition } from '../../packages/core/src/index.js';
 import { allocate, PartitionService, type PartitionTable } from '../../packages/partitions/src/index.js';
 import { type RememberOptions, Sharding } from '../../packages/sharding/src/index.js';
+import type { KeeperHost, OwnerLeasePort } from '../../packages/sharding/src/partition-keeper/keeper-host.js';
+import { startPartitionKeeper } from '../../packages/sharding/src/partition-keeper/keeper-machine.js';
 import { type ClusterNode, freePorts, startClusterNode } from './cluster-nodes.js';
 import { jsonLogCapture, type LogLine } from './json-log.js';
 import { TableKeepers } from './table-keeper.js';
 import { eventually } from './wait.js';
 
 export const TEST_PARTITIONS = 16;
+
+/**
+ * Sharding on `node` whose partition keeper reads the owner lease from `leases` (a fake, or the
+ * clock's) instead of the host lease, over TEST_PARTITIONS; `host` may wrap the keeper's host
+ * (a test taking a guard away, say).
+ */
+export function shardingWithLeases(
+  node: ClusterNode,
+  partitions: PartitionService,
+  leases: OwnerLeasePort,
+  host: (host: KeeperHost) => KeeperHost = (h) => h,
+): Sharding {
+  const system = node.transport.system;
+  return new Sharding(system, node.cluster, partitions, {
+    startKeeper: (keeperHost) =>
+      startPartitionKeeper({
+        system,
+        cluster: node.cluster,
+        tables: partitions,
+        partitionCount: TEST_PARTITIONS,
+        leases,
+        host: host(keeperHost),
+      }),
+  });
+}
 
 export interface ShardingNode {
   readonly node: ClusterNode;
