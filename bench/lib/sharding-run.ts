@@ -799,9 +799,13 @@ async function runMemoryChild(
     rss: number;
     heapUsed: number;
     rssBefore: number;
+    heapBefore: number;
     cold: number[];
   };
-  const perEntity = (r.rss - r.rssBefore) / options.memoryEntities;
+  // A few thousand entities can hide in the RSS's noise (a GC returning pages makes the delta zero or
+  // negative): their heap growth is a floor for what they cost, so the larger of the two is counted.
+  const grown = Math.max(r.rss - r.rssBefore, r.heapUsed - r.heapBefore);
+  const perEntity = grown / options.memoryEntities;
   return {
     entities: r.entities,
     rssBytes: r.rss,
