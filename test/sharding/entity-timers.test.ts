@@ -189,6 +189,23 @@ function carried(cargo: HandOffCargo): CarriedTimer[] | undefined {
     | undefined;
 }
 
+/**
+ * Node a opens the cart at 0, its owner lease ends at 4 s, and at 4.5 s the first arrival past it
+ * (item 2) stops every partition: snapshots kept, the message held.
+ */
+function openThenLapse(a: Node): void {
+  a.add(1);
+  a.lease.heldUntil = 4_000;
+  a.runTo(4_500);
+  a.add(2);
+}
+
+/** The lease back: the keeper re-activates the partition at table 2 with nothing handed over. */
+function resume(a: Node): void {
+  a.lease.heldUntil = Number.POSITIVE_INFINITY;
+  a.region.activate(P, 2, EMPTY_CARGO);
+}
+
 /** `cargo` with its one snapshot's carried field replaced (what a hostile or broken peer sends). */
 function withField(cargo: HandOffCargo, field: unknown): HandOffCargo {
   const s = cargo.snapshots[0]!;
@@ -226,16 +243,11 @@ describe('an entity’s pending delayed events travel with its snapshot', () => 
     it(`${carry ? '' : 'positive control, not carried: '}across an owner-lease lapse at 4.5 s and a resume at 6 s the \`after\` fires ${carry ? 'once, at 10 s' : 'never'}`, () => {
       const trace: Trace = [];
       const a = node('a', trace, { carry });
-      a.add(1);
-      a.lease.heldUntil = 4_000;
-      a.runTo(4_500);
-      // the first arrival past the lease stops every partition (snapshots kept, the message held)
-      a.add(2);
+      openThenLapse(a);
       expect(a.lease.lapses).toBe(1);
       expect(a.region.activePartitions()).toEqual([]);
       a.runTo(6_000);
-      a.lease.heldUntil = Number.POSITIVE_INFINITY;
-      a.region.activate(P, 2, EMPTY_CARGO);
+      resume(a);
       a.runTo(30_000);
       expect(trace.filter((t) => t.what !== 'expired').map((t) => t.what)).toEqual([1, 2]);
       if (!carry) {
@@ -252,14 +264,10 @@ describe('an entity’s pending delayed events travel with its snapshot', () => 
     it(`${carry ? '' : 'positive control, not carried: '}an \`after\` due while the partition was held (lapse at 4.5 s, resume at 12 s) fires ${carry ? 'once, first, before the held message' : 'never'}`, () => {
       const trace: Trace = [];
       const a = node('a', trace, { carry });
-      a.add(1);
-      a.lease.heldUntil = 4_000;
-      a.runTo(4_500);
-      a.add(2);
+      openThenLapse(a);
       a.runTo(12_000);
       expect(expirations(trace)).toEqual([]);
-      a.lease.heldUntil = Number.POSITIVE_INFINITY;
-      a.region.activate(P, 2, EMPTY_CARGO);
+      resume(a);
       a.runTo(30_000);
       expect(trace.map((t) => t.what)).toEqual(carry ? [1, 'expired', 2] : [1, 2]);
       if (carry) expect(expirations(trace)[0]!.at).toBe(12_000);
@@ -291,10 +299,7 @@ describe('an entity’s pending delayed events travel with its snapshot', () => 
     it(`${carry ? '' : 'positive control, not carried: '}held through a lapse at 4.5 s, handed over at 7 s: fires ${carry ? 'once, on the new owner, 3 s later' : 'never'}`, () => {
       const trace: Trace = [];
       const a = node('a', trace, { carry });
-      a.add(1);
-      a.lease.heldUntil = 4_000;
-      a.runTo(4_500);
-      a.add(2);
+      openThenLapse(a);
       a.runTo(7_000);
       // the token stayed here: the keeper hands the held snapshots on
       const cargo = a.region.takeCargo(P);

@@ -90,7 +90,19 @@ function setUp(logic: (handled: Handled) => AnyActorLogic, gated: boolean, handl
   const add = (n: number) => region.send('counter', ID, { type: 'count.add', n } as Add, undefined);
   /** A pause past the lease: the clock jumps (due timers fire on waking), no turn runs before. */
   const pause = () => clock.set(LEASE_MS + 3_900);
-  return { system, clock, scheduler, region, handled, lease, add, pause };
+  /** 1 processed, then `rest` accepted into the entity's mailbox and not yet processed. */
+  const queueBehindFirst = (...rest: number[]) => {
+    add(1);
+    scheduler.runAll();
+    for (const n of rest) add(n);
+  };
+  /** The lease back: the keeper re-activates the partition at table 2 with nothing handed over. */
+  const resume = () => {
+    lease.heldUntil = Number.POSITIVE_INFINITY;
+    region.activate(P, 2, EMPTY_CARGO);
+    scheduler.runAll();
+  };
+  return { system, clock, scheduler, region, handled, lease, add, pause, queueBehindFirst, resume };
 }
 
 describe('an entity processes nothing of what it had queued once its owner lease lapsed by the clock', () => {
@@ -100,11 +112,8 @@ describe('an entity processes nothing of what it had queued once its owner lease
   ] as const) {
     it(`${kind}: queued messages are held in order and delivered exactly once when the lease returns`, () => {
       const t = setUp(logic, true);
-      t.add(1);
-      t.scheduler.runAll();
-      // accepted into the entity's mailbox before the pause, not yet processed
-      t.add(2);
-      t.add(3);
+      // 2 and 3 accepted into the entity's mailbox before the pause, not yet processed
+      t.queueBehindFirst(2, 3);
       t.pause();
       t.scheduler.runAll();
       expect(t.handled).toEqual([1]);
@@ -114,9 +123,7 @@ describe('an entity processes nothing of what it had queued once its owner lease
       expect(t.region.bufferedPartitions()).toEqual([P]);
       expect(t.region.bufferedCount()).toBe(kind.startsWith('a machine') ? 3 : 2);
       // the lease back (the keeper re-activates): state restored, the held messages once, in order
-      t.lease.heldUntil = Number.POSITIVE_INFINITY;
-      t.region.activate(P, 2, EMPTY_CARGO);
-      t.scheduler.runAll();
+      t.resume();
       t.add(4);
       t.scheduler.runAll();
       expect(t.handled.filter((h) => h !== 'timer')).toEqual([1, 2, 3, 4]);
@@ -125,10 +132,7 @@ describe('an entity processes nothing of what it had queued once its owner lease
 
     it(`positive control, ${kind}: with the entity gate off the queued messages run on waking`, () => {
       const t = setUp(logic, false);
-      t.add(1);
-      t.scheduler.runAll();
-      t.add(2);
-      t.add(3);
+      t.queueBehindFirst(2, 3);
       t.pause();
       t.scheduler.runAll();
       expect(t.handled.filter((h) => h !== 'timer')).toEqual([1, 2, 3]);
@@ -139,10 +143,7 @@ describe('an entity processes nothing of what it had queued once its owner lease
 
   it('a machine entity refuses a queued message in its turn (no timer due): held first, then the rest, in order', () => {
     const t = setUp(timerLogic, true);
-    t.add(1);
-    t.scheduler.runAll();
-    t.add(2);
-    t.add(3);
+    t.queueBehindFirst(2, 3);
     // past the lease, before the entity's timer is due: the turn takes 2, the entity refuses it
     t.clock.set(LEASE_MS + 100);
     expect(t.lease.lapses).toBe(0);
@@ -150,18 +151,13 @@ describe('an entity processes nothing of what it had queued once its owner lease
     expect(t.handled).toEqual([1]);
     expect(t.lease.lapses).toBe(1);
     expect(t.region.bufferedCount()).toBe(2);
-    t.lease.heldUntil = Number.POSITIVE_INFINITY;
-    t.region.activate(P, 2, EMPTY_CARGO);
-    t.scheduler.runAll();
+    t.resume();
     expect(t.handled).toEqual([1, 2, 3]);
   });
 
   it('positive control: with the entity gate off the machine entity processes its queued messages past the lease', () => {
     const t = setUp(timerLogic, false);
-    t.add(1);
-    t.scheduler.runAll();
-    t.add(2);
-    t.add(3);
+    t.queueBehindFirst(2, 3);
     t.clock.set(LEASE_MS + 100);
     t.scheduler.runAll();
     expect(t.handled).toEqual([1, 2, 3]);
@@ -170,10 +166,8 @@ describe('an entity processes nothing of what it had queued once its owner lease
 
   it('a delayed event due during the pause is not processed: held first, run once when the lease returns', () => {
     const t = setUp(timerLogic, true);
-    t.add(1);
-    t.scheduler.runAll();
     // waiting, its timer armed at 0 for TIMER_MS; a message queued behind it, not yet processed
-    t.add(2);
+    t.queueBehindFirst(2);
     t.pause();
     // the timer fired on waking (in `pause`) and was refused: every partition stopped there
     expect(t.handled).toEqual([1]);
@@ -183,9 +177,7 @@ describe('an entity processes nothing of what it had queued once its owner lease
     expect(t.handled).toEqual([1]);
     // the timer's event ahead of what the mailbox held (the order the ungated node runs them in)
     expect(t.region.bufferedCount()).toBe(2);
-    t.lease.heldUntil = Number.POSITIVE_INFINITY;
-    t.region.activate(P, 2, EMPTY_CARGO);
-    t.scheduler.runAll();
+    t.resume();
     t.clock.increment(10 * TIMER_MS);
     t.scheduler.runAll();
     expect(t.handled).toEqual([1, 'timer', 2]);
@@ -193,9 +185,7 @@ describe('an entity processes nothing of what it had queued once its owner lease
 
   it('positive control: with the entity gate off the due delayed event runs on waking', () => {
     const t = setUp(timerLogic, false);
-    t.add(1);
-    t.scheduler.runAll();
-    t.add(2);
+    t.queueBehindFirst(2);
     t.pause();
     t.scheduler.runAll();
     expect(t.handled).toEqual([1, 'timer', 2]);
@@ -209,10 +199,7 @@ describe('an entity processes nothing of what it had queued once its owner lease
     it(`${kind}: what was held goes with a hand-off, processed exactly once on the next owner`, () => {
       const handled: Handled = [];
       const a = setUp(logic, true, handled);
-      a.add(1);
-      a.scheduler.runAll();
-      a.add(2);
-      a.add(3);
+      a.queueBehindFirst(2, 3);
       a.pause();
       a.scheduler.runAll();
       expect(handled.filter((h) => h !== 'timer')).toEqual([1]);
