@@ -193,6 +193,14 @@ const allFigures: Record<string, Figure> = {
     unit: '',
     label: 'overlapping activations (all phases up to then)',
   },
+  // overlaps are read from log lines: a stop line lost on the way reads as an entity still active
+  rollingLogLinesLost: {
+    value: med((f) => f.rolling?.linesLost),
+    target: 0,
+    kind: 'max',
+    unit: '',
+    label: 'log lines lost between the nodes and the bench (all phases up to then)',
+  },
   killNonOwnerAddedP99Ms: {
     value: med((f) => f.killNonOwner?.addedP99Ms),
     target: 20,

@@ -2,8 +2,8 @@
 // restart starts a new process at the same ports) and the load generator's node (no role), all
 // running the built CLI (packages/doyen/dist, as users run `doyen node`; its TypeScript sources
 // under tsx with `fromSource`) with bench/lib/sharding-app.ts. Keeps what the figures need from the
-// logs: entity activations and stops (for the overlap check), partition activations (for moves)
-// and every process's fate.
+// logs: entity activations and stops (for the overlap check), partition activations (for moves),
+// every process's fate and the log lines that never arrived.
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,6 +62,8 @@ export class ShardingProcesses {
   /** Wall-clock ms at which each process started. */
   readonly startedAt = new Map<string, number>();
   load: NodeProcess | undefined;
+  /** Every process spawned, by name (exited ones too): their `linesLost`. */
+  private readonly spawned = new Map<string, NodeProcess>();
   private readonly started: number[];
   private readonly killedAt = new Map<NodeProcess, number>();
 
@@ -138,6 +140,7 @@ export class ShardingProcesses {
       },
     });
     this.startedAt.set(proc, Date.now());
+    this.spawned.set(proc, owned);
     void owned.exited.then(() => {
       const killed = this.killedAt.get(owned);
       this.fates.push(
@@ -238,6 +241,17 @@ export class ShardingProcesses {
       this.load.kill9();
       await this.load.exited;
     }
+  }
+
+  /**
+   * Log lines that never reached the bench, per process that lost any (numbers skipped in their
+   * `logSeq`): an entity whose stop line is among them reads as still active, so a run reports
+   * these beside its overlaps.
+   */
+  linesLost(): Record<string, number> {
+    const lost: Record<string, number> = {};
+    for (const [proc, p] of this.spawned) if (p.linesLost > 0) lost[proc] = p.linesLost;
+    return lost;
   }
 
   /** A slot's GET /cluster/shards, or undefined. */

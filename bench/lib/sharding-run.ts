@@ -83,6 +83,11 @@ export interface ShardingRunFigures {
     stateResets: number;
     overlaps: number;
     overlapExamples: string[];
+    /**
+     * Log lines lost between the nodes and the bench (numbers skipped in `logSeq`), over the run's
+     * processes: overlaps are read from lines, so with any lost they may be stop lines gone missing.
+     */
+    linesLost: number;
     /** Restarts after which the table was not active everywhere and balanced within `settleMs`. */
     unbalanced: string[];
     /** Why the restarts stopped early (a node that could not rejoin), when they did. */
@@ -524,9 +529,12 @@ async function rollingRestart(
     countedBeforeReset: number;
   }>('/verify', { count: options.entities, rate: 5000 });
   const overlaps = entityOverlaps(procs.entityLines, procs.fates, Date.now());
+  const linesLostByProc = procs.linesLost();
+  const linesLost = Object.values(linesLostByProc).reduce((a, b) => a + b, 0);
   log(
     `rolling restart: added p99 ${latency.addedP99Ms.toFixed(1)} ms, max ${latency.addedMaxMs.toFixed(1)} ms; ` +
-      `lost ${verdict.lost}, duplicated ${verdict.duplicated}, out of order ${verdict.outOfOrder}, overlaps ${overlaps.count}; ` +
+      `lost ${verdict.lost}, duplicated ${verdict.duplicated}, out of order ${verdict.outOfOrder}, overlaps ${overlaps.count}, ` +
+      `log lines lost ${linesLost}${linesLost > 0 ? ` (${JSON.stringify(linesLostByProc)})` : ''}; ` +
       `${verdict.stateResets} entities restarted without their state (${verdict.countedBeforeReset} counts gone with it)`,
   );
   const events = Object.fromEntries(
@@ -552,6 +560,7 @@ async function rollingRestart(
     stateResets: verdict.stateResets,
     overlaps: overlaps.count,
     overlapExamples: overlaps.examples,
+    linesLost,
     unbalanced,
     events,
     ...(aborted !== undefined ? { aborted } : {}),

@@ -23,6 +23,7 @@ const FIGURES = [
   'rollingOutOfOrder',
   'rollingUnanswered',
   'rollingOverlaps',
+  'rollingLogLinesLost',
   'killNonOwnerAddedP99Ms',
   'killOwnerRecoveryP99Ms',
   'coldLocalP99Ms',

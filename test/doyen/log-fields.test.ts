@@ -48,5 +48,8 @@ describe('doyen node log lines', () => {
       // a repeated key would show up twice in the raw line
       expect(line.match(/"node":/g), line).toHaveLength(1);
     }
+    // numbered 1, 2, 3, … start to stop, none missing: the exit waited for its lines to be read
+    expect(lines.map((l) => JSON.parse(l).logSeq)).toEqual(lines.map((_, i) => i + 1));
+    expect(first.linesLost).toBe(0);
   });
 });

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { JoinFailedError } from '@doyen/cluster';
-import { DoyenError, formatNodeAddress } from '@doyen/core';
+import { DoyenError, formatNodeAddress, type Logger } from '@doyen/core';
 import { type AppModule, AppModuleError, importAppModule } from './app-module.js';
 import { nodeOptionsUsage, parseNodeArgs } from './cli-options.js';
 import { compileCacheReport } from './compile-cache.js';
@@ -10,6 +10,7 @@ import { assembleNodeConfig, takeSecretsFromEnvironment } from './config-assembl
 import type { ConfigFileReading } from './config-file.js';
 // the standalone console and inspector (child_process, their pages) are imported only for
 // their own commands: a `doyen node` start does not pay for loading them
+import { exitAfterLogs } from './log-drain.js';
 import type { NodeConfig } from './node-config.js';
 import { createNodeLogger } from './node-logger.js';
 import type { SecretWarning } from './secret-sources.js';
@@ -63,6 +64,12 @@ function fail(message: string, code: number = ExitCode.usage): never {
   process.exit(code);
 }
 
+/** As `fail`, once the logger's buffered lines are written (a line logged just before is not lost). */
+function failAfterLogs(logger: Logger, message: string, code: number = ExitCode.usage): Promise<never> {
+  process.stderr.write(`doyen: ${message}\n`);
+  return exitAfterLogs(logger, code);
+}
+
 /** Help and version go to stdout and exit 0: asked for, not an error. */
 function say(text: string): never {
   process.stdout.write(`${text}\n`);
@@ -91,12 +98,13 @@ export async function main(argv: string[]): Promise<void> {
     const { INSPECTOR_USAGE, runInspectorServerCommand } = await import('./inspector/server-cli.js');
     if (rest.includes('--help') || rest.includes('-h')) say(INSPECTOR_USAGE);
     if (rest.includes('--version') || rest.includes('-v')) say(version());
-    const server = await runInspectorServerCommand(rest, undefined, createNodeLogger());
-    if ('error' in server) fail(server.error);
+    const logger = createNodeLogger();
+    const server = await runInspectorServerCommand(rest, undefined, logger);
+    if ('error' in server) return failAfterLogs(logger, server.error);
     for (const signal of ['SIGINT', 'SIGTERM'] as const)
       process.once(signal, () => {
         server.stop();
-        process.exit(ExitCode.ok);
+        void exitAfterLogs(logger, ExitCode.ok);
       });
     return;
   }
@@ -162,10 +170,10 @@ export async function main(argv: string[]): Promise<void> {
   } catch (error) {
     if (error instanceof JoinFailedError) {
       logger.error({ event: 'node.join-failed', reason: error.message }, error.message);
-      fail(error.message, ExitCode.joinFailed);
+      return failAfterLogs(logger, error.message, ExitCode.joinFailed);
     }
-    if (error instanceof DoyenError) fail(error.message);
-    fail(`could not start: ${(error as Error).message}`, ExitCode.failure);
+    if (error instanceof DoyenError) return failAfterLogs(logger, error.message);
+    return failAfterLogs(logger, `could not start: ${(error as Error).message}`, ExitCode.failure);
   }
   const http = node.http ? ` (http on ${node.http.port})` : '';
   logger.info({ event: 'node.started' }, `node up${http}`);
@@ -177,8 +185,8 @@ export async function main(argv: string[]): Promise<void> {
   process.once('SIGINT', () => onSignal('SIGINT'));
   const reason = await node.closed;
   logger.info({ event: 'node.stopped', reason }, `node stopped (${reason})`);
-  logger.flush?.();
-  process.exit(reason === 'downed' ? ExitCode.downed : ExitCode.ok);
+  // every line written before the exit: pino's exit hook alone loses a chunk on a full pipe
+  await exitAfterLogs(logger, reason === 'downed' ? ExitCode.downed : ExitCode.ok);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

@@ -1,4 +1,5 @@
 import type { Logger } from '@doyen/core';
+import { exitAfterLogs } from './log-drain.js';
 
 /** What handling a signal needs from the node. */
 export interface ShutdownTarget {
@@ -16,13 +17,14 @@ const SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
 /**
  * What `doyen node` does on SIGTERM and SIGINT, for an app that asks `startNode` for it
  * (`handleSignals: true`): the coordinated shutdown (a graceful leave, singletons handed over),
- * then exit 0. The handlers go away when the node stops for another reason.
+ * then exit 0 once the log lines are written. The handlers go away when the node stops for another reason.
  */
 export function handleShutdownSignals(
   node: ShutdownTarget,
   logger: Logger,
   source: SignalSource = process,
-  exit: (code: number) => void = (code) => process.exit(code),
+  // the lines of the shutdown written before the exit (pino's exit hook alone loses a chunk on a full pipe)
+  exit: (code: number) => void = (code) => void exitAfterLogs(logger, code),
 ): () => void {
   const handlers = SIGNALS.map((signal) => {
     const handler = () => {

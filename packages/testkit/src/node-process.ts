@@ -43,6 +43,12 @@ export interface NodeProcessOptions {
   readonly onLine?: (line: OutputLine) => void;
 }
 
+/**
+ * The number doyen's node logger gives each line of a process (packages/doyen/src/node-logger.ts
+ * LOG_SEQ_FIELD): a number skipped is a line lost between the process and this reader.
+ */
+export const LOG_SEQ_FIELD = 'logSeq';
+
 const live = new Set<NodeProcess>();
 let exitHookInstalled = false;
 
@@ -84,6 +90,8 @@ export class NodeProcess {
   /** Wall-clock ms of the exit (the process's, before its output is read to the end). */
   exitedAt: number | undefined;
   private status: ExitStatus | undefined;
+  private lastLogSeq = 0;
+  private skippedLogLines = 0;
   private readonly eventLines: Record<string, any>[] = [];
   private readonly listeners = new Set<(line: OutputLine) => void>();
 
@@ -134,6 +142,15 @@ export class NodeProcess {
   /** The exit status once it has exited. */
   exitStatus(): ExitStatus | undefined {
     return this.status;
+  }
+
+  /**
+   * Log lines that never arrived: the numbers (`logSeq`) skipped between the lines that did. A
+   * witness reading these logs reports it beside its verdict, so a lost line is neither taken
+   * for a fact (a stop never logged) nor missed. Lines cut off by a kill -9 are not counted.
+   */
+  get linesLost(): number {
+    return this.skippedLogLines;
   }
 
   /** The JSON log lines with an `event` field, in order. */
@@ -235,6 +252,11 @@ export class NodeProcess {
         } catch {
           json = undefined;
         }
+      }
+      const seq = json?.[LOG_SEQ_FIELD];
+      if (stream === 'stdout' && typeof seq === 'number' && seq > this.lastLogSeq) {
+        this.skippedLogLines += seq - this.lastLogSeq - 1;
+        this.lastLogSeq = seq;
       }
       if (this.options.keepLogs !== false) {
         this.logs.push(text);

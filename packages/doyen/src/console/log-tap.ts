@@ -1,10 +1,11 @@
 import type { Logger } from '@doyen/core';
 import { pino } from 'pino';
 import { toPlain } from '../inspector/safe-json.js';
+import { LOG_SEQ_FIELD } from '../node-logger.js';
 import { CONSOLE_CAPS, type WireEvent } from './console-messages.js';
 
-/** Keys every pino line has, or the event itself: not repeated in `fields`. */
-const OWN_KEYS = new Set(['level', 'time', 'pid', 'hostname', 'node', 'msg', 'event']);
+/** Keys every pino line has (the node logger's line number too), or the event itself: not repeated in `fields`. */
+const OWN_KEYS = new Set(['level', 'time', 'pid', 'hostname', 'node', 'msg', 'event', LOG_SEQ_FIELD]);
 const FIELD_LIMITS = { maxDepth: 3, maxItems: 16, maxString: 200, maxNodes: 64 } as const;
 const EVENT_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
 
