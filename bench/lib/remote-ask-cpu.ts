@@ -72,15 +72,21 @@ async function paired(systems: Record<string, { pid: number; ask: Asker }>, pair
     idleNsPerS[name] = (schedTimes(pid).cpuNs - before) / IDLE_SECONDS;
   }
   const perAsk: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  // this process is the asking node: its own CPU per ask, all threads, not net of its idle
+  // (the pacing loop's wake-ups are in it, alike for every system)
+  const askerPerAsk: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
   for (let round = 0; round < pairs; round++)
     for (const name of names) {
       const { pid, ask } = systems[name]!;
       const before = schedTimes(pid).cpuNs;
+      const askerBefore = process.cpuUsage();
       const t0 = performance.now();
       const asks = await askPacedFor(ask, 1);
       const elapsedS = (performance.now() - t0) / 1000;
+      const askerUsed = process.cpuUsage(askerBefore);
       const cpuNs = schedTimes(pid).cpuNs - before - idleNsPerS[name]! * elapsedS;
       perAsk[name]!.push(cpuNs / asks / 1000);
+      askerPerAsk[name]!.push((askerUsed.user + askerUsed.system) / asks);
     }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
   const first = names[0]!;
@@ -92,6 +98,7 @@ async function paired(systems: Record<string, { pid: number; ask: Asker }>, pair
       ratioToFirstMedian: Object.fromEntries(
         names.map((n) => [n, median(perAsk[n]!.map((x, i) => x / perAsk[first]![i]!))]),
       ),
+      askerCpuUsPerAskMedian: Object.fromEntries(names.map((n) => [n, median(askerPerAsk[n]!)])),
       load: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
     }),
   );

@@ -4,7 +4,7 @@
 // Object.prototype is not taken), no `__proto__` key, the node budget counted for the inline
 // leaves too, non-finite numbers and non-plain objects refused, and a fresh object each time.
 import { afterEach, describe, expect, it } from 'vitest';
-import { FieldError, read } from '../../packages/core/src/index.js';
+import { ActorSystem, FieldError, read } from '../../packages/core/src/index.js';
 
 const copy = (v: unknown, maxDepth = 32, maxNodes = 100_000) => read.plainData(maxDepth, maxNodes)(v, 'p');
 
@@ -59,6 +59,21 @@ describe('plain data copied off the wire', () => {
     expect(() => copy({ type: 't', inner: { deep: { deeper: 1 } } }, 2)).toThrow(/nested too deeply/);
     // positive control: the same shapes with plain values pass
     expect(copy({ type: 't', n: 1, inner: { at: 0 } })).toEqual({ type: 't', n: 1, inner: { at: 0 } });
+  });
+
+  it('numbers and refs inline (session 39): counted, refs kept as they are, a non-finite number refused', () => {
+    const system = new ActorSystem({ cluster: 'c', host: '127.0.0.1', port: 1, uid: 'u1' });
+    const replyTo = system.refFor('doyen://c@127.0.0.1:2/temp/ask-1#u2');
+    const ask = { type: 't', n: 7, replyTo };
+    const copied = copy(ask) as typeof ask;
+    expect(copied).not.toBe(ask);
+    expect(copied.replyTo).toBe(replyTo);
+    expect(copied.n).toBe(7);
+    // each leaf is one node of the budget: four with the object itself
+    expect(copy(ask, 32, 4)).toEqual(ask);
+    expect(() => copy(ask, 32, 3)).toThrow(/p\.replyTo.*too large/);
+    expect(() => copy({ type: 't', n: Number.POSITIVE_INFINITY })).toThrow(/p\.n.*finite/);
+    expect(() => copy({ type: 't', inner: { n: -Number.POSITIVE_INFINITY } })).toThrow(/p\.inner\.n.*finite/);
   });
 
   it('returns a fresh object at every level, with strings, booleans, null and undefined kept', () => {

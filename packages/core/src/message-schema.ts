@@ -189,7 +189,15 @@ function copyPlain(v: unknown, path: string, depth: number, budget: { nodes: num
     for (const key in v) {
       if (key === '__proto__' || !Object.hasOwn(v, key)) continue;
       const item = (v as Record<string, unknown>)[key];
-      if (item === null || item === undefined || typeof item === 'string' || typeof item === 'boolean') {
+      // numbers and refs too (an ask's `n` and `replyTo`): each took a call and a path string
+      if (
+        item === null ||
+        item === undefined ||
+        typeof item === 'string' ||
+        typeof item === 'boolean' ||
+        (typeof item === 'number' && Number.isFinite(item)) ||
+        item instanceof ActorRef
+      ) {
         if (--budget.nodes < 0) return fail(`${path}.${key}`, 'too large');
         out[key] = item;
       } else out[key] = copyPlain(item, `${path}.${key}`, depth - 1, budget);

@@ -17,6 +17,11 @@ interface Series {
   readonly labelNames: Set<string>;
 }
 
+/** A counter series a hot path adds to in place (see `Metrics.counterSeries`). */
+export interface CounterSeries {
+  value: number;
+}
+
 /** A gauge read when the metrics are read (e.g. mailbox depths), so the hot path never writes it. */
 interface Collected {
   readonly name: string;
@@ -103,6 +108,19 @@ export class Metrics {
     const h = new BucketHistogram(name, help, labelNames, buckets, this.registry);
     this.histograms.set(name, h);
     return h;
+  }
+
+  /**
+   * One counter series itself, for a hot path that counts per frame: `series.value += n` is `inc`
+   * without the label key built and looked up each time (~0.07 µs, three times a remote ask per
+   * side, issue 29). Take it when first counting: the series exists from then on, as after an `inc`.
+   */
+  counterSeries(name: string, help: string, labels: Labels = {}): CounterSeries {
+    const s = this.get(name, help, 'counter');
+    const key = labelKey(labels);
+    let entry = s.values.get(key);
+    if (!entry) s.values.set(key, (entry = { labels, value: 0 }));
+    return entry;
   }
 
   inc(name: string, help: string, labels: Labels = {}, by = 1): void {

@@ -13,15 +13,27 @@ export const MAX_INTERNED_NODES = 1024;
  */
 export class NodeInterner {
   private readonly nodes = new Map<string, UniqueNodeAddress>();
+  /**
+   * The incarnation interned last: refs come in runs from one node (each ask's reply-to on an
+   * entity's owner), and its key cost a string and a hash per ref. Equal fields, equal node.
+   */
+  private last: UniqueNodeAddress | undefined;
 
   intern(node: UniqueNodeAddress): UniqueNodeAddress {
+    const last = this.last;
+    if (last !== undefined && last.uid === node.uid && last.port === node.port && last.host === node.host)
+      return last;
     const key = nodeKey(node);
     const known = this.nodes.get(key);
-    if (known !== undefined) return known;
+    if (known !== undefined) {
+      this.last = known;
+      return known;
+    }
     if (this.nodes.size >= MAX_INTERNED_NODES) this.nodes.clear();
     // a literal of one shape, not the parser's spread: every interned node reads alike
     const interned: UniqueNodeAddress = { host: node.host, port: node.port, uid: node.uid };
     this.nodes.set(key, interned);
+    this.last = interned;
     return interned;
   }
 

@@ -1,5 +1,6 @@
 import {
   type ActorSystem,
+  type CounterSeries,
   type Envelope,
   formatNodeAddress,
   type Lane,
@@ -76,6 +77,9 @@ export class Association {
   private failedDial: WebSocket | undefined;
   /** Why the last dial failed (`connect ECONNREFUSED …`, a handshake failure), until one succeeds. */
   private dialFailure: string | undefined;
+  /** This lane's frame and message counters, taken at the first frame (see Metrics.counterSeries). */
+  private framesSent: CounterSeries | undefined;
+  private messagesSent: CounterSeries | undefined;
 
   constructor(
     private readonly system: ActorSystem,
@@ -512,14 +516,15 @@ export class Association {
 
   private write(socket: WebSocket, frame: Buffer, messages: number): void {
     this.inflightBytes += frame.length;
-    this.system.metrics.inc('doyen_wire_frames_sent_total', 'Frames sent', { lane: this.lane });
+    (this.framesSent ??= this.system.metrics.counterSeries('doyen_wire_frames_sent_total', 'Frames sent', {
+      lane: this.lane,
+    })).value++;
     if (messages > 0) {
-      this.system.metrics.inc(
+      (this.messagesSent ??= this.system.metrics.counterSeries(
         'doyen_wire_messages_sent_total',
         'Messages sent',
         { lane: this.lane },
-        messages,
-      );
+      )).value += messages;
     }
     socket.send(frame, { binary: true }, () => {
       this.inflightBytes -= frame.length;

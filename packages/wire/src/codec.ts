@@ -23,7 +23,8 @@ addExtension({
   unpack: (bytes: Buffer) => {
     if (!decodingSystem) throw new Error('actor ref decoded outside of a node');
     if (bytes.length > 1024) throw new Error('actor ref address too long');
-    const address = Buffer.from(bytes).toString('utf8');
+    // a view, not a copy: msgpackr hands a subarray of the frame
+    const address = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('utf8');
     if (address === lastRefAddress && lastRef !== undefined) return lastRef;
     const ref = decodingSystem.refFor(address);
     lastRefAddress = address;

@@ -21,6 +21,8 @@ const SCALAR_SIZES: Readonly<Record<number, number>> = {
   210: 4,
   211: 8,
 };
+/** What a scanner holds between checks. */
+const NO_BYTES = new Uint8Array(0);
 /** Longest actor ref address accepted inside an extension. */
 const MAX_ACTOR_REF_BYTES = 1024;
 
@@ -67,8 +69,7 @@ export class FrameRejectedError extends DoyenError {
 export class FrameScanner {
   /** Per record id 0x40-0x7f: how many values a reference reads, -1 while undefined. */
   private readonly recordArity: Int32Array | undefined;
-  private bytes: Uint8Array = new Uint8Array(0);
-  private view: DataView = new DataView(new ArrayBuffer(0));
+  private bytes: Uint8Array = NO_BYTES;
   private pos = 0;
 
   constructor(private readonly rules: ScanRules) {
@@ -83,13 +84,13 @@ export class FrameScanner {
   /** Throws `FrameRejectedError` unless the frame is one value of the allowed grammar, exactly. */
   check(frame: Uint8Array): void {
     this.bytes = frame;
-    this.view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
     this.pos = 0;
     try {
       this.value(0);
       if (this.pos !== frame.length) this.malformed(`${frame.length - this.pos} bytes after the value`);
     } finally {
-      this.bytes = new Uint8Array(0);
+      // the frame is not kept past the check (one shared empty view, not a new one per frame)
+      this.bytes = NO_BYTES;
     }
   }
 
@@ -287,18 +288,21 @@ export class FrameScanner {
     return this.bytes[this.pos++]!;
   }
 
+  // big-endian, from the bytes: a DataView per frame cost an allocation per frame (issue 29)
   private u16(): number {
-    if (this.pos + 2 > this.bytes.length) this.malformed('truncated');
-    const v = this.view.getUint16(this.pos);
-    this.pos += 2;
-    return v;
+    const b = this.bytes;
+    const p = this.pos;
+    if (p + 2 > b.length) this.malformed('truncated');
+    this.pos = p + 2;
+    return (b[p]! << 8) | b[p + 1]!;
   }
 
   private u32(): number {
-    if (this.pos + 4 > this.bytes.length) this.malformed('truncated');
-    const v = this.view.getUint32(this.pos);
-    this.pos += 4;
-    return v;
+    const b = this.bytes;
+    const p = this.pos;
+    if (p + 4 > b.length) this.malformed('truncated');
+    this.pos = p + 4;
+    return b[p]! * 0x1000000 + ((b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!);
   }
 
   private malformed(detail: string): never {

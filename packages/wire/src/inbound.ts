@@ -3,6 +3,7 @@ import { checkServerIdentity, type TLSSocket } from 'node:tls';
 import {
   type ActorSystem,
   type AuthenticatedNode,
+  type CounterSeries,
   formatNodeAddress,
   type Lane,
   nodeKey,
@@ -92,6 +93,8 @@ export class InboundConnection implements DecodeTask {
   private readonly memo = new EnvelopeMemo();
   /** The sender addresses found to be on the peer's node (see KnownSenders). */
   private readonly senders = new KnownSenders();
+  /** This lane's received-messages counter, taken at the first delivery (see Metrics.counterSeries). */
+  private messagesReceived: CounterSeries | undefined;
   /** Counts and logs one refused envelope (or its dropped trace): bound once, not per envelope. */
   private readonly refuseEnvelope: EnvelopeRefusal = ({ reason, detail }) =>
     this.hooks.reject(reason, detail, this.peerName);
@@ -375,7 +378,11 @@ export class InboundConnection implements DecodeTask {
       this.header = undefined;
     }
     if (accepted > 0) {
-      this.system.metrics.inc('doyen_wire_messages_received_total', 'Messages received', { lane }, accepted);
+      (this.messagesReceived ??= this.system.metrics.counterSeries(
+        'doyen_wire_messages_received_total',
+        'Messages received',
+        { lane },
+      )).value += accepted;
     }
   }
 }
