@@ -2,7 +2,8 @@
 // (`SHARDING_BENCH_LOG_DIR=dir pnpm bench sharding --only-rolling` keeps one `nX.pK.log` per
 // process; K > 1 is a restart, so a join). Per join, in ms after the allocator computed the table
 // that brought the newest process in: the newest adopts it, holds its owner lease; every old owner
-// adopts it and hands its partitions off; the newest activates each old owner's partitions.
+// adopts it and hands its partitions off; the newest activates each old owner's partitions. With
+// SHARDING_BENCH_LOG_LEVEL=debug also the newest's owner-lease bid and acquisition (host-lease.*).
 // Usage: npx tsx bench/sharding-join-path.ts dir [dir…] [--joins] (--joins: one line per join).
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ interface LogLine {
   readonly version?: number;
   readonly status?: string;
   readonly partitions?: readonly number[];
+  readonly scope?: string;
 }
 
 function readLog(path: string): LogLine[] {
@@ -88,6 +90,11 @@ function joinsOf(dir: string): Join[] {
         'newest up': rel(firstAt(log, (l) => l.event === 'node.status' && l.status === 'up')),
         'newest adopts': rel(table.time),
         'others adopt (last)': adoptions.length > 0 ? rel(Math.max(...adoptions)) : undefined,
+        // with SHARDING_BENCH_LOG_LEVEL=debug: the owner lease's bid and the grant that made its majority
+        'newest bid': rel(firstAt(log, (l) => l.event === 'host-lease.bid')),
+        'newest acquired': rel(
+          firstAt(log, (l) => l.event === 'host-lease.acquired' && l.scope?.startsWith('owner:') === true),
+        ),
         'newest lease': rel(firstAt(log, (l) => l.event === 'sharding.lease-held')),
         'hand-off (first)': handOffs.length > 0 ? rel(Math.min(...handOffs)) : undefined,
         'hand-off (last)': handOffs.length > 0 ? rel(Math.max(...handOffs)) : undefined,

@@ -14,6 +14,7 @@ import {
   initialHostLeaseContext,
   isFencedIn,
   MAX_BATCH_FENCES,
+  MAX_OWNER_WAITING,
   MAX_UNKNOWN_TOMBSTONES,
   MAX_VOTER_SCOPES,
   ownerScopeOf,
@@ -392,6 +393,104 @@ describe('batching', () => {
     node.on(wantOwn, 100); // owner round 1 at 100
     const step = node.on({ type: 'host-lease.wake' }, LEASE / 4); // singleton due; owner due at 350, within 125
     expect(ofKind(step, 'request').map((r) => r.scope)).toEqual(['', O(1)]);
+  });
+});
+
+describe('an owner bid refused before the voter saw the owner up', () => {
+  const joiningOne = membershipOf([member(1, 'joining'), member(2), member(3)]);
+  const bid = (voter: ReturnType<typeof nodeAt>, round: number, at: number) =>
+    ofKind(voter.on(batch(1, [{ scope: O(1), round }]), at), 'reply')[0]!.reply;
+
+  it('is granted with the view that shows the owner up, for the round refused, once', () => {
+    const voter = nodeAt(3);
+    voter.on(members(joiningOne), 0);
+    expect(bid(voter, 1, 10)).toMatchObject({ granted: false });
+    // control: a view that still shows it joining grants nothing
+    expect(ofKind(voter.on(members(joiningOne), 20), 'reply')).toEqual([]);
+    const up = voter.on(members(three), 40);
+    expect(ofKind(up, 'reply')).toEqual([
+      {
+        kind: 'reply',
+        to: K(1),
+        reply: { scope: O(1), round: 1, granted: true, clean: true, freeInMs: 0, holder: null },
+      },
+    ]);
+    expect(events(up)).toContain('host-lease.owner-granted-on-up');
+    // the promise runs from the grant (the owner counts it from its round's send time, earlier)
+    expect(voter.ctx.grants[O(1)]).toMatchObject({ holder: K(1), at: 40 });
+    expect(ofKind(voter.on(members(three), 50), 'reply')).toEqual([]);
+  });
+
+  it('a voter that never saw the owner keeps its bid too; the latest round counts', () => {
+    const voter = nodeAt(3);
+    voter.on(members(membershipOf([member(2), member(3)])), 0);
+    expect(bid(voter, 1, 10)).toMatchObject({ granted: false });
+    expect(bid(voter, 2, 20)).toMatchObject({ granted: false });
+    expect(ofKind(voter.on(members(three), 30), 'reply')[0]!.reply).toMatchObject({
+      round: 2,
+      granted: true,
+    });
+  });
+
+  it('is not granted to an owner downed or fenced meanwhile, nor a round older than a lease', () => {
+    const downed = nodeAt(3);
+    downed.on(members(joiningOne), 0);
+    bid(downed, 1, 10);
+    const gone = downed.on(
+      members(membershipOf([member(2), member(3)], { failed: [member(1, 'down')] })),
+      20,
+    );
+    expect(ofKind(gone, 'reply')).toEqual([]);
+    expect(downed.ctx.ownerWaiting).toEqual({});
+
+    const fenced = nodeAt(3);
+    fenced.on(members(membershipOf([member(2), member(3)])), 0);
+    bid(fenced, 1, 10);
+    // 1 is not a member here: fenced once a promise from the first view ran out
+    fenced.on(batch(2, [], [K(1)]), PROMISE);
+    expect(ofKind(fenced.on(members(three), PROMISE + 10), 'reply')).toEqual([]);
+
+    const stale = nodeAt(3);
+    stale.on(members(joiningOne), 0);
+    bid(stale, 1, 10);
+    expect(ofKind(stale.on(members(three), 10 + LEASE), 'reply')).toEqual([]);
+    expect(stale.ctx.ownerWaiting).toEqual({});
+  });
+
+  it("only the owner's own bid waits, and at most MAX_OWNER_WAITING of them", () => {
+    const voter = nodeAt(3);
+    voter.on(members(joiningOne), 0);
+    voter.on(batch(2, [{ scope: O(1), round: 1 }]), 5);
+    expect(voter.ctx.ownerWaiting).toEqual({});
+    for (let i = 0; i < MAX_OWNER_WAITING + 10; i++) {
+      const stranger = `10.9.${i >> 8}.${i & 255}:2552#x${i}`;
+      voter.on(
+        {
+          type: 'host-lease.batch',
+          from: stranger,
+          requests: [{ scope: ownerScopeOf(stranger), round: 1 }],
+          fences: [],
+        },
+        10 + i,
+      );
+    }
+    expect(Object.keys(voter.ctx.ownerWaiting)).toHaveLength(MAX_OWNER_WAITING);
+  });
+
+  it('the bidder holds its lease with that grant, before its next round', () => {
+    const owner = nodeAt(1);
+    owner.on(wantOwn, 0);
+    const round = ofKind(owner.on(members(three), 0), 'request')[0]!;
+    const voter = nodeAt(3);
+    voter.on(members(joiningOne), 0);
+    const refused = bid(voter, round.round, 5);
+    owner.on({ type: 'host-lease.answers', from: K(3), replies: [refused], fences: [] }, 6);
+    expect(holdsOwnIn(owner.policy, owner.ctx, 6)).toBe(false);
+    const reply = ofKind(voter.on(members(three), 30), 'reply')[0]!.reply;
+    owner.on({ type: 'host-lease.answers', from: K(3), replies: [reply], fences: [] }, 31);
+    // well before the retry a refusal asks for (a renewal period after the round)
+    expect(holdsOwnIn(owner.policy, owner.ctx, 31)).toBe(true);
+    expect(owner.ctx.holds[O(1)]!.heldUntil).toBe(LEASE);
   });
 });
 

@@ -210,6 +210,33 @@ describe('owner leases and fences (seeded simulation of the pure decisions)', ()
   );
 
   it(
+    'keeps it when voters grant an owner bid they refused as soon as they see the owner up (joins)',
+    () => {
+      // a voter that refused a joiner's bid only for not seeing it up yet grants it with the view
+      // that shows it up (issue 29, the restarted node's owner lease): counted, so the runs
+      // exercise that path, and the invariant is checked at every step as ever
+      let grantedOnUp = 0;
+      const counting: Decide = (policy, ctx, event, now) => {
+        const step = decide(policy, ctx, event, now);
+        for (const e of step.effects)
+          if (e.kind === 'log' && e.event === 'host-lease.owner-granted-on-up') grantedOnUp++;
+        return step;
+      };
+      const joins = planArb({ kinds: ['join', 'join', 'crash', 'partition', 'stall'] });
+      fc.assert(
+        fc.property(
+          joins,
+          (plan) => void run({ policy: POLICY, decide: counting, durationMs: DURATION_MS }, plan),
+        ),
+        { seed: SEED, numRuns: RUNS },
+      );
+      console.log(`[owner lease safety] ${RUNS} runs with joins: ${grantedOnUp} owner bids granted on up`);
+      expect(grantedOnUp).toBeGreaterThan(0);
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
     'positive control (a): a voter that fences before its promise to the owner ran out is caught',
     () => {
       expectCaught('voter fences early', unpaused, {

@@ -37,7 +37,9 @@ import {
  * OWNER SCOPES (the one fencing rule for singletons and partitions, see owner-leases.ts): the
  * scope `owner:<key>` is granted by every voter to member `key` alone, while that member is up
  * (or leaving, exiting) in the voter's view and the voter has not fenced it; the owner bids for
- * it and renews it like any host. A member may ask the voters to FENCE another member's owner
+ * it and renews it like any host. A bid refused only because the voter does not see its owner up
+ * yet is kept (one per owner, for a lease) and granted with the voter's first view that shows the
+ * owner up: the same vote as a request arriving then, so as safe as a delayed message. A member may ask the voters to FENCE another member's owner
  * scope while that member is unreachable in its view, downed or removed: a voter answers `fenced`
  * once it sees the owner gone too and its promise to it ran out (`leaseMs · (1 + maxClockDrift)`
  * after its last grant, or after its first view if it never granted: a fresh voter may have a
@@ -130,6 +132,11 @@ export interface HostLeaseContext {
   readonly fences: Readonly<Record<string, Fence>>;
   /** The voter's tombstones: owners it fenced and never grants their scope again. */
   readonly tombstones: Readonly<Record<string, Tombstone>>;
+  /**
+   * The voter's owner bids refused only because the owner is not up here yet (a joiner whose
+   * move up this voter has not seen), by owner key: granted as soon as a view shows it up.
+   */
+  readonly ownerWaiting: Readonly<Record<string, OwnerWaiting>>;
   /** What was last reported of our own owner lease. */
   readonly reportedOwn: OwnLease;
 }
@@ -154,6 +161,13 @@ export interface Fence {
   readonly readyAt: number | null;
   /** The fence completed (logged and counted once). */
   readonly done: boolean;
+}
+
+/** An owner's bid a voter refused only because it did not see the owner up yet. */
+export interface OwnerWaiting {
+  readonly round: number;
+  /** When it was refused (this voter's clock): a round older than a lease counts for nothing. */
+  readonly at: number;
 }
 
 export interface Tombstone {
@@ -189,6 +203,7 @@ export const initialHostLeaseContext: HostLeaseContext = {
   ownerFenced: false,
   fences: {},
   tombstones: {},
+  ownerWaiting: {},
   reportedOwn: { heldUntil: null, readyAt: null },
 };
 
@@ -401,6 +416,88 @@ export function vote(
   };
 }
 
+/** The most owner bids a voter keeps waiting for their owner's move up (one per owner key). */
+export const MAX_OWNER_WAITING = 64;
+
+/**
+ * Whether this voter refuses `from` its owner scope only because it does not see `from` up yet:
+ * not a member here (nor downed), or joining (a restarted node whose move up is still on its way).
+ */
+function waitsForUp(ctx: HostLeaseContext, from: string, scope: string): boolean {
+  if (ownerOfScope(scope) !== from || ctx.tombstones[from] !== undefined) return false;
+  if (ctx.membership?.failed.some((x) => nodeKey(x) === from)) return false;
+  const member = ctx.membership?.members.find((x) => nodeKey(x) === from);
+  return member === undefined || member.status === 'joining';
+}
+
+/**
+ * Keeps (or drops) the owner's bid this voter just answered: refused only for not being up here
+ * yet, it is granted with the view that shows the owner up (`grantWaitingOwners`) instead of at
+ * the owner's next round, a renewal period later.
+ */
+function noteOwnerWaiting(draft: Draft, request: LeaseRequest, granted: boolean, now: number): void {
+  const owner = ownerOfScope(request.scope);
+  if (owner === undefined || owner !== request.from) return;
+  const { ownerWaiting } = draft.context;
+  if (granted || !waitsForUp(draft.context, request.from, request.scope)) {
+    if (ownerWaiting[owner] === undefined) return;
+    const { [owner]: _, ...rest } = ownerWaiting;
+    draft.context = { ...draft.context, ownerWaiting: rest };
+    return;
+  }
+  const next: Record<string, OwnerWaiting> = { ...ownerWaiting, [owner]: { round: request.round, at: now } };
+  const keys = Object.keys(next);
+  // a member asking under ever new keys must not grow this without end: the oldest go first
+  if (keys.length > MAX_OWNER_WAITING)
+    for (const k of keys.sort((a, b) => next[a]!.at - next[b]!.at).slice(0, keys.length - MAX_OWNER_WAITING))
+      delete next[k];
+  draft.context = { ...draft.context, ownerWaiting: next };
+}
+
+/**
+ * A new view: every waiting owner bid whose owner is up here now is answered as if its request
+ * arrived now (the same vote, so the same promise from now on; the owner counts it from the
+ * round's send time, earlier). A bid older than a lease is dropped: its round counts for nothing.
+ */
+function grantWaitingOwners(policy: HostLeasePolicy, draft: Draft, now: number): void {
+  const { ownerWaiting } = draft.context;
+  if (Object.keys(ownerWaiting).length === 0) return;
+  for (const [owner, waiting] of Object.entries(ownerWaiting)) {
+    const scope = ownerScopeOf(owner);
+    if (now - waiting.at < policy.leaseMs && waitsForUp(draft.context, owner, scope)) continue;
+    const { [owner]: _, ...rest } = draft.context.ownerWaiting;
+    draft.context = { ...draft.context, ownerWaiting: rest };
+    if (now - waiting.at >= policy.leaseMs || !mayGrantOwner(draft.context, owner, owner)) continue;
+    const v = vote(policy, draft.context, owner, scope, waiting.round, now);
+    if (!v.granted) continue;
+    draft.context = { ...draft.context, grants: v.grants };
+    draft.effects.push(
+      debug(
+        'host-lease.owner-granted-on-up',
+        { scope, round: waiting.round, waitedMs: now - waiting.at },
+        `owner scope ${scope} granted once its owner is up here`,
+      ),
+      {
+        kind: 'reply',
+        to: owner,
+        reply: { scope, round: waiting.round, granted: true, clean: v.clean, freeInMs: 0, holder: null },
+      },
+    );
+  }
+}
+
+/** Why this voter refuses `from` an owner scope (the debug line `host-lease.owner-refused`). */
+function ownerRefusal(policy: HostLeasePolicy, ctx: HostLeaseContext, from: string, scope: string): string {
+  const owner = ownerOfScope(scope)!;
+  if (from !== owner) return 'not its owner';
+  if (ctx.tombstones[owner] !== undefined) return 'fenced';
+  const member = ctx.membership?.members.find((x) => nodeKey(x) === owner);
+  if (member === undefined) return 'not a member here';
+  if (!SINGLETON_HOLDING.includes(member.status)) return `${member.status} here`;
+  const self = ctx.membership?.members.find((x) => nodeKey(x) === policy.selfKey);
+  return self ? `bound (voter ${self.status})` : 'voter not a member';
+}
+
 /** An owner scope goes to its owner alone, while up (leaving, exiting) here and not fenced here. */
 function mayGrantOwner(ctx: HostLeaseContext, owner: string, from: string): boolean {
   if (from !== owner || ctx.tombstones[owner] !== undefined) return false;
@@ -457,6 +554,14 @@ const log = (event: string, fields: Record<string, unknown>, msg: string): HostL
   fields,
   msg,
 });
+/** Off at info: an owner scope's bid, rounds and answers until it holds (what a slow acquisition waited on). */
+const debug = (event: string, fields: Record<string, unknown>, msg: string): HostLeaseEffect => ({
+  kind: 'log',
+  level: 'debug',
+  event,
+  fields,
+  msg,
+});
 
 /** Records a granted round of `scope` from `voter` (ourselves included). */
 function recordGrant(draft: Draft, scope: string, voter: string, round: number, clean: boolean): void {
@@ -489,6 +594,14 @@ function sendRound(policy: HostLeasePolicy, draft: Draft, scope: string, now: nu
   else noteRefusal(policy, draft, scope, now + own.freeInMs, own.holder);
   const to = votersOf(policy, ctx.membership!);
   if (to.length > 0) draft.effects.push({ kind: 'request', to, scope, round });
+  if (hold.heldUntil === null && ownerOfScope(scope) !== undefined)
+    draft.effects.push(
+      debug(
+        'host-lease.round',
+        { scope, round, voters: to.length, base: baseOf(policy, draft.context, now).length },
+        `round ${round} for ${scope}`,
+      ),
+    );
 }
 
 function noteRefusal(
@@ -551,6 +664,8 @@ function settle(policy: HostLeasePolicy, draft: Draft, now: number): HostLeaseSt
           },
         },
       };
+      if (ownerOfScope(scope) !== undefined)
+        draft.effects.push(debug('host-lease.bid', { scope }, `bidding for ${scope}`));
     }
     wanted.push(scope);
   }
@@ -836,6 +951,7 @@ export function decide(
       draft.context = { ...ctx, membership: event.membership, downedAt, firstView };
       draft.context = { ...draft.context, holds: acksOfMembersOnly(draft.context) };
       pruneOwnerState(policy, draft, now);
+      grantWaitingOwners(policy, draft, now);
       break;
     }
     case 'host-lease.want-own':
@@ -891,6 +1007,23 @@ export function decide(
 }
 
 function takeReply(policy: HostLeasePolicy, draft: Draft, reply: LeaseReply, now: number): void {
+  const bidding = draft.context.holds[reply.scope];
+  if (bidding !== undefined && bidding.heldUntil === null && ownerOfScope(reply.scope) !== undefined)
+    draft.effects.push(
+      debug(
+        'host-lease.answer',
+        {
+          scope: reply.scope,
+          voter: reply.from,
+          round: reply.round,
+          current: bidding.round,
+          granted: reply.granted,
+          freeInMs: reply.freeInMs,
+          sentMsAgo: bidding.sent[reply.round] === undefined ? null : now - bidding.sent[reply.round]!,
+        },
+        `${reply.granted ? 'grant' : 'refusal'} of ${reply.scope} from ${reply.from}`,
+      ),
+    );
   if (reply.granted) recordGrant(draft, reply.scope, reply.from, reply.round, reply.clean);
   else if (draft.context.holds[reply.scope]?.round === reply.round)
     noteRefusal(policy, draft, reply.scope, now + reply.freeInMs, reply.holder);
@@ -1033,7 +1166,22 @@ function answer(policy: HostLeasePolicy, draft: Draft, request: LeaseRequest, no
     ? { grants, granted: false, clean: false, freeInMs: policy.leaseMs, holder: null, fenced: false }
     : vote(policy, draft.context, request.from, request.scope, request.round, now);
   if (overCap) draft.effects.push({ kind: 'count', scope: '', change: 'scope-refused' });
+  if (!v.granted && ownerOfScope(request.scope) !== undefined)
+    draft.effects.push(
+      debug(
+        'host-lease.owner-refused',
+        {
+          scope: request.scope,
+          from: request.from,
+          round: request.round,
+          reason: ownerRefusal(policy, draft.context, request.from, request.scope),
+          freeInMs: v.freeInMs,
+        },
+        `owner scope ${request.scope} refused to ${request.from}`,
+      ),
+    );
   draft.context = { ...draft.context, grants: v.grants };
+  noteOwnerWaiting(draft, request, v.granted, now);
   draft.effects.push({
     kind: 'reply',
     to: request.from,
