@@ -170,6 +170,7 @@ try {
       received: f.received,
       activations: f.activations,
       lossChecked: f.lossChecked,
+      linesLost: Object.values(r.linesLost).reduce((a, b) => a + b, 0),
       probe: `${f.probeAnswered}/${f.probed}`,
       played: r.played,
       load1: Number(loadavg()[0]!.toFixed(2)),
@@ -183,6 +184,8 @@ try {
         `${f.activations} activations, ${f.frozenOverlaps} overlaps with a frozen side, ` +
         `probe ${f.probeAnswered}/${f.probed}${r.error ? `; ${r.error}` : ''}`,
     );
+    if (Object.keys(r.linesLost).length > 0)
+      console.log(`  log lines lost on the way to the runner: ${JSON.stringify(r.linesLost)}`);
     console.log(
       `  phases: ${Object.entries(r.phases)
         .map(([name, ms]) => `${name} ${(ms / 1000).toFixed(1)} s`)
@@ -208,6 +211,9 @@ const summary = {
   runsTarget: RUNS_TARGET,
   failedRuns: failing.length,
   failedRunsTarget: 0,
+  // the checker reads lines: any lost on the way weakens what a run shows
+  logLinesLost: results.reduce((n, r) => n + Object.values(r.linesLost).reduce((a, b) => a + b, 0), 0),
+  logLinesLostTarget: 0,
   medianRunS: runSeconds.length > 0 ? Number(median(runSeconds).toFixed(1)) : null,
   maxRunS: runSeconds.length > 0 ? Number(runSeconds[runSeconds.length - 1]!.toFixed(1)) : null,
   failed: failing.map((r) => ({

@@ -95,6 +95,11 @@ export interface ChaosRunResult {
   readonly phases: Readonly<Record<string, number>>;
   /** Why the run could not be completed (not a verdict: the cluster never formed, a probe hung). */
   readonly error: string | undefined;
+  /**
+   * Log lines that never reached the runner, per process that lost any (numbers skipped in their
+   * `logSeq`): the checker reads only lines, so a violation beside a loss may be a line gone missing.
+   */
+  readonly linesLost: Readonly<Record<string, number>>;
 }
 
 interface Proc {
@@ -482,5 +487,8 @@ export async function runChaos(o: ChaosRunOptions): Promise<ChaosRunResult> {
     askTimeoutMs,
   });
   phase('check');
-  return { seed: o.seed, verdict, played, runMs: until - t0, phases, error };
+  const linesLost = Object.fromEntries(
+    cluster.procs.filter((p) => p.process.linesLost > 0).map((p) => [p.name, p.process.linesLost]),
+  );
+  return { seed: o.seed, verdict, played, runMs: until - t0, phases, error, linesLost };
 }

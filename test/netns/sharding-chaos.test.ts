@@ -97,6 +97,9 @@ describe.skipIf(!ok)(
         expect.soft(r.verdict.figures.received).toBeGreaterThan(ENTITIES);
         // and the quiet periods were checked: load sent outside every fault window, none excused
         expect.soft(r.verdict.figures.lossChecked).toBeGreaterThan(0);
+        // and the checker read every line the nodes wrote (test/testkit/node-process-lines-lost.test.ts
+        // shows a skipped number is counted)
+        expect.soft(r.linesLost, `seed ${seed}: log lines lost`).toEqual({});
       }
     }, 360_000);
 
