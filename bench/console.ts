@@ -24,12 +24,15 @@
 //     console; `--profile`: three members' CPU profiles over each window (console-profile.ts).
 //  The cold first paint also gives its requests' [sent, first byte, last byte] (`coldStages`).
 // --quick: 5 nodes only; --nodes=5,20 other sizes; --fetch-probe also reads the stream with
-// fetch() in the page (is EventSource holding frames back?). Downing is manual (see the node
+// fetch() in the page (is EventSource holding frames back?); --browser-nice=N runs every thread
+// of Chromium's processes at nice N (e.g. -10, as root) from the live page on: an operator's
+// browser on a machine of its own rather than behind the N node processes reacting to the event
+// on the same 2 cores (the figures' runs leave it off). Downing is manual (see the node
 // arguments). Nodes start one per 200 ms (as bench/scale.ts), `--partitions 0`.
 // The last line of stdout is one JSON object; figures sit beside their targets.
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
+import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -62,6 +65,30 @@ const CONFIG = join(mkdtempSync(join(tmpdir(), 'doyen-console-bench-')), 'config
 writeFileSync(CONFIG, JSON.stringify({ clusterOptions: { maxJoinAttempts: 1000 } }));
 
 const FETCH_PROBE = process.argv.includes('--fetch-probe');
+const browserNiceArg = process.argv.find((a) => a.startsWith('--browser-nice='));
+const BROWSER_NICE = browserNiceArg ? Number(browserNiceArg.slice('--browser-nice='.length)) : undefined;
+
+/** --browser-nice: every thread of Chromium's processes at that nice (setpriority is per thread). */
+function reniceBrowser(nice: number): number {
+  let threads = 0;
+  for (const { pid } of descendants(process.pid, /chrom/i)) {
+    let tids: string[] = [];
+    try {
+      tids = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue;
+    }
+    for (const tid of tids) {
+      try {
+        setPriority(Number(tid), nice);
+        threads++;
+      } catch {
+        // gone meanwhile, or not allowed (not root): left as it is
+      }
+    }
+  }
+  return threads;
+}
 /** --no-console: the same kill and leave with nobody ever opening the console (the cluster's own CPU burst). */
 const NO_CONSOLE = process.argv.includes('--no-console');
 /** The cluster-wide CPU window after each incident (ms). */
@@ -498,6 +525,7 @@ async function runSize(browser: Browser, n: number) {
       .waitForFunction('window.__history !== undefined', undefined, { timeout: 30_000 })
       .catch(() => process.stderr.write(`N=${n}: the page had no history after 30 s\n`));
     const historyAfterMs = Date.now() - historyWait;
+    const browserThreadsReniced = BROWSER_NICE === undefined ? undefined : reniceBrowser(BROWSER_NICE);
     // --fetch-probe: a second reader of the stream in the page, fetch() and a ReadableStream
     // reader: when a watched text reached the page's network stack apart from EventSource's
     // dispatching (it adds a viewer, so it is off in the figures' runs)
@@ -683,7 +711,16 @@ async function runSize(browser: Browser, n: number) {
         window,
       };
     };
+    // the serving node's own share: its log line → the frame carrying the event written to the
+    // page (when the serving node's own view carried it; a member's view is timed on its node)
+    const servingShare = (logged: number, carrier: { key?: string; sentAt?: number } | undefined) =>
+      carrier?.key === keyOf(serving) && carrier.sentAt !== undefined ? carrier.sentAt - logged : null;
     const stages = {
+      loggedToFrameOnServingMs: {
+        kill: servingShare(killLogged, pageSide.carrier.kill),
+        leave: servingShare(leaveLogged, pageSide.carrier.leave),
+      },
+      ...(BROWSER_NICE !== undefined ? { browserNice: BROWSER_NICE, browserThreadsReniced } : {}),
       kill: stage(killLogged, pageSide.arrived.kill, killShown),
       leave: stage(leaveLogged, pageSide.arrived.leave, leaveShown),
       killChain: chain(
@@ -824,6 +861,11 @@ printResult({
   firstPaintWarmVsTarget: `${at50.firstPaintMs.warmReadyMedian} ms / ${TARGETS.firstPaintMsAt50} ms at ${at50.nodes} nodes`,
   firstPaintColdVsTarget: `${at50.firstPaintMs.coldReady} ms / ${TARGETS.firstPaintMsAt50} ms at ${at50.nodes} nodes`,
   eventToScreenWorstVsTarget: `${worstEvent} ms / ${TARGETS.eventToScreenMs} ms`,
+  // of event → screen, the serving node's log line → the frame written (null: a member's view carried it)
+  loggedToFrameOnServingMs: Object.fromEntries(
+    results.map((r) => [r.nodes, r.eventToScreenStages.loggedToFrameOnServingMs]),
+  ),
+  ...(BROWSER_NICE !== undefined ? { browserNice: BROWSER_NICE } : {}),
   // every node's CPU (ms, summed) in the second after the kill / the leave, console open
   // (`--no-console` for the same without it), and the wire messages they sent meanwhile
   incidentClusterCpuMs: Object.fromEntries(

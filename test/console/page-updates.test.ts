@@ -299,4 +299,29 @@ describe.skipIf(missing !== undefined)('the console page under updates, in headl
     expect(await page.locator(`${line('/system/a')} ol li`).count()).toBe(4);
     expect(browser.problems).toEqual([]);
   });
+
+  it('draws a member status change without an animation frame; a change of no fact waits for one (positive control)', async () => {
+    const page = browser.page;
+    const six = keys.slice(0, N);
+    const served = `[data-testid=member][data-key="${keys[2]}"]`;
+    send({ ...viewOf(0, six), rev: 20 });
+    await page.waitForSelector(`${served}[data-status=up]`, { state: 'attached', timeout: 5_000 });
+    // animation frames held, as when the browser's processes wait for a CPU: nothing drawn on one
+    await page.evaluate('window.requestAnimationFrame = () => 0');
+    sendDelta({ key: keys[0]!, base: 20, version: 21, at: Date.now(), stale: false, set: { name: 'held' } });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await page.locator(`[data-testid=member][data-key="${keys[0]}"] >> text=held`).count()).toBe(0);
+    // a member leaving (the serving node's own view) is drawn on the page's own timer
+    const row = { key: keys[2]!, address: keys[2]!.split('#')[0]!, status: 'leaving', roles: [], ageRank: 2 };
+    sendDelta({
+      key: keys[0]!,
+      base: 21,
+      version: 22,
+      at: Date.now(),
+      stale: false,
+      members: { put: [row] },
+    });
+    await page.waitForSelector(`${served}[data-status=leaving]`, { state: 'attached', timeout: 5_000 });
+    expect(browser.problems).toEqual([]);
+  });
 });

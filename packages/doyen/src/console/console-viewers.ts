@@ -47,6 +47,8 @@ export class ConsoleViewers implements GathererListener {
   private readonly sent = new Map<string, NodeView>();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private scheduled = false;
+  /** Counts flushes scheduled and run: a scheduled one whose turn is not the latest is stale. */
+  private flushTurn = 0;
   private closed = false;
   private lastFlushAt = 0;
   private readonly ping: ReturnType<typeof setInterval>;
@@ -115,7 +117,8 @@ export class ConsoleViewers implements GathererListener {
   view(view: NodeView, change?: GatheredChange): void {
     this.pendingViews.set(view.key, { view, change });
     this.pendingGone.delete(view.key);
-    this.schedule(this.urgent(view.key) || (change !== undefined && carriesFact(change.delta)));
+    const own = this.urgent(view.key);
+    this.schedule(own || (change !== undefined && carriesFact(change.delta)), own);
   }
 
   events(events: readonly TimelineEvent[]): void {
@@ -145,9 +148,22 @@ export class ConsoleViewers implements GathererListener {
     this.viewers.clear();
   }
 
-  private schedule(urgent = false): void {
+  /**
+   * `now` (the serving node's own view): flushed in this call and put on the sockets at once,
+   * not in a microtask with the bytes corked until the next tick. The own view comes from the
+   * step that adopted a membership (console-service.ts `poke`), and the microtasks queued before
+   * ours are the wire's writes of that change to every member: at 50 nodes the leave's frame was
+   * stamped 54 ms after its view was built, the serving node waiting for a core behind the
+   * members it had just woken.
+   */
+  private schedule(urgent = false, now = false): void {
     if (this.viewers.size === 0) {
       this.clearPending();
+      return;
+    }
+    if (now) {
+      this.run();
+      for (const v of this.viewers) if (!v.destroyed) v.socket?.uncork();
       return;
     }
     // already due: on its way; waiting out the window: only an urgent view cuts it short
@@ -160,12 +176,9 @@ export class ConsoleViewers implements GathererListener {
     // same turn go together), in a burst once per coalesceMs. Not a zero timer: on a loaded host
     // each timer hop waited 50-130 ms for the event loop (the 50-node event-to-screen time)
     this.scheduled = true;
+    const turn = ++this.flushTurn;
     const run = () => {
-      this.scheduled = false;
-      this.timer = undefined;
-      if (this.closed) return;
-      this.lastFlushAt = Date.now();
-      this.flush();
+      if (turn === this.flushTurn) this.run();
     };
     const wait = urgent ? 0 : this.lastFlushAt + this.coalesceMs - Date.now();
     if (wait <= 0) queueMicrotask(run);
@@ -173,6 +186,17 @@ export class ConsoleViewers implements GathererListener {
       this.timer = setTimeout(run, wait);
       this.timer.unref();
     }
+  }
+
+  /** Flushes now; a flush still scheduled is dropped (`flushTurn`). */
+  private run(): void {
+    this.flushTurn++;
+    this.scheduled = false;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.closed) return;
+    this.lastFlushAt = Date.now();
+    this.flush();
   }
 
   private flush(): void {
