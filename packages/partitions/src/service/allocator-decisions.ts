@@ -209,6 +209,54 @@ function tableFor(
   };
 }
 
+/**
+ * A member acknowledged holding a NEWER table than this allocator's: the allocator's lineage
+ * restarted behind the cluster. When every member that may host the allocator is a new
+ * incarnation (all downed at once, or restarted), the new allocator starts from no table, at
+ * version 1, while a member that stayed (a proxy-only node) holds the old lineage's higher
+ * version and, fencing by version, refuses every table below it for good. Only a current member
+ * counts, and only a version that can still be counted past.
+ */
+export function ackAhead(ctx: AllocatorContext, event: AllocatorEvent): boolean {
+  return (
+    event.type === 'partitions.ack' &&
+    ctx.table !== undefined &&
+    event.version > ctx.table.version &&
+    event.version < Number.MAX_SAFE_INTEGER &&
+    ctx.all.includes(event.from)
+  );
+}
+
+/**
+ * The same table again, numbered past the member's (nothing moves): adopted here and published to
+ * every other live member, whose acks are awaited, so every member, the one ahead included,
+ * follows one lineage again. Logged `partitions.version-raised`.
+ */
+export function raiseVersion(
+  policy: AllocatorPolicy,
+  ctx: AllocatorContext,
+  event: AllocatorEvent,
+): AllocatorStep {
+  if (event.type !== 'partitions.ack' || !ackAhead(ctx, event)) return same(ctx);
+  const before = ctx.table!;
+  const table: PartitionTable = { ...before, version: event.version + 1 };
+  const others = ctx.all.filter((k) => k !== policy.selfKey);
+  return {
+    context: { ...ctx, table, waiting: others },
+    effects: [
+      { kind: 'adopt', table },
+      {
+        kind: 'log',
+        level: 'warn',
+        event: 'partitions.version-raised',
+        fields: { member: event.from, theirs: event.version, ours: before.version, version: table.version },
+        msg: `${event.from} holds partition table v${event.version}, past this allocator's v${before.version}: the same table republished as v${table.version}`,
+      },
+      { kind: 'publish', to: others, table, membershipVersion: ctx.membershipVersion },
+    ],
+  };
+}
+
 /** A member acknowledged: no longer waited for. */
 export function takeAck(ctx: AllocatorContext, event: AllocatorEvent): AllocatorStep {
   if (event.type !== 'partitions.ack') return same(ctx);

@@ -8,11 +8,13 @@ import {
   type AllocatorEvent,
   type AllocatorPolicy,
   type AllocatorStep,
+  ackAhead,
   allAcked,
   allocateFor,
   initialAllocatorContext,
   membersChanged,
   membersEventOf,
+  raiseVersion,
   resendToMissing,
   retire,
   retireNew,
@@ -84,6 +86,7 @@ export function allocatorLogic(input: AllocatorInput) {
     guards: {
       membersChanged: ({ context, event }) => membersChanged(context, event),
       allAcked: ({ context }) => allAcked(context),
+      ackAhead: ({ context, event }) => ackAhead(context, event),
       retireNew: ({ context, event }) => retireNew(context, event),
     },
   });
@@ -105,7 +108,11 @@ export function allocatorLogic(input: AllocatorInput) {
         target: '.publishing',
         actions: apply((c, e) => allocateFor(policy, c, e)),
       },
-      'partitions.ack': { actions: apply(takeAck) },
+      'partitions.ack': [
+        // a member holds a newer table than this allocator's lineage: the same table, numbered past it
+        { guard: 'ackAhead', target: '.publishing', actions: apply((c, e) => raiseVersion(policy, c, e)) },
+        { actions: apply(takeAck) },
+      ],
       // a member about to leave: the table without it, published like a membership change's
       'partitions.retire': {
         guard: 'retireNew',

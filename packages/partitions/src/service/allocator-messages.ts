@@ -10,7 +10,10 @@ export interface TableMessage {
   readonly membershipVersion: number;
 }
 
-/** Member -> allocator: this member adopted (or already held) the table of `version`. */
+/**
+ * Member -> allocator: this member adopted (or already held) the table of `version`; a version
+ * past the table's is the newer one the member holds (the allocator then numbers past it).
+ */
 export interface TableAck {
   readonly type: 'partitions.ack';
   readonly version: number;

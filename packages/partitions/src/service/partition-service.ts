@@ -168,7 +168,10 @@ export class PartitionService {
 
   private accept(m: TableMessage): void {
     this.adopt(m.table);
-    const ack: TableAck = { type: 'partitions.ack', version: m.table.version, from: this.cluster.self.key };
+    // the version this node holds, if past the table's: an allocator whose lineage restarted
+    // behind the cluster (every member that may host it a new incarnation) numbers past it
+    const version = Math.max(m.table.version, this.current?.version ?? 0);
+    const ack: TableAck = { type: 'partitions.ack', version, from: this.cluster.self.key };
     m.replyTo.send(ack);
   }
 }
