@@ -1,4 +1,4 @@
-import { type Cluster, memberKey } from '@doyen/cluster';
+import { type Cluster, type Membership, memberKey } from '@doyen/cluster';
 import { type ActorRef, type ActorSystem, InvalidConfigError, type Message } from '@doyen/core';
 import type { PartitionService, PartitionTable } from '@doyen/partitions';
 import type { AnyActorLogic, EventFromLogic } from 'xstate';
@@ -68,7 +68,19 @@ export class Sharding {
     const adopt = (t: PartitionTable) => this.region.adoptTable(t);
     const table = partitions.table();
     if (table) adopt(table);
-    this.unsubscribe = partitions.subscribe(adopt);
+    const stopTables = partitions.subscribe(adopt);
+    // the members this node sees: an owner gone from them gets no messages (held for the next table)
+    const tellMembers = (m: Membership) =>
+      this.region.membersNow(
+        new Set(m.members.filter((x) => x.status !== 'down' && x.status !== 'removed').map(memberKey)),
+      );
+    const view = cluster.state().membership;
+    if (view) tellMembers(view);
+    const stopMembers = cluster.subscribeMembership(tellMembers);
+    this.unsubscribe = () => {
+      stopTables();
+      stopMembers();
+    };
     this.keeper = options.startKeeper(this.region);
     this.region.listen(this.keeper);
   }

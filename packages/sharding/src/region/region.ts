@@ -123,6 +123,16 @@ export class Region implements KeeperHost {
    * restored on re-activation or carried by the next hand-off (a fenced node never resumes).
    */
   private readonly lapsed = new Map<number, EntitySnapshot[]>();
+  /**
+   * Owners in the table that are no longer members here (downed, removed: the incarnation is
+   * over), usually none: messages for their partitions are held until a table names a live
+   * owner, not sent to an incarnation that is gone (they would be dead letters there). When
+   * every member that may host the allocator was downed at once, the next table came seconds
+   * later and what the senders sent meanwhile was lost (sharding chaos, seed 39106).
+   */
+  private goneOwners: ReadonlySet<string> = new Set();
+  /** The live member keys last told (`membersNow`); undefined before the first view. */
+  private liveMembers: ReadonlySet<string> | undefined;
   private readonly buffers: PartitionBuffers;
   /** Envelopes on their way to each owner, sent as one batch at the end of the task. */
   private readonly batches: EntityBatches;
@@ -354,7 +364,42 @@ export class Region implements KeeperHost {
     if (this.active.has(p) || this.draining.has(p) || this.holding.has(p) || this.suspended.has(p))
       return undefined;
     const owner = this.table?.owners[p];
-    return !owner || owner === this.options.selfKey ? undefined : owner;
+    return !owner || owner === this.options.selfKey || this.isGone(owner) ? undefined : owner;
+  }
+
+  /** An owner whose incarnation is over here (see `goneOwners`): one size check when none is. */
+  private isGone(owner: string): boolean {
+    return this.goneOwners.size > 0 && this.goneOwners.has(owner);
+  }
+
+  /**
+   * The members this node sees now, not down or removed: the table's owners among them are the
+   * ones messages may go to. Held messages for an owner that was gone and is live again (a view
+   * that lagged) go to it.
+   */
+  membersNow(live: ReadonlySet<string>): void {
+    this.liveMembers = live;
+    const before = this.goneOwners;
+    const table = this.table;
+    this.goneOwners = this.goneIn(table);
+    if (before.size === 0 || !table) return;
+    // back among the members: what was held for it goes there
+    for (const p of this.buffers.partitions()) {
+      const owner = table.owners[p];
+      if (!owner || !before.has(owner) || this.isGone(owner) || this.holding.has(p) || this.suspended.has(p))
+        continue;
+      if (this.active.has(p) || this.draining.has(p) || owner === this.options.selfKey) continue;
+      for (const m of this.buffers.take(p)) this.sendTo(owner, m);
+    }
+    this.metrics.buffered(this.buffers.size);
+  }
+
+  /** The owners of `table` that are not among the live members (none before the first view). */
+  private goneIn(table: RoutingTable | undefined): ReadonlySet<string> {
+    const live = this.liveMembers;
+    const gone = new Set<string>();
+    if (table && live) for (const o of table.owners) if (o !== '' && !live.has(o)) gone.add(o);
+    return gone;
   }
 
   /** `registered`: the message's entity type as registered here (looked up once by the caller). */
@@ -387,7 +432,13 @@ export class Region implements KeeperHost {
       return;
     }
     const owner = this.table?.owners[p];
-    if (this.holding.has(p) || this.suspended.has(p) || !owner || owner === this.options.selfKey) {
+    if (
+      this.holding.has(p) ||
+      this.suspended.has(p) ||
+      !owner ||
+      owner === this.options.selfKey ||
+      this.isGone(owner)
+    ) {
       this.hold(m);
       return;
     }
@@ -562,7 +613,12 @@ export class Region implements KeeperHost {
     }
     const owner = this.table?.owners[p];
     // ours, or the sender knows a newer table than ours: held until activation or our next table
-    if (!owner || owner === this.options.selfKey || version > (this.table?.version ?? 0)) {
+    if (
+      !owner ||
+      owner === this.options.selfKey ||
+      version > (this.table?.version ?? 0) ||
+      this.isGone(owner)
+    ) {
       this.hold(m);
       return;
     }
@@ -576,23 +632,25 @@ export class Region implements KeeperHost {
   // ---- the table --------------------------------------------------------------------------
 
   /**
-   * A newer table: routing follows it from now on. Messages held only because no owner was
-   * known (no table yet, or unassigned) go to their owner in the new table; what this node held
-   * as the owner is the keeper's to move (`reroute`, `drain`).
+   * A newer table: routing follows it from now on. Messages held only because no live owner was
+   * known (no table yet, unassigned, or an owner gone from the members) go to their owner in the
+   * new table; what this node held as the owner is the keeper's to move (`reroute`, `drain`).
    */
   adoptTable(table: RoutingTable): void {
     if (this.table && table.version <= this.table.version) return;
     // what is batched was routed by the table it names: sent before routing follows the new one
     this.batches.flushAll();
     const previous = this.table;
+    const goneBefore = this.goneOwners;
     this.table = table;
+    this.goneOwners = this.goneIn(table);
     // members gone from the table drop out of the cache
     this.regionRefs = new Map();
     for (const p of this.buffers.partitions()) {
       const owner = table.owners[p];
       const before = previous?.owners[p];
-      if (this.holding.has(p) || this.suspended.has(p) || before) continue;
-      if (!owner || owner === this.options.selfKey) continue;
+      if (this.holding.has(p) || this.suspended.has(p) || (before && !goneBefore.has(before))) continue;
+      if (!owner || owner === this.options.selfKey || this.isGone(owner)) continue;
       for (const m of this.buffers.take(p)) this.sendTo(owner, m);
     }
     this.metrics.buffered(this.buffers.size);
