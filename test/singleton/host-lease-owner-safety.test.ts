@@ -237,6 +237,20 @@ describe('owner leases and fences (seeded simulation of the pure decisions)', ()
   );
 
   it(
+    'keeps it under joins, partitions, one-way cuts and pauses with downed sides living on through the margin',
+    () => {
+      // the mix that found members downed at different times voting together past the margin
+      // (issue 29, session 39; host-lease-downed-margin.test.ts replays those plans)
+      const mix = planArb({ kinds: ['join', 'join', 'crash', 'partition', 'cut', 'pause'] });
+      fc.assert(
+        fc.property(mix, (plan) => void run({ policy: POLICY, durationMs: DURATION_MS }, plan)),
+        { seed: SEED, numRuns: RUNS },
+      );
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
     'positive control (a): a voter that fences before its promise to the owner ran out is caught',
     () => {
       expectCaught('voter fences early', unpaused, {

@@ -15,7 +15,8 @@ import {
  * The host lease's safety as a property: N = 3..7 nodes each running the pure decisions under a
  * seeded random schedule of delays, losses, reorders, one-way cuts, partitions, pauses up to the
  * pause bound, crashes and the cluster's membership changes (unreachable flags; keep-majority
- * downing: only the majority side downs, the minority exits or lives on with its old view).
+ * downing: only the majority side downs, the minority exits soon or lives on with its old view
+ * until late in the down-removal margin, the host lease's assumption).
  * After EVERY step: no two nodes act with a mandate at one real instant (a node resuming from a
  * pause acts on its stale mandate until its first step). Further properties aim at the edges:
  * crossed downing, stalls aimed at a lease's end with the old host on the slowest clock, and

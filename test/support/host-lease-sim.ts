@@ -23,8 +23,9 @@ import { SeededRandom } from '../../packages/testkit/src/index.js';
  * node processes nothing, then resumes with everything overdue), crashes, joins, and a cluster
  * oracle that makes membership the way the cluster does: each side (nodes connected both ways)
  * flags the members it has not heard from for `detectMs`; the side keep-majority keeps downs
- * them after `stableMs`; joiners are admitted and made up only while converged; each side's
- * coordinator gossips its membership, which a node cut off from it misses. After every step it
+ * them after `stableMs`, and the downed exit within the down-removal margin (`minorityExits`);
+ * joiners are admitted and made up only while converged; each side's coordinator gossips its
+ * membership, which a node cut off from it misses. After every step it
  * checks that no two nodes ACT with a mandate at one real instant; a node acts with the mandate
  * its placement last heard (what the manager runs on), except while paused or crashed, and a node
  * resuming from a pause acts on that stale word until its first step (so that instant is checked
@@ -93,8 +94,20 @@ export interface SimPlan {
   readonly detectMs: number;
   /** How long the unreachable set must stay unchanged before the majority side downs it. */
   readonly stableMs: number;
-  /** A downed side (the minority) exits shortly after; otherwise it lives on with its old view. */
+  /**
+   * A downed side (the minority) exits shortly after; otherwise it lives on with its old view
+   * until late in the down-removal margin (`downedCountsForMs`), as the host lease assumes: the
+   * real side's own resolver downs it at the same stable-after (the margin's default), and its
+   * first heartbeat to a member that downed it brings a `membership.downed-notice`. Downed
+   * members living on past the margin can together make a majority of the oldest one's view
+   * (issue 29, helper V, session 39): see `downedLiveOn`.
+   */
   readonly minorityExits: boolean;
+  /**
+   * OUTSIDE the host lease's assumptions, for the test that shows why it needs them: a downed
+   * side that does not exit lives on for good (no resolver of its own, no downed-notice).
+   */
+  readonly downedLiveOn?: boolean;
   /**
    * Crossed downing: the minority also downs the majority (in its own view) and then exits within
    * `exitWithinMs` (the down-removal margin the protocol assumes).
@@ -526,6 +539,11 @@ export function simulate(plan: SimPlan, options: SimOptions): SimResult {
               };
               push(t + plan.crossed.exitWithinMs * (0.5 + 0.45 * random()), { kind: 'exit', node: y.i });
             } else if (plan.minorityExits) push(t + random() * 500, { kind: 'exit', node: y.i });
+            else if (!plan.downedLiveOn) {
+              // its own resolver takes it out within the margin (see SimPlan.minorityExits)
+              const margin = options.policy.downedCountsForMs;
+              push(t + margin * (0.5 + 0.45 * random()), { kind: 'exit', node: y.i });
+            }
           }
         }
       }
@@ -639,8 +657,12 @@ export function simulate(plan: SimPlan, options: SimOptions): SimResult {
         break;
       }
       case 'exit':
+        // the node itself: a joiner's index is past the plan's nodes (a fault's `node % n` is not)
+        note(t, `${nodes[q.node]!.key} exits (downed)`);
+        crash(nodes[q.node]!);
+        break;
       case 'fault':
-        applyFault(q.kind === 'exit' ? { kind: 'crash', at: t, node: q.node } : q.fault);
+        applyFault(q.fault);
         break;
       case 'heal': {
         const f = q.fault;
@@ -678,16 +700,18 @@ export function simulate(plan: SimPlan, options: SimOptions): SimResult {
     }
   }
 
+  function crash(x: Node) {
+    x.crashed = true;
+    x.belief = false;
+    x.ownBelief = false;
+  }
+
   function applyFault(f: Fault) {
     note(t, `fault ${JSON.stringify(f)}`);
     switch (f.kind) {
-      case 'crash': {
-        const x = nodes[f.node % n]!;
-        x.crashed = true;
-        x.belief = false;
-        x.ownBelief = false;
+      case 'crash':
+        crash(nodes[f.node % n]!);
         break;
-      }
       case 'pause': {
         const x = nodes[f.node % n]!;
         if (x.crashed || x.pausedUntil !== null) break;

@@ -32,7 +32,11 @@ import {
  * The base a majority is counted over is this node's membership: members joining, up, leaving or
  * exiting, plus members downed less than `downedCountsForMs` ago (the down-removal margin), so
  * that a side that downs the other cannot shrink its base below a majority the other side may
- * still count.
+ * still count. The third assumption: a downed member stops voting and asking within that margin
+ * (its own side's resolver downs it at the same stable-after, the margin's default, and its
+ * first heartbeat to a member that downed it brings a downed-notice). Members downed at
+ * different times that lived on past it could together make a majority of the oldest one's
+ * stale view (test/singleton/host-lease-downed-margin.test.ts).
  *
  * OWNER SCOPES (the one fencing rule for singletons and partitions, see owner-leases.ts): the
  * scope `owner:<key>` is granted by every voter to member `key` alone, while that member is up
