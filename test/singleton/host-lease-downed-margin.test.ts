@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { HostLeasePolicy } from '../../packages/singleton/src/index.js';
-import { type SimPlan, simulate } from '../support/host-lease-sim.js';
+import { SIM_POLICY, type SimPlan, simulate } from '../support/host-lease-sim.js';
 
 /**
  * The host lease's down-removal margin assumption, on the owner lease's counterexamples (issue 29,
@@ -24,14 +23,7 @@ import { type SimPlan, simulate } from '../support/host-lease-sim.js';
  * simulator's exit of a downed JOINER to take out the joiner (it took out node `index % n`).
  */
 
-const POLICY: Omit<HostLeasePolicy, 'selfKey'> = {
-  leaseMs: 1000,
-  pauseBoundMs: 500,
-  maxClockDrift: 0.01,
-  downedCountsForMs: 1500,
-  renewEveryMs: 250,
-  minRetryMs: 20,
-};
+const POLICY = SIM_POLICY;
 const DURATION_MS = 10_000;
 
 const base = { lossRate: 0, minorityExits: false, extremeRates: false, owners: true } as const;

@@ -1,15 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  decide,
-  type HostLeaseContext,
-  type HostLeasePolicy,
-  ownerOfScope,
-} from '../../packages/singleton/src/index.js';
+import { decide, type HostLeaseContext, ownerOfScope } from '../../packages/singleton/src/index.js';
 import { faultArbitrary } from '../support/host-lease-faults.js';
 import {
   type Decide,
   type Fault,
+  SIM_POLICY,
   type SimOptions,
   type SimPlan,
   simulate,
@@ -26,14 +22,7 @@ import {
  * the checker catches it.
  */
 
-const POLICY: Omit<HostLeasePolicy, 'selfKey'> = {
-  leaseMs: 1000,
-  pauseBoundMs: 500,
-  maxClockDrift: 0.01,
-  downedCountsForMs: 1500,
-  renewEveryMs: 250,
-  minRetryMs: 20,
-};
+const POLICY = SIM_POLICY;
 const DURATION_MS = 10_000;
 const SEED = 20261127;
 /** Every node renews its owner scope with every voter: a run costs ~6× a singleton-only one. */

@@ -1,10 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decide, type HostLeasePolicy } from '../../packages/singleton/src/index.js';
+import { decide } from '../../packages/singleton/src/index.js';
 import { faultArbitrary } from '../support/host-lease-faults.js';
 import {
   type Decide,
   type Fault,
+  SIM_POLICY,
   type SimOptions,
   type SimPlan,
   type SimResult,
@@ -25,14 +26,7 @@ import {
  * so no property can pass vacuously; each prints the seed and the plan it caught.
  */
 
-const POLICY: Omit<HostLeasePolicy, 'selfKey'> = {
-  leaseMs: 1000,
-  pauseBoundMs: 500,
-  maxClockDrift: 0.01,
-  downedCountsForMs: 1500,
-  renewEveryMs: 250,
-  minRetryMs: 20,
-};
+const POLICY = SIM_POLICY;
 const DURATION_MS = 16_000;
 const RUNS = 500;
 const SEED = 20261127;

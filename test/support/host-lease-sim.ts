@@ -126,6 +126,16 @@ export interface SimPlan {
   readonly owners?: boolean;
 }
 
+/** The host lease's policy the simulated runs share: 1 s leases, a 500 ms pause bound, 1 % drift. */
+export const SIM_POLICY: Omit<HostLeasePolicy, 'selfKey'> = {
+  leaseMs: 1000,
+  pauseBoundMs: 500,
+  maxClockDrift: 0.01,
+  downedCountsForMs: 1500,
+  renewEveryMs: 250,
+  minRetryMs: 20,
+};
+
 export interface SimOptions {
   readonly policy: Omit<HostLeasePolicy, 'selfKey'>;
   readonly decide?: Decide;
