@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor, SimulatedClock } from 'xstate';
 import { getShortestPaths } from 'xstate/graph';
 import type { ActorSystem, Message } from '../../packages/core/src/index.js';
+import { GATHER_DUE, type GatherDue } from '../../packages/sharding/src/partition-keeper/hand-off-gather.js';
 import type {
   KeeperContext,
   KeeperEffect,
@@ -52,12 +53,15 @@ const leases: OwnerLeasePort = {
   subscribe: () => () => {},
 };
 
-const machine = () =>
+// the graph walks the decisions' paths one event a step (gathering on, a hand-off is decided on
+// the next event or the turn's end; keeper-hand-off-gather.test.ts checks that path)
+const machine = (gatherHandOffs = false) =>
   createKeeperMachine({
     system,
     policy: { selfKey: SELF, partitionCount: 2, maxConcurrentHandOffs: 1, retryMs: 100 },
     host,
     leases,
+    gatherHandOffs,
   });
 
 const none = { seen: null, handed: null, dormant: null };
@@ -102,6 +106,10 @@ const EVENTS: KeeperEvent[] = [
   { type: 'sharding.drain-marker', from: C, version: 2, active: [] },
   { type: 'sharding.active', from: B, version: 2, partitions: [0] },
 ];
+
+/** The events a path took that the decisions see (not xstate's own, not the gathering's timer). */
+const isKeeperEvent = (e: KeeperEvent | GatherDue): e is KeeperEvent =>
+  !e.type.startsWith('xstate.') && e.type !== GATHER_DUE;
 
 /**
  * The context as the graph walk tells states apart: all of it but the retry clock, the fences
@@ -159,7 +167,7 @@ describe('partition keeper machine, alone', () => {
         if (part.token) phases.add(part.token.phase);
     }
     for (const path of paths.slice(0, 4000)) {
-      const events = path.steps.map((s) => s.event).filter((e) => !e.type.startsWith('xstate.'));
+      const events = path.steps.map((s) => s.event).filter(isKeeperEvent);
       for (const { effect } of replay(events).effects)
         kinds.add(effect.kind === 'log' ? effect.event : effect.kind);
     }
@@ -182,7 +190,7 @@ describe('partition keeper machine, alone', () => {
   it('on every path: active only with the lease, as owner in the newest table, with the token; once at a time; hand-offs only drained, marked, to the newest owner', () => {
     let checked = 0;
     for (const path of paths) {
-      const events = path.steps.map((s) => s.event).filter((e) => !e.type.startsWith('xstate.'));
+      const events = path.steps.map((s) => s.event).filter(isKeeperEvent);
       const { steps, contexts } = replay(events);
       const effects = steps.flatMap((st) => [
         { effect: null, event: st.event, after: st.after },

@@ -42,6 +42,8 @@ interface KeeperNodeOptions {
   /** The cargo a drained partition hands over (default: none). */
   readonly cargoOf?: (partition: number) => HandOffCargo;
   readonly handOffPartBytes?: number;
+  /** Off: hand-offs decided one step each, as a build before the gathering (hand-off-gather.ts). */
+  readonly gatherHandOffs?: boolean;
 }
 
 async function startKeeperNode(
@@ -83,6 +85,7 @@ async function startKeeperNode(
     leases,
     host,
     ...(options.handOffPartBytes !== undefined ? { handOffPartBytes: options.handOffPartBytes } : {}),
+    ...(options.gatherHandOffs !== undefined ? { gatherHandOffs: options.gatherHandOffs } : {}),
   });
   return { ...node, service, keeper, leases, log, cargos };
 }
@@ -103,13 +106,18 @@ function bigCargo(p: number): HandOffCargo {
 describe('partition keeper on real nodes', () => {
   const nodes = clusterNodesClosedAfterEach();
 
-  it('activates every partition at exactly its owner, then moves some by hand-off when a node joins', async () => {
+  /**
+   * Three nodes settle, a fourth joins and takes partitions by hand-off. `gatherOf(i)`: whether
+   * node i (0..3, the joiner last) gathers hand-offs; off is how a build before it takes them,
+   * and the messages on the wire are the same either way.
+   */
+  async function joinMoves(gatherOf: (i: number) => boolean = () => true) {
     const [pa, pb, pc, pd] = await freePorts(4);
-    const a = await startKeeperNode(pa!, pa!);
+    const a = await startKeeperNode(pa!, pa!, { gatherHandOffs: gatherOf(0) });
     nodes.push(a);
     await a.cluster.whenUp();
-    const b = await startKeeperNode(pb!, pa!);
-    const c = await startKeeperNode(pc!, pa!);
+    const b = await startKeeperNode(pb!, pa!, { gatherHandOffs: gatherOf(1) });
+    const c = await startKeeperNode(pc!, pa!, { gatherHandOffs: gatherOf(2) });
     nodes.push(b, c);
     await Promise.all([b.cluster.whenUp(), c.cluster.whenUp()]);
     const all = () => nodes as KeeperNode[];
@@ -128,7 +136,7 @@ describe('partition keeper on real nodes', () => {
       timeoutMs: 15_000,
     });
 
-    const d = await startKeeperNode(pd!, pa!);
+    const d = await startKeeperNode(pd!, pa!, { gatherHandOffs: gatherOf(3) });
     nodes.push(d);
     await d.cluster.whenUp();
     // never two at once, while the move runs
@@ -149,6 +157,19 @@ describe('partition keeper on real nodes', () => {
     // the joiner's partitions came by hand-off from the old owners (drained there first)
     const drained = [a, b, c].flatMap((n) => n.log.filter((l) => l.startsWith('drain')));
     expect(drained.length).toBeGreaterThanOrEqual(d.keeper.activePartitions().length);
+  }
+
+  it('activates every partition at exactly its owner, then moves some by hand-off when a node joins', async () => {
+    await joinMoves();
+  }, 60_000);
+
+  it('mixed builds: keepers that gather hand-offs and keepers that take them one step each move partitions between them', async () => {
+    // the joiner takes one step per hand-off (an older build), the old owners gather
+    await joinMoves((i) => i !== 3);
+  }, 60_000);
+
+  it('mixed builds, the other way: a gathering joiner takes hand-offs from old owners that do not gather', async () => {
+    await joinMoves((i) => i === 3);
   }, 60_000);
 });
 

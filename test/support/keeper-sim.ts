@@ -1,3 +1,8 @@
+import {
+  arrive,
+  GATHER_DUE,
+  type GatherDue,
+} from '../../packages/sharding/src/partition-keeper/hand-off-gather.js';
 import { splitHandOff } from '../../packages/sharding/src/partition-keeper/hand-off-parts.js';
 import {
   initialKeeperContext,
@@ -95,6 +100,13 @@ export interface KeeperSimOptions {
    * control: every node soon after it starts, and it goes on sending).
    */
   readonly farewell?: 'left' | 'never' | 'lying';
+  /**
+   * Whether keepers gather hand-offs arriving back to back into one step, as the machine does
+   * (hand-off-gather.ts; decided when nothing else is due at that instant, the end of the turn),
+   * and what one step sends on a connection arrives together (one frame). Default: in runs of
+   * even seeds (odd seeds run exactly as before, one step per hand-off: the control).
+   */
+  readonly gather?: boolean;
 }
 
 export interface KeeperSimResult {
@@ -115,6 +127,8 @@ export interface KeeperSimResult {
   readonly lostMarkers: number;
   /** Hand-offs taken back by their senders after a probe found them missing. */
   readonly takenBack: number;
+  /** Gathered steps that took several hand-offs at once (`keeper.hand-offs`). */
+  readonly batches: number;
   readonly plan: readonly string[];
 }
 
@@ -148,6 +162,10 @@ class Agenda {
       [h[i], h[parent]] = [h[parent]!, h[i]!];
       i = parent;
     }
+  }
+
+  peek(): Pending | undefined {
+    return this.heap[0];
   }
 
   pop(): Pending | undefined {
@@ -199,6 +217,10 @@ interface SimNode {
   /** Hand-offs kept until confirmed (the machine's `unconfirmed`). */
   readonly unconfirmed: Map<number, HandOff>;
   nextSeq: number;
+  /** Hand-offs gathered, not decided yet (the machine's `gathered`). */
+  gathered: readonly HandOff[];
+  /** Bumped when a gathering is decided early: its due event is then stale. */
+  gatherGen: number;
   wakeGen: number;
   view: string;
 }
@@ -208,6 +230,8 @@ type Payload = 'entity' | 'hand-off' | 'marker' | 'other';
 interface Channel {
   readonly queue: { readonly readyAt: number; readonly deliver: () => void; readonly what: Payload }[];
   pumpAt: number | null;
+  /** When the last message was queued: messages one step sends travel together (gather runs). */
+  lastSentAt: number;
 }
 
 export function simulateKeepers(options: KeeperSimOptions): KeeperSimResult {
@@ -244,6 +268,10 @@ class KeeperSim {
   private lostHandOffs = 0;
   private lostMarkers = 0;
   private takenBack = 0;
+  private batches = 0;
+  /** Work due when nothing else is due at this instant (the end of a turn). */
+  private readonly instantEnd: (() => void)[] = [];
+  private readonly gather: boolean;
   private markerTraps = 0;
   /** One run in two: hand-offs go in parts, one entry each. */
   private readonly partBytes: number;
@@ -260,6 +288,7 @@ class KeeperSim {
     this.sendUntil = this.durationMs * 0.55;
     this.maxDelayMs = options.maxDelayMs ?? 5 + this.rnd.int(60);
     this.partBytes = this.rnd.chance(0.5) ? 1 : Number.POSITIVE_INFINITY;
+    this.gather = options.gather ?? options.seed % 2 === 0;
   }
 
   run(): KeeperSimResult {
@@ -269,6 +298,11 @@ class KeeperSim {
     this.at(0, () => this.leaseRound());
     this.schedulePlan();
     for (;;) {
+      // the instant is over (nothing else due now): gathered hand-offs are decided
+      if (this.instantEnd.length > 0 && (this.agenda.peek()?.at ?? Number.POSITIVE_INFINITY) > this.now) {
+        for (const work of this.instantEnd.splice(0)) work();
+        continue;
+      }
       const next = this.agenda.pop();
       if (!next || this.violation !== null) break;
       if (next.at > this.durationMs + 4000) break;
@@ -290,6 +324,7 @@ class KeeperSim {
       lostHandOffs: this.lostHandOffs,
       lostMarkers: this.lostMarkers,
       takenBack: this.takenBack,
+      batches: this.batches,
       plan: this.plan,
     };
   }
@@ -353,6 +388,8 @@ class KeeperSim {
       state: new Map(),
       unconfirmed: new Map(),
       nextSeq: 1,
+      gathered: [],
+      gatherGen: 0,
       wakeGen: 0,
       view: '',
     };
@@ -393,7 +430,8 @@ class KeeperSim {
   private awaitLeft(i: number): void {
     const n = this.nodes[i]!;
     if (!this.leaving.has(i)) return; // the leave was called off (the last members standing)
-    const holding = Object.values(n.ctx.parts).some((s) => s.token !== null);
+    // a gathered hand-off is a token on its way in (as one in the mailbox is)
+    const holding = Object.values(n.ctx.parts).some((s) => s.token !== null) || n.gathered.length > 0;
     const current = n.ctx.table?.version === this.tableVersion;
     if (!n.alive) return;
     if (holding || !current || n.buffers.size > 0 || n.held.size > 0) {
@@ -623,24 +661,39 @@ class KeeperSim {
     };
   }
 
-  private step(n: SimNode, event: KeeperEvent): void {
+  private step(n: SimNode, event: KeeperEvent | GatherDue): void {
     if (!n.alive || this.violation !== null) return;
+    // as the machine does: hand-offs back to back are gathered, decided at the instant's end or
+    // before the next other event
+    const arrival = arrive(n.gathered, event, this.gather);
+    if (arrival.started) {
+      const gen = ++n.gatherGen;
+      this.instantEnd.push(() => {
+        if (n.gatherGen === gen) this.nodeEvent(n, () => this.step(n, { type: GATHER_DUE }));
+      });
+    } else if (n.gathered.length > 0 && arrival.gathered.length === 0) n.gatherGen++;
+    n.gathered = arrival.gathered;
+    if (arrival.decide.length === 0) return;
     const policy = this.policyOf(n);
     // as the machine does: a lost lease is read before anything else
-    if (n.ctx.lease && event.type !== 'keeper.lease' && !this.holdsOwn(n))
+    const onlyLease = arrival.decide.length === 1 && arrival.decide[0]!.type === 'keeper.lease';
+    if (n.ctx.lease && !onlyLease && !this.holdsOwn(n))
       this.apply(n, this.decide(policy, n.ctx, { type: 'keeper.lease', held: false }, this.now));
-    const result = this.decide(policy, n.ctx, event, this.now);
-    this.apply(n, result);
-    // as the machine does: a lost hand-off comes back at once, as if handed to this node
-    for (const e of result.effects) {
-      if (e.kind !== 'take-back') continue;
-      const handOff = n.unconfirmed.get(e.partition);
-      n.unconfirmed.delete(e.partition);
-      if (!handOff) {
-        this.fail(`node ${n.i} asked to take back a hand-off of p${e.partition} it no longer keeps`);
-        return;
+    for (const input of arrival.decide) {
+      if (input.type === 'keeper.hand-offs') this.batches++;
+      const result = this.decide(policy, n.ctx, input, this.now);
+      this.apply(n, result);
+      // as the machine does: a lost hand-off comes back at once, as if handed to this node
+      for (const e of result.effects) {
+        if (e.kind !== 'take-back') continue;
+        const handOff = n.unconfirmed.get(e.partition);
+        n.unconfirmed.delete(e.partition);
+        if (!handOff) {
+          this.fail(`node ${n.i} asked to take back a hand-off of p${e.partition} it no longer keeps`);
+          return;
+        }
+        this.apply(n, this.decide(policy, n.ctx, { type: 'keeper.taken-back', handOff }, this.now));
       }
-      this.apply(n, this.decide(policy, n.ctx, { type: 'keeper.taken-back', handOff }, this.now));
     }
     this.steps++;
     if (event.type === 'keeper.table') this.releaseFuture(n);
@@ -815,7 +868,7 @@ class KeeperSim {
   private channel(from: number, to: number): Channel {
     const k = `${from}>${to}`;
     let c = this.channels.get(k);
-    if (!c) this.channels.set(k, (c = { queue: [], pumpAt: null }));
+    if (!c) this.channels.set(k, (c = { queue: [], pumpAt: null, lastSentAt: -1 }));
     return c;
   }
 
@@ -827,11 +880,14 @@ class KeeperSim {
     what: Payload = 'other',
   ): void {
     const c = this.channel(from.i, to.i);
+    const last = c.queue.at(-1);
+    // in gather runs, what one step sends on a connection arrives together (one frame, one turn)
+    const burst = this.gather && delayMs === undefined && last !== undefined && c.lastSentAt === this.now;
     const slow = this.rnd.chance(0.05) ? this.rnd.int(300) : 0;
-    const readyAt = Math.max(
-      this.now + (delayMs ?? 1 + this.rnd.int(this.maxDelayMs) + slow),
-      c.queue.at(-1)?.readyAt ?? 0,
-    );
+    const readyAt = burst
+      ? last.readyAt
+      : Math.max(this.now + (delayMs ?? 1 + this.rnd.int(this.maxDelayMs) + slow), last?.readyAt ?? 0);
+    c.lastSentAt = this.now;
     c.queue.push({ readyAt, deliver, what });
     this.pump(from.i, to.i, c);
   }

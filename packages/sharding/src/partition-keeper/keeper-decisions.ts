@@ -108,6 +108,12 @@ import {
  * - Queries are asked again every retry period (as before).
  * - A cargo over one frame travels in PARTS (hand-off-parts.ts), joined here in order; a gap
  *   discards the partial cargo (the probe has it sent again), as does its sender leaving reach.
+ * - Hand-offs that reach a node back to back are GATHERED by its machine (hand-off-gather.ts) and
+ *   taken in one step, `keeper.hand-offs`: exactly their single steps in arrival order with no
+ *   settle between (each checked, receipted, voided or dropped on its own), so every rule above
+ *   holds item by item; the batch activates together and each member hears one `active` and one
+ *   withdraw (issue 29: a newest node took an old owner's 13–14 hand-offs in as many steps).
+ *   Nothing new travels: old and new builds exchange the same messages.
  */
 
 export interface KeeperPolicy {
@@ -224,6 +230,11 @@ export interface KeeperContext {
   readonly lastRetryAt: number;
   /** Chunked hand-offs being joined, by `${from} ${partition}`. */
   readonly assembling: Readonly<Record<string, Assembly>>;
+  /**
+   * Hand-offs the machine gathered as they arrived, not decided yet (hand-off-gather.ts): kept in
+   * the context so the machine stays a function of its events. `decide` never reads it.
+   */
+  readonly gathered: readonly HandOff[];
 }
 
 export const initialKeeperContext: KeeperContext = {
@@ -239,6 +250,7 @@ export const initialKeeperContext: KeeperContext = {
   nextRound: 1,
   lastRetryAt: 0,
   assembling: {},
+  gathered: [],
 };
 
 export type KeeperEvent =
@@ -254,6 +266,11 @@ export type KeeperEvent =
   | { readonly type: 'keeper.tick' }
   /** Our own hand-off of `handOff.partition`, lost on the way, back here (after a `take-back`). */
   | { readonly type: 'keeper.taken-back'; readonly handOff: HandOff }
+  /**
+   * Hand-offs that reached this node back to back (one inbound turn), in arrival order, gathered by
+   * the machine (hand-off-gather.ts): nothing new on the wire, each is a `sharding.hand-off` as sent.
+   */
+  | { readonly type: 'keeper.hand-offs'; readonly handOffs: readonly HandOff[] }
   | KeeperMessage
   | HandOffPart;
 
@@ -531,6 +548,13 @@ export function decide(
     case 'sharding.hand-off':
       tokenReceived(s, event);
       break;
+    case 'keeper.hand-offs': {
+      // each as its own step would take it, with no settle between: one activation, one notice
+      const abandoned: { partition: number; query: Query }[] = [];
+      for (const h of event.handOffs) tokenReceived(s, h, false, abandoned);
+      if (abandoned.length > 0) withdraw(s, abandoned);
+      break;
+    }
     case 'sharding.active':
       activeReceived(s, event);
       break;
@@ -872,8 +896,16 @@ function refuse(s: Step, from: string, why: string, fields: Record<string, unkno
   s.count('refused');
 }
 
-/** `local`: our own hand-off taken back (no receipt, no late-arrival check). */
-function tokenReceived(s: Step, h: HandOff, local = false): void {
+/**
+ * `local`: our own hand-off taken back (no receipt, no late-arrival check). `abandoned`: gathers
+ * the queries the token ends, for a batch to withdraw once per member, instead of withdrawing here.
+ */
+function tokenReceived(
+  s: Step,
+  h: HandOff,
+  local = false,
+  abandoned?: { partition: number; query: Query }[],
+): void {
   const p = h.partition;
   if (p >= s.policy.partitionCount) {
     refuse(s, h.from, 'partition out of range', { partition: p });
@@ -944,7 +976,10 @@ function tokenReceived(s: Step, h: HandOff, local = false): void {
   }
   const leaving = s.ownerOf(p) !== s.policy.selfKey;
   // our query for p is over without a creation: its renounces bind nobody
-  if (part.query !== null) withdraw(s, [{ partition: p, query: part.query }]);
+  if (part.query !== null) {
+    if (abandoned) abandoned.push({ partition: p, query: part.query });
+    else withdraw(s, [{ partition: p, query: part.query }]);
+  }
   s.setPart(p, {
     seen,
     query: null,

@@ -2,6 +2,7 @@ import { type Cluster, type Membership, memberKey } from '@doyen/cluster';
 import { type ActorSystem, enqueueDecision, type Message, nodeKey, nodeOfKey } from '@doyen/core';
 import type { PartitionTable } from '@doyen/partitions';
 import { setup } from 'xstate';
+import { arrive, GATHER_DUE, type GatherDue } from './hand-off-gather.js';
 import {
   entryBytes,
   HAND_OFF_PART_BYTES,
@@ -53,6 +54,11 @@ export interface KeeperDeps {
   readonly onTokensHeld?: (count: number) => void;
   /** Encoded bytes per hand-off part (default HAND_OFF_PART_BYTES; Infinity: never chunk, tests' positive control). */
   readonly handOffPartBytes?: number;
+  /**
+   * Hand-offs arriving back to back are decided in one step (hand-off-gather.ts). Default true;
+   * false decides each as it comes (the tests' control).
+   */
+  readonly gatherHandOffs?: boolean;
 }
 
 /** The older cargo first: what came with the token, then what the region kept. */
@@ -78,6 +84,11 @@ export function createKeeperMachine(deps: KeeperDeps) {
   const peer = (key: string) => system.remoteRef(nodeOfKey(key), KEEPER_PATH);
   const active = (p: number, on: boolean) => deps.onActive?.(p, on);
   const partBytes = deps.handOffPartBytes ?? HAND_OFF_PART_BYTES;
+  const gather = deps.gatherHandOffs ?? true;
+  // a gathered hand-off is a token on its way in: a retiring node waits for it as for one it holds
+  let tokensDecided = 0;
+  let tokensGathered = 0;
+  const tellTokensHeld = () => deps.onTokensHeld?.(tokensDecided + tokensGathered);
   // each hand-off until its receiver confirms it (the decisions probe; a lost one is taken back)
   const unconfirmed = new Map<number, HandOff>();
   /**
@@ -215,45 +226,67 @@ export function createKeeperMachine(deps: KeeperDeps) {
         leases.want(effect.active);
         return;
       case 'tokens-held':
-        deps.onTokensHeld?.(effect.count);
+        tokensDecided = effect.count;
+        tellTokensHeld();
         return;
     }
   };
 
   const machineSetup = setup({
-    types: { context: {} as KeeperContext, events: {} as KeeperEvent },
+    types: { context: {} as KeeperContext, events: {} as KeeperEvent | GatherDue },
     actions: {
       run: (_, effect: KeeperEffect) => execute(effect),
+      gathered: (_, count: number) => {
+        tokensGathered = count;
+        tellTokensHeld();
+      },
     },
   });
 
   const step = machineSetup.enqueueActions(({ context, event, enqueue }) => {
-    const now = system.clock.now();
+    const arrival = arrive(context.gathered, event, gather);
     let ctx = context;
+    if (arrival.gathered !== context.gathered) {
+      ctx = { ...context, gathered: arrival.gathered };
+      const next = ctx;
+      enqueue.assign(() => next);
+      enqueue({ type: 'gathered', params: arrival.gathered.length });
+    }
+    // the turn's end (a 0 ms timer) decides a gathering unless another event does first
+    if (arrival.started) enqueue.raise({ type: GATHER_DUE }, { id: GATHER_DUE, delay: 0 });
+    else if (context.gathered.length > 0 && arrival.gathered.length === 0 && event.type !== GATHER_DUE)
+      enqueue.cancel(GATHER_DUE);
+    if (arrival.decide.length === 0) return;
+    const now = system.clock.now();
     let result: KeeperStep | undefined;
     // a loss is read, not waited for (the safety-critical direction); a gain comes as its event
-    if (ctx.lease && event.type !== 'keeper.lease' && !leases.holdsOwn()) {
+    const onlyLease = arrival.decide.length === 1 && arrival.decide[0]!.type === 'keeper.lease';
+    if (ctx.lease && !onlyLease && !leases.holdsOwn()) {
       result = decide(policy, ctx, { type: 'keeper.lease', held: false }, now);
       enqueueDecision(enqueue, ctx, result);
       ctx = result.context;
     }
-    result = decide(policy, ctx, event, now);
-    enqueueDecision(enqueue, ctx, result);
-    // a hand-off lost on the way comes back at once, as if handed to us (its cargo is kept here)
-    for (const effect of result.effects) {
-      if (effect.kind !== 'take-back') continue;
-      const handOff = unconfirmed.get(effect.partition);
-      if (handOff === undefined) {
-        system.logger.warn(
-          { event: 'sharding.hand-off-missing', partition: effect.partition },
-          'a lost hand-off to take back is no longer kept',
-        );
-        continue;
-      }
-      ctx = result.context;
-      result = decide(policy, ctx, { type: 'keeper.taken-back', handOff }, now);
+    for (const input of arrival.decide) {
+      result = decide(policy, ctx, input, now);
       enqueueDecision(enqueue, ctx, result);
+      ctx = result.context;
+      // a hand-off lost on the way comes back at once, as if handed to us (its cargo is kept here)
+      for (const effect of result.effects) {
+        if (effect.kind !== 'take-back') continue;
+        const handOff = unconfirmed.get(effect.partition);
+        if (handOff === undefined) {
+          system.logger.warn(
+            { event: 'sharding.hand-off-missing', partition: effect.partition },
+            'a lost hand-off to take back is no longer kept',
+          );
+          continue;
+        }
+        result = decide(policy, ctx, { type: 'keeper.taken-back', handOff }, now);
+        enqueueDecision(enqueue, ctx, result);
+        ctx = result.context;
+      }
     }
+    if (result === undefined) return;
     enqueue.cancel(WAKE);
     if (result.wakeInMs !== null) enqueue.raise({ type: WAKE }, { id: WAKE, delay: result.wakeInMs });
   });
@@ -271,6 +304,7 @@ export function createKeeperMachine(deps: KeeperDeps) {
           'keeper.fenced': { actions: step },
           'keeper.region-drained': { actions: step },
           'keeper.tick': { actions: step },
+          [GATHER_DUE]: { actions: step },
           'sharding.token-query': { actions: step },
           'sharding.token-withdraw': { actions: step },
           'sharding.token-answer': { actions: step },
@@ -305,6 +339,8 @@ export interface PartitionKeeperOptions {
   readonly retryMs?: number;
   /** Encoded bytes per hand-off part (default 128 KiB). */
   readonly handOffPartBytes?: number;
+  /** Decide hand-offs arriving back to back in one step (default true; false: the control). */
+  readonly gatherHandOffs?: boolean;
 }
 
 const LIVE: readonly string[] = ['joining', 'up', 'leaving', 'exiting'];
@@ -355,6 +391,7 @@ export function startPartitionKeeper(options: PartitionKeeperOptions): KeeperInb
         tokensHeld = count;
       },
       ...(options.handOffPartBytes !== undefined ? { handOffPartBytes: options.handOffPartBytes } : {}),
+      ...(options.gatherHandOffs !== undefined ? { gatherHandOffs: options.gatherHandOffs } : {}),
     }),
     { name: KEEPER_PATH.split('/')[2]!, parent: 'system' },
   );
