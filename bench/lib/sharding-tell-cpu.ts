@@ -19,6 +19,12 @@ export interface TellCpu {
   readonly plainUs: number;
   /** The same to one plain actor on the other node (the wire's best case). */
   readonly plainOneUs: number;
+  /**
+   * Of the figures above, the sending loop's own CPU per message (the sends' synchronous part:
+   * entity ref, region and batching, or the remote ref; not the wire's encoding after it): where
+   * the sender's cost goes, beside the whole.
+   */
+  readonly sendUs: { readonly sharded: number; readonly plain: number; readonly plainOne: number };
   readonly rounds: number;
   readonly messages: number;
   readonly entities: number;
@@ -55,16 +61,25 @@ export async function measureTellCpu(messages: number, rounds: number, entities 
       ),
       plainOne: [senderSystem.remoteRef(hostSystem.node, '/user/sb-plain-0')],
     };
+    const sendUs = { sharded: [] as number[], plain: [] as number[], plainOne: [] as number[] };
     const round = async (kind: keyof typeof targets): Promise<number> => {
       const count = kind === 'sharded' ? 'sharded' : 'plain';
       const before = counted[count];
       const refs = targets[kind];
       const cpu = process.cpuUsage();
+      let sending = 0;
+      let chunk = process.cpuUsage();
       for (let m = 0; m < messages; m++) {
         refs[m % refs.length]!.send(TELL);
         // as an app's sends come: a turn of the event loop now and then
-        if (m % 2000 === 1999) await new Promise((resolve) => setImmediate(resolve));
+        if (m % 2000 === 1999) {
+          const spent = process.cpuUsage(chunk);
+          sending += spent.user + spent.system;
+          await new Promise((resolve) => setImmediate(resolve));
+          chunk = process.cpuUsage();
+        }
       }
+      sendUs[kind].push(sending / messages);
       const until = performance.now() + 30_000;
       while (counted[count] - before < messages && performance.now() < until)
         await new Promise((resolve) => setTimeout(resolve, 1));
@@ -73,14 +88,17 @@ export async function measureTellCpu(messages: number, rounds: number, entities 
     };
     // the first rounds activate the entities and warm every path up
     for (const kind of ['sharded', 'plain', 'plainOne'] as const) await round(kind);
+    for (const xs of Object.values(sendUs)) xs.length = 0;
     const us = { sharded: [] as number[], plain: [] as number[], plainOne: [] as number[] };
     for (let r = 0; r < rounds; r++)
       for (const kind of ['plain', 'sharded', 'plainOne'] as const) us[kind].push(await round(kind));
     const at = (xs: number[]) => Math.round(median(xs) * 100) / 100;
+    const at3 = (xs: number[]) => Math.round(median(xs) * 1000) / 1000;
     return {
       shardedUs: at(us.sharded),
       plainUs: at(us.plain),
       plainOneUs: at(us.plainOne),
+      sendUs: { sharded: at3(sendUs.sharded), plain: at3(sendUs.plain), plainOne: at3(sendUs.plainOne) },
       rounds,
       messages,
       entities,

@@ -25,6 +25,11 @@ export class EntityRef<M extends Message = Message> extends ActorRef<M> {
    * it per message was a tenth of a sharded tell's sending cost.
    */
   partition: number | undefined = undefined;
+  /**
+   * Set by the router once this ref's type and id passed its checks (the ref always sends through
+   * the same router, and neither changes): later sends check only the message's type.
+   */
+  checked: unknown = undefined;
 
   constructor(
     host: RefHost,

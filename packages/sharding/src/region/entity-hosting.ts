@@ -17,7 +17,8 @@ export interface EntitySnapshot {
   readonly snapshot: unknown;
 }
 
-interface Entity {
+/** An entity running here (`running` hands it to the region, which reads its partition). */
+export interface Entity {
   readonly id: string;
   readonly partition: number;
   readonly ref: LocalActorRef;
@@ -243,14 +244,30 @@ export class EntityHosting {
     return this.entities.has(entityId);
   }
 
-  /** The partition of a running entity (checked when it started), or undefined when none runs. */
-  partitionOfRunning(entityId: string): number | undefined {
-    return this.entities.get(entityId)?.partition;
+  /**
+   * The running entity of `entityId`, or undefined: for a caller that checks its partition and then
+   * delivers to it (`deliverTo`), one lookup of the id per message instead of two.
+   */
+  running(entityId: string): Entity | undefined {
+    return this.entities.get(entityId);
   }
 
   /** Delivers to the entity, starting it first (from its handed-over snapshot, if one waits) when it is not running. */
   deliver(entityId: string, partition: number, payload: Message, sender: ActorRef | undefined): void {
-    let entity = this.entities.get(entityId);
+    this.deliverTo(this.entities.get(entityId), entityId, partition, payload, sender);
+  }
+
+  /**
+   * `deliver` with the id's lookup done by the caller (`running`) in this same task: `entity` is what
+   * it returned, so nothing started or stopped the entity in between.
+   */
+  deliverTo(
+    entity: Entity | undefined,
+    entityId: string,
+    partition: number,
+    payload: Message,
+    sender: ActorRef | undefined,
+  ): void {
     if (!this.recency) {
       // no idle timeout and no cap: the recency order is never read, so a message only delivers
       if (!entity)

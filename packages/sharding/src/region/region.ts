@@ -4,6 +4,7 @@ import {
   type ActorSystem,
   type DeadLetterReason,
   type Message,
+  type MessageAdmission,
   type MessageRefusal,
   nodeOfKey,
   RateLimitedLog,
@@ -55,6 +56,8 @@ export type RefusalReason =
 /** Where a sender keeps an id's partition between sends (an EntityRef: its id never changes). */
 export interface PartitionMemo {
   partition: number | undefined;
+  /** The registration its type and id passed the checks against (opaque outside the region). */
+  checked: unknown;
 }
 
 export interface RegionOptions {
@@ -151,6 +154,12 @@ export class Region implements KeeperHost {
   private listener: RegionListener | undefined;
   /** The owner lease read by the clock before entities here act on an arrival (see `stopIfLeaseLapsed`). */
   private guard: DeliveryGuard | undefined;
+  /** The last payload type received, its admission, and the registrations it was taken at. */
+  private readonly admitted: {
+    type: string | undefined;
+    admission: MessageAdmission | undefined;
+    generation: number;
+  } = { type: undefined, admission: undefined, generation: -1 };
   /** Why the payload being received was refused by its admission (set by `onInvalid`). */
   private invalidDetail: string | undefined;
   private readonly onInvalid = (refusal: MessageRefusal): void => {
@@ -322,8 +331,17 @@ export class Region implements KeeperHost {
     sender: ActorRef | undefined,
     memo?: PartitionMemo,
   ): RefusalReason | undefined {
-    const refusal = this.refusalOf(this.types.get(entityType), entityId, payload);
-    if (refusal) return refusal;
+    // a ref's type and id were checked on its first send: they never change, nor does a type's registration
+    let registered = memo?.checked as RegisteredType | undefined;
+    if (registered === undefined) {
+      registered = this.types.get(entityType);
+      const refusal = this.refusalOf(registered, entityId, payload);
+      if (refusal) return refusal;
+      if (memo) memo.checked = registered;
+    } else {
+      const allowed = registered.type.messages;
+      if (allowed && !allowed.has(payload.type)) return 'unregistered-message';
+    }
     if (this.closed) {
       // after our farewell nothing may follow it: a stopped node's sends are counted dead letters
       this.dropped(
@@ -349,19 +367,18 @@ export class Region implements KeeperHost {
     return undefined;
   }
 
-  /** The id's partition: a running entity's was checked when it started, so only a new id is hashed. */
-  private partitionOfId(registered: RegisteredType | undefined, entityId: string): number {
-    return (
-      registered?.hosting?.partitionOfRunning(entityId) ?? partitionOf(entityId, this.options.partitionCount)
-    );
-  }
-
   /**
    * The owner `route` would send a message for `p` to now (another node's key), or undefined when
    * it would deliver, keep or hold it here: the conditions of `route`, in its order.
    */
   private remoteOwnerOf(p: number): string | undefined {
-    if (this.active.has(p) || this.draining.has(p) || this.holding.has(p) || this.suspended.has(p))
+    // a proxy-only node (a load generator, a gateway) holds none of them: four sizes, no lookups
+    if (
+      (this.active.size > 0 && this.active.has(p)) ||
+      (this.draining.size > 0 && this.draining.has(p)) ||
+      (this.holding.size > 0 && this.holding.has(p)) ||
+      (this.suspended.size > 0 && this.suspended.has(p))
+    )
       return undefined;
     const owner = this.table?.owners[p];
     return !owner || owner === this.options.selfKey || this.isGone(owner) ? undefined : owner;
@@ -560,6 +577,21 @@ export class Region implements KeeperHost {
     }
   }
 
+  /**
+   * The admission of a payload type, looked up again only when the type differs from the last one's
+   * (a batch is mostly runs of one type) or a type was registered since: a decoded type is a new
+   * string each time, and a lookup by it hashed it afresh per message.
+   */
+  private admissionOf(type: string): MessageAdmission | undefined {
+    const types = this.system.messageTypes;
+    if (type !== this.admitted.type || this.admitted.generation !== types.generation) {
+      this.admitted.type = type;
+      this.admitted.admission = types.admissionOf(type);
+      this.admitted.generation = types.generation;
+    }
+    return this.admitted.admission;
+  }
+
   /** One message for an entity from another node's region, its fields read: checked, then routed. */
   private received(
     entityType: string,
@@ -572,21 +604,26 @@ export class Region implements KeeperHost {
     sender: string | undefined,
   ): void {
     // a payload type the app registered is admitted as any message is (a schema's rebuilt from it);
-    // one lookup of the type and of the entity type per message, no closure per message
-    const admission = this.system.messageTypes.admissionOf(raw.type);
+    // the type's lookup once per run of one type (as the wire does), no closure per message
+    const admission = this.admissionOf(raw.type);
     this.invalidDetail = undefined;
     const payload = admission ? admission(raw, undefined, this.onInvalid) : raw;
     const invalid = this.invalidDetail;
     const registered = this.types.get(entityType);
-    const refusal =
-      payload === undefined
-        ? 'invalid-message'
-        : (this.refusalOf(registered, entityId, payload) ??
-          (this.partitionOfId(registered, entityId) !== p ? 'wrong-partition' : undefined));
+    let refusal: RefusalReason | undefined =
+      payload === undefined ? 'invalid-message' : this.refusalOf(registered, entityId, payload);
+    // the id looked up once: a running entity's partition was checked when it started (only a new id
+    // is hashed), and the message goes to that entity
+    const hosting = registered?.hosting;
+    const running = refusal === undefined ? hosting?.running(entityId) : undefined;
+    if (
+      refusal === undefined &&
+      (running?.partition ?? partitionOf(entityId, this.options.partitionCount)) !== p
+    )
+      refusal = 'wrong-partition';
     // the usual case, an active partition hosted here: delivered without a RoutedMessage
-    const hosting = refusal === undefined && this.active.has(p) ? registered?.hosting : undefined;
-    if (hosting !== undefined) {
-      hosting.deliver(entityId, p, payload!, from);
+    if (refusal === undefined && hosting !== undefined && this.active.has(p)) {
+      hosting.deliverTo(running, entityId, p, payload!, from);
       return;
     }
     const m: RoutedMessage = {
