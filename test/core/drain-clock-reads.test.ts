@@ -11,25 +11,13 @@ import {
   type DispatcherConfig,
   defaultDispatcherConfig,
 } from '../../packages/core/src/dispatcher.js';
-import { HeldTurns, QueuedWork } from '../support/dispatcher-fakes.js';
+import { FakeClock, HeldTurns, QueuedWork } from '../support/dispatcher-fakes.js';
 
 /** Queued work whose every batch takes `msPerBatch` of fake time. */
 const timedWork = (clock: FakeClock, msPerBatch = 0) =>
   new QueuedWork(() => {
     clock.ms += msPerBatch;
   });
-
-/** `performance.now` as the dispatcher sees it: time moves only when a test moves it; reads are counted. */
-class FakeClock {
-  ms = 0;
-  reads = 0;
-  install(): void {
-    vi.spyOn(performance, 'now').mockImplementation(() => {
-      this.reads++;
-      return this.ms;
-    });
-  }
-}
 
 afterEach(() => {
   vi.restoreAllMocks();

@@ -6,19 +6,7 @@
 // (a gate refusing their turn) cannot keep a turn going. Each has a control.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Dispatcher, defaultDispatcherConfig } from '../../packages/core/src/dispatcher.js';
-import { HeldTurns, QueuedWork } from '../support/dispatcher-fakes.js';
-
-/** `performance.now` as the dispatcher sees it: time moves only when a test moves it; reads are counted. */
-class FakeClock {
-  ms = 0;
-  reads = 0;
-  install(): void {
-    vi.spyOn(performance, 'now').mockImplementation(() => {
-      this.reads++;
-      return this.ms;
-    });
-  }
-}
+import { FakeClock, HeldTurns, QueuedWork } from '../support/dispatcher-fakes.js';
 
 afterEach(() => {
   vi.restoreAllMocks();

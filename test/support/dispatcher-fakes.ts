@@ -1,3 +1,4 @@
+import { vi } from 'vitest';
 import type { TurnScheduler } from '../../packages/core/src/clock.js';
 import type { Runnable } from '../../packages/core/src/dispatcher.js';
 
@@ -31,5 +32,20 @@ export class QueuedWork implements Runnable {
   }
   hasWork(): boolean {
     return this.work > 0;
+  }
+}
+
+/**
+ * `performance.now` as the dispatcher sees it: time moves only when a test moves it; reads are
+ * counted. `install` spies on it (a test file restores the spies after each test).
+ */
+export class FakeClock {
+  ms = 0;
+  reads = 0;
+  install(): void {
+    vi.spyOn(performance, 'now').mockImplementation(() => {
+      this.reads++;
+      return this.ms;
+    });
   }
 }
