@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { fromTransition, type Message } from '../../packages/core/src/index.js';
-import { partitionOf } from '../../packages/partitions/src/index.js';
 import { entityTypeOf } from '../../packages/sharding/src/entity-type.js';
 import { Region } from '../../packages/sharding/src/region/region.js';
 import { ShardingMetrics } from '../../packages/sharding/src/region/sharding-metrics.js';
@@ -20,7 +19,6 @@ const SELF = '127.0.0.1:1#u1';
 const OLD = '127.0.0.1:2#old';
 const NEW = '127.0.0.1:2#new';
 const ID = 'c-1';
-const P = partitionOf(ID, PARTITIONS);
 
 function proxy() {
   const { system, scheduler } = makeCoreSystem();
