@@ -119,7 +119,7 @@ async function startNode(guarded: boolean) {
   const add = (n: number) => counters.ref('c-1').send({ type: 'count.add', n });
   const lostCounted = () =>
     system.metrics.value('doyen_sharding_keeper_events_total', { event: 'lease-lost' }) ?? 0;
-  return { sharding, leases, handled, add, lostCounted };
+  return { sharding, leases, handled, add, lostCounted, partitions, self: node.cluster.self.key };
 }
 
 describe('a message arriving after a pause past the owner lease, before its end is reported', () => {
@@ -185,5 +185,27 @@ describe('messages an entity had queued before a pause past the owner lease (the
     await eventually(() => n.handled.length === 3, { what: 'the stale entity processed its queue' });
     expect(n.leases.holdsOwn()).toBe(false);
     expect(n.lostCounted()).toBe(0);
+  }, 30_000);
+});
+
+describe('a loss the keeper reads by the clock itself (no arrival; sharding chaos, seed 39514)', () => {
+  /**
+   * The keeper reads the owner lease by the clock before each of its steps and decides a loss
+   * there; the lease's reporter tells only changes of what it last told. Had the keeper not told
+   * it the loss, a renewal right after would read as no change, and the keeper would wait for a
+   * gain that never came: its partitions stayed inactive for good. Control: the reporter's own
+   * view of that renewal is no change unless the keeper told it the loss.
+   */
+  it('after the renewal the keeper hears the gain and every partition is active again', async () => {
+    const n = await startNode(true);
+    n.leases.lapseSilently();
+    // a step of the keeper's own (a newer table), no message to any entity
+    n.partitions.adopt({ ...n.partitions.table()!, version: n.partitions.table()!.version + 1 });
+    await eventually(() => n.lostCounted() === 1, { what: 'the keeper read the loss' });
+    expect(n.sharding.region.activePartitions()).toEqual([]);
+    n.leases.renew();
+    await eventually(() => n.sharding.region.activePartitions().length === TEST_PARTITIONS, {
+      what: 'every partition active again',
+    });
   }, 30_000);
 });
