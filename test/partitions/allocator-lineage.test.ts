@@ -5,6 +5,7 @@ import {
   ackAhead,
   allocateFor,
   initialAllocatorContext,
+  MAX_VERSION_RAISE,
   type MembersEvent,
   raiseVersion,
   takeAck,
@@ -70,12 +71,17 @@ describe('allocator decisions: a member ahead of the lineage', () => {
     }
   });
 
-  it('counts only a current member, and only a version that can be counted past', () => {
+  it('counts only a current member, and only a version near enough to be counted past', () => {
     const ctx = fresh();
     expect(ackAhead(ctx, { type: 'partitions.ack', version: 18, from: 'm09' })).toBe(false);
     expect(ackAhead(ctx, { type: 'partitions.ack', version: Number.MAX_SAFE_INTEGER, from: 'm02' })).toBe(
       false,
     );
+    // a member claiming a version far past this lineage's: not followed (the versions' end is near)
+    expect(ackAhead(ctx, { type: 'partitions.ack', version: 1 + MAX_VERSION_RAISE + 1, from: 'm02' })).toBe(
+      false,
+    );
+    expect(ackAhead(ctx, { type: 'partitions.ack', version: 1 + MAX_VERSION_RAISE, from: 'm02' })).toBe(true);
     // before any table of its own there is nothing to number past
     expect(
       ackAhead(initialAllocatorContext(undefined), { type: 'partitions.ack', version: 18, from: 'm02' }),

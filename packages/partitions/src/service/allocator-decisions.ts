@@ -222,10 +222,15 @@ export function ackAhead(ctx: AllocatorContext, event: AllocatorEvent): boolean 
     event.type === 'partitions.ack' &&
     ctx.table !== undefined &&
     event.version > ctx.table.version &&
-    event.version < Number.MAX_SAFE_INTEGER &&
+    // a lineage restarts a few dozen versions behind; a member claiming far more would push the
+    // versions towards the end of the safe integers, where no table could follow
+    event.version - ctx.table.version <= MAX_VERSION_RAISE &&
     ctx.all.includes(event.from)
   );
 }
+
+/** How far past its own table an allocator numbers on one member's word (see `ackAhead`). */
+export const MAX_VERSION_RAISE = 1_000_000;
 
 /**
  * The same table again, numbered past the member's (nothing moves): adopted here and published to
