@@ -401,11 +401,20 @@ export class Region implements KeeperHost {
     this.goneOwners = this.goneIn(table);
     if (before.size === 0 || !table) return;
     // back among the members: what was held for it goes there
+    this.sendHeld((p, owner) => before.has(owner) && !this.active.has(p) && !this.draining.has(p));
+  }
+
+  /**
+   * What is held for partitions whose owner in the table is another live node goes there, for the
+   * partitions `release` names; not what the keeper holds (moving, suspended).
+   */
+  private sendHeld(release: (p: number, owner: string) => boolean): void {
+    const table = this.table;
+    if (!table) return;
     for (const p of this.buffers.partitions()) {
       const owner = table.owners[p];
-      if (!owner || !before.has(owner) || this.isGone(owner) || this.holding.has(p) || this.suspended.has(p))
-        continue;
-      if (this.active.has(p) || this.draining.has(p) || owner === this.options.selfKey) continue;
+      if (!owner || owner === this.options.selfKey || this.isGone(owner)) continue;
+      if (this.holding.has(p) || this.suspended.has(p) || !release(p, owner)) continue;
       for (const m of this.buffers.take(p)) this.sendTo(owner, m);
     }
     this.metrics.buffered(this.buffers.size);
@@ -683,14 +692,11 @@ export class Region implements KeeperHost {
     this.goneOwners = this.goneIn(table);
     // members gone from the table drop out of the cache
     this.regionRefs = new Map();
-    for (const p of this.buffers.partitions()) {
-      const owner = table.owners[p];
+    // held for no owner or for one gone: to the new table's owner
+    this.sendHeld((p) => {
       const before = previous?.owners[p];
-      if (this.holding.has(p) || this.suspended.has(p) || (before && !goneBefore.has(before))) continue;
-      if (!owner || owner === this.options.selfKey || this.isGone(owner)) continue;
-      for (const m of this.buffers.take(p)) this.sendTo(owner, m);
-    }
-    this.metrics.buffered(this.buffers.size);
+      return !before || goneBefore.has(before);
+    });
   }
 
   // ---- what the partition keeper tells the region (KeeperHost) ----------------------------

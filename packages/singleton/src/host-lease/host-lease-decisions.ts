@@ -551,21 +551,18 @@ export function fenceVote(
 
 type Draft = { context: HostLeaseContext; effects: HostLeaseEffect[] };
 
-const log = (event: string, fields: Record<string, unknown>, msg: string): HostLeaseEffect => ({
-  kind: 'log',
-  level: 'info',
-  event,
-  fields,
-  msg,
-});
+const logAt =
+  (level: 'info' | 'debug') =>
+  (event: string, fields: Record<string, unknown>, msg: string): HostLeaseEffect => ({
+    kind: 'log',
+    level,
+    event,
+    fields,
+    msg,
+  });
+const log = logAt('info');
 /** Off at info: an owner scope's bid, rounds and answers until it holds (what a slow acquisition waited on). */
-const debug = (event: string, fields: Record<string, unknown>, msg: string): HostLeaseEffect => ({
-  kind: 'log',
-  level: 'debug',
-  event,
-  fields,
-  msg,
-});
+const debug = logAt('debug');
 
 /** Records a granted round of `scope` from `voter` (ourselves included). */
 function recordGrant(draft: Draft, scope: string, voter: string, round: number, clean: boolean): void {
