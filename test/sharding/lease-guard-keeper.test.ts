@@ -208,4 +208,19 @@ describe('a loss the keeper reads by the clock itself (no arrival; sharding chao
       what: 'every partition active again',
     });
   }, 30_000);
+
+  it('positive control: a renewal after a loss the reporter was never told is no change to it', () => {
+    let now = 0;
+    const leases = new ClockOwnerLeases(() => now);
+    let told = 0;
+    leases.subscribe(() => told++);
+    leases.want(true);
+    expect(told).toBe(1);
+    leases.heldUntil = 100;
+    now = 200;
+    // the loss read by the clock, not told; the renewal then reads as what was last told
+    expect(leases.holdsOwn()).toBe(false);
+    leases.renew();
+    expect(told).toBe(1);
+  });
 });
