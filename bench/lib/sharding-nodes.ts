@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import type { InstanceLogLine, ProcessFate } from '../../packages/testkit/src/instance-overlaps.js';
 import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 import { builtCliArgs } from './built-cli.js';
+import { freePorts } from './free-ports.js';
 import { LOAD_PORT_ENV, SHARD_ROLE } from './sharding-protocol.js';
 import { sourceCliArgs } from './source-cli.js';
 
@@ -66,6 +67,13 @@ export class ShardingProcesses {
   private readonly spawned = new Map<string, NodeProcess>();
   private readonly started: number[];
   private readonly killedAt = new Map<NodeProcess, number>();
+  /**
+   * The slots' and the load node's ports: chosen free up front, taken again from the system when a
+   * start fails (a port free minutes ago can be another socket's now: EADDRINUSE).
+   */
+  private readonly ports: number[];
+  private readonly httpPorts: number[];
+  private readonly loadPorts: { port: number; httpPort: number; control: number };
 
   constructor(
     private readonly options: {
@@ -74,8 +82,6 @@ export class ShardingProcesses {
       readonly httpPorts: readonly number[];
       readonly loadPorts: { readonly port: number; readonly httpPort: number; readonly control: number };
       readonly secret: string;
-      /** The ports the nodes are told as seeds (the first one forms the cluster). */
-      readonly seeds: readonly number[];
       /**
        * Run the CLI from its TypeScript sources under tsx instead of the built bundle: a node then
        * starts on ~3× the CPU (issue 29: in a rolling restart on 2 cores, that CPU is taken from
@@ -84,13 +90,16 @@ export class ShardingProcesses {
       readonly fromSource?: boolean;
     },
   ) {
+    this.ports = [...options.ports];
+    this.httpPorts = [...options.httpPorts];
+    this.loadPorts = { ...options.loadPorts };
     this.nodes = options.ports.map(() => undefined);
     this.procs = options.ports.map(() => '');
     this.started = options.ports.map(() => 0);
   }
 
   address(slot: number): string {
-    return `127.0.0.1:${this.options.ports[slot]}`;
+    return `127.0.0.1:${this.ports[slot]}`;
   }
 
   running(): number[] {
@@ -103,7 +112,7 @@ export class ShardingProcesses {
    */
   private seeds(): string {
     const running = this.running();
-    const ports = running.length > 0 ? running.map((s) => this.options.ports[s]!) : this.options.seeds;
+    const ports = running.length > 0 ? running.map((s) => this.ports[s]!) : this.ports;
     return ports.map((p) => `127.0.0.1:${p}`).join(',');
   }
 
@@ -190,9 +199,10 @@ export class ShardingProcesses {
       } catch (error) {
         if (attempt >= attempts) throw error;
         process.stderr.write(
-          `${error instanceof Error ? error.message : String(error)}: starting it again\n`,
+          `${error instanceof Error ? error.message : String(error)}: starting it again on fresh ports\n`,
         );
         await this.kill(slot);
+        [this.ports[slot], this.httpPorts[slot]] = (await freePorts(2)) as [number, number];
       }
     }
   }
@@ -200,7 +210,7 @@ export class ShardingProcesses {
   private async startOnce(slot: number, timeoutMs: number): Promise<NodeProcess> {
     if (this.nodes[slot]?.running) throw new Error(`slot n${slot} still runs ${this.procs[slot]}`);
     const proc = `n${slot}.p${++this.started[slot]!}`;
-    const node = this.spawn(proc, this.options.ports[slot]!, this.options.httpPorts[slot]!, SHARD_ROLE, {});
+    const node = this.spawn(proc, this.ports[slot]!, this.httpPorts[slot]!, SHARD_ROLE, {});
     this.nodes[slot] = node;
     this.procs[slot] = proc;
     if (!(await node.waitForLine((l) => l.json?.event === 'node.started', timeoutMs)))
@@ -208,12 +218,22 @@ export class ShardingProcesses {
     return node;
   }
 
-  /** Starts the load generator's node (proxy-only) and waits for its control port. */
-  async startLoad(timeoutMs = 60_000): Promise<void> {
-    const { port, httpPort, control } = this.options.loadPorts;
-    this.load = this.spawn('load', port, httpPort, undefined, { [LOAD_PORT_ENV]: String(control) });
-    if (!(await this.load.waitForLine((l) => l.json?.event === 'node.started', timeoutMs)))
-      throw new Error(`the load node did not log node.started within ${timeoutMs} ms`);
+  /** Starts the load generator's node (proxy-only) and waits for its control port; on fresh ports again when it fails. */
+  async startLoad(timeoutMs = 60_000, attempts = 3): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const { port, httpPort, control } = this.loadPorts;
+      this.load = this.spawn('load', port, httpPort, undefined, { [LOAD_PORT_ENV]: String(control) });
+      if (await this.load.waitForLine((l) => l.json?.event === 'node.started', timeoutMs)) return;
+      const error = `the load node did not log node.started within ${timeoutMs} ms`;
+      if (attempt >= attempts) throw new Error(error);
+      process.stderr.write(`${error}: starting it again on fresh ports\n`);
+      if (this.load.running) {
+        this.load.kill9();
+        await this.load.exited;
+      }
+      const [fresh, freshHttp, freshControl] = (await freePorts(3)) as [number, number, number];
+      Object.assign(this.loadPorts, { port: fresh, httpPort: freshHttp, control: freshControl });
+    }
   }
 
   /** kill -9 of the slot's process; resolves with the kill time once it has exited. */
@@ -275,12 +295,12 @@ export class ShardingProcesses {
   }
 
   slotOf(address: string): number {
-    return this.options.ports.findIndex((p) => `127.0.0.1:${p}` === address);
+    return this.ports.findIndex((p) => `127.0.0.1:${p}` === address);
   }
 
   /** POST to the load generator's control port. */
   async control<T>(path: string, body: unknown = {}, timeoutMs = 600_000): Promise<T> {
-    const res = await fetch(`http://127.0.0.1:${this.options.loadPorts.control}${path}`, {
+    const res = await fetch(`http://127.0.0.1:${this.loadPorts.control}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),

@@ -241,7 +241,6 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
       control: ports[HOSTING_SLOTS * 2 + 2]!,
     },
     secret: randomBytes(12).toString('hex'),
-    seeds: hostPorts,
     fromSource: options.fromSource === true,
   });
   try {

@@ -119,14 +119,25 @@ describe('kill -9 of an entity owner (real processes)', () => {
       intervalMs: 200,
     });
 
-    // the victim: the hosting node running the most entities (not the test's node)
+    // the victim: the hosting node running the most entities (not the test's node). The nodes'
+    // lines reach this process on their own pipes, after the answers sometimes: wait until they
+    // account for every entity, or the victim's set misses ids it runs
     const runningOn = new Map<string, Set<string>>();
-    for (const { node, line } of lines) {
-      const set = runningOn.get(node) ?? new Set();
-      runningOn.set(node, set);
-      if (line.event === 'singleton.started') set.add(String(line.singleton));
-      else set.delete(String(line.singleton));
-    }
+    const readRunning = () => {
+      runningOn.clear();
+      for (const { node, line } of lines) {
+        const set = runningOn.get(node) ?? new Set();
+        runningOn.set(node, set);
+        if (line.event === 'singleton.started') set.add(String(line.singleton));
+        else set.delete(String(line.singleton));
+      }
+      return [...runningOn.values()].reduce((n, set) => n + set.size, 0);
+    };
+    await eventually(() => readRunning() === ids.length, {
+      what: 'an activation line read for every entity',
+      timeoutMs: 10_000,
+      intervalMs: 20,
+    });
     const [victimName, victimIds] = [...runningOn].sort((x, y) => y[1].size - x[1].size)[0]!;
     const victim = nodes.find((n) => n.name === victimName)!.node;
     expect(victimIds.size).toBeGreaterThan(0);
@@ -162,16 +173,27 @@ describe('kill -9 of an entity owner (real processes)', () => {
     const counts = await Promise.all(ids.map((id) => ask(id, 2000)));
     for (const [i, id] of ids.entries()) expect(counts[i], id).toBe(victimIds.has(id) ? 0 : 1);
 
-    // the checker sees the re-activations (not vacuous): each of the victim's ids started again elsewhere
-    const restartedElsewhere = new Set(
+    // the checker sees the re-activations (not vacuous): each of the victim's ids started again
+    // elsewhere (read once their lines have come through)
+    const restartedElsewhere = new Set<string>();
+    const readRestarts = () => {
+      for (const l of lines)
+        if (l.node !== victimName && l.line.event === 'singleton.started' && Number(l.line.time) >= killedAt)
+          restartedElsewhere.add(String(l.line.singleton));
+      return [...victimIds].every((id) => restartedElsewhere.has(id));
+    };
+    await eventually(readRestarts, {
+      what: "a restart line for each of the victim's entities",
+      timeoutMs: 10_000,
+      intervalMs: 20,
+    }).catch(() => undefined);
+    const notSeen = [...victimIds].filter((id) => !restartedElsewhere.has(id));
+    const story = (id: string) =>
       lines
-        .filter(
-          (l) =>
-            l.node !== victimName && l.line.event === 'singleton.started' && Number(l.line.time) >= killedAt,
-        )
-        .map((l) => String(l.line.singleton)),
-    );
-    expect([...victimIds].every((id) => restartedElsewhere.has(id))).toBe(true);
+        .filter((l) => String(l.line.singleton) === id)
+        .map((l) => `${l.node} ${l.line.event} ${Number(l.line.time) - killedAt} ms`)
+        .join(', ');
+    expect(notSeen, notSeen.map((id) => `${id}: ${story(id)}`).join('; ')).toEqual([]);
     const overlaps = findInstanceOverlaps(instanceIntervals(lines, fates, Date.now()));
     expect(overlaps, describeOverlaps(overlaps)).toEqual([]);
     expect(self.cluster.state().membership?.members.some((m) => m.roles.includes(SHARD_ROLE))).toBe(true);
