@@ -10,7 +10,8 @@
 //   1. local cold activation (first message to a fresh id, ask round trip) at --cold-rate/s, and the RSS of
 //      --memory-entities active counters: a one-node cluster in a child process.
 //   2. cold activation from another node: the load node asks fresh ids at --cold-rate/s, after 500 asks to
-//      other fresh ids (a fresh cluster's first asks run unoptimised code; the local child warms up alike).
+//      other fresh ids (a fresh cluster's first asks run unoptimised code; the local child warms up alike),
+//      of a type of their own whose activations are logged at debug as an app's are (`cold-counter`).
 //      Beside it, same rate: the same ids again (active: the round trip without an activation) and plain
 //      actors on the hosting nodes (no sharding). Each cold ask is split where it crosses the processes
 //      (pacing delay, out to the entity, reply back; the entity stamps its reply) and set beside every

@@ -9,6 +9,7 @@ import { startLoadGenerator } from './sharding-load.js';
 import {
   ACTIVATION_LOG_ENV,
   BENCH_MESSAGE_TYPES,
+  COLD_COUNTER_TYPE,
   COUNTER_TYPE,
   counterLogic,
   FANOUT_SINKS,
@@ -92,6 +93,10 @@ export function setup(node: DoyenNode): void {
     // the overlap check reads every activation and stop from the log; --hot-path checks none
     activationLog: process.env[ACTIVATION_LOG_ENV] === 'debug' ? 'debug' : 'info',
   });
+  const coldCounters = sharding.register(COLD_COUNTER_TYPE, counterLogic, {
+    role: SHARD_ROLE,
+    handOverSnapshot: true,
+  });
   if (node.cluster.self.roles.includes(SHARD_ROLE)) {
     node.system.spawn(sinkLogic, { name: SINK_NAME });
     for (let k = 0; k < FANOUT_SINKS; k++) node.system.spawn(sinkLogic, { name: fanoutSinkName(k) });
@@ -100,5 +105,5 @@ export function setup(node: DoyenNode): void {
   if (port === undefined) return;
   // the generator belongs to the process; a new incarnation hands it its node
   load ??= startLoadGenerator(Number(port));
-  load.attach(node, counters);
+  load.attach(node, counters, coldCounters);
 }

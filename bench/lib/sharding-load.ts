@@ -55,6 +55,8 @@ interface Steady {
 export class LoadGenerator {
   private node: DoyenNode | undefined;
   private counters: Counters | undefined;
+  /** The cold figure's type (activations logged at debug, as an app has them). */
+  private coldCounters: Counters | undefined;
   /** Per entity index: `sb.add` messages sent (its next sequence number is one more). */
   private readonly sent: number[] = [];
   /** The steady load's samples: send time and latency (ms; -1 when the ask failed). */
@@ -66,9 +68,10 @@ export class LoadGenerator {
   private steady: Steady | undefined;
   private pending = 0;
 
-  attach(node: DoyenNode, counters: Counters): void {
+  attach(node: DoyenNode, counters: Counters, coldCounters: Counters): void {
     this.node = node;
     this.counters = counters;
+    this.coldCounters = coldCounters;
   }
 
   private get live(): { node: DoyenNode; counters: Counters } {
@@ -95,8 +98,8 @@ export class LoadGenerator {
     }
   }
 
-  private get(id: string, timeoutMs: number): Promise<StateReply> {
-    return this.live.counters
+  private get(id: string, timeoutMs: number, counters = this.live.counters): Promise<StateReply> {
+    return counters
       .ref(id)
       .ask<StateReply>((replyTo) => ({ type: 'sb.get', replyTo }), { timeout: timeoutMs });
   }
@@ -265,7 +268,7 @@ export class LoadGenerator {
       async (i) => {
         const sentAt = performance.now();
         const late = sentAt - (start + (i * 1000) / rate);
-        const reply = await this.get(`${prefix}${i}`, timeoutMs).catch(() => undefined);
+        const reply = await this.get(`${prefix}${i}`, timeoutMs, this.coldCounters).catch(() => undefined);
         if (!reply) return -1;
         const answeredAt = performance.now();
         const sentWall = performance.timeOrigin + sentAt;

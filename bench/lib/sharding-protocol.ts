@@ -6,6 +6,12 @@ import { type ActorRef, fromTransition, type Message } from '../../packages/core
 
 /** The entity type name, the role that hosts it, and the plain sink's actor name. */
 export const COUNTER_TYPE = 'counter';
+/**
+ * The same counter as a type of its own for the cold-activation figure, with the activation line
+ * at debug as an app has it (the default): `counter`'s lines at info are the rolling restart's
+ * overlap evidence, and writing and reading one per activation is not an activation's cost.
+ */
+export const COLD_COUNTER_TYPE = 'cold-counter';
 export const SHARD_ROLE = 'shard';
 export const SINK_NAME = 'sharding-bench-sink';
 export const SINK_PATH = `/user/${SINK_NAME}`;
