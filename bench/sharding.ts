@@ -1,6 +1,6 @@
 // `pnpm bench sharding [--runs 1] [--entities 10000] [--rate 500] [--memory-entities 300000] [--cold 2000]
 // [--cold-rate 5000] [--tells 50000] [--tell-rounds 3] [--measured 2000] [--probed 300] [--nodes 5] [--orders 2]
-// [--no-scale] [--smallest] [--only-rolling] [--hot-path] [--from-source]`:
+// [--remembered 10000] [--remember-rate N] [--no-scale] [--smallest] [--only-rolling] [--hot-path] [--from-source]`:
 // the figures of issue 29, each beside its target, medians over --runs. Real `doyen node` processes on
 // 127.0.0.1 (the built CLI, packages/doyen/dist: run `pnpm build` first; --from-source: its TypeScript
 // sources under tsx; `--app bench/lib/sharding-app.ts`, which registers a sharded
@@ -37,9 +37,14 @@
 //      processes' deaths).
 //   5. kill -9 of the oldest node; added latency on --measured entities none of whose partitions it owns,
 //      over the --kill-window-ms (12 s) after the kill. It is restarted and the table rebalanced.
-//   6. kill -9 of the youngest owner; --probed of its entities asked every 50 ms (250 ms timeout) from the
+//   6. remembered entities (with an etcd: Debian's etcd-server, started on free ports, or ETCD_ENDPOINTS):
+//      --remembered ids of a type with `remember: true`, all in the youngest owner's partitions, asked once
+//      each; kill -9 of that owner; nothing sent to them after, so each start on a survivor is a restart
+//      from the store: all restarted, none twice or overlapping, each survivor's busiest second against
+//      --remember-rate (the nodes' restartsPerSecond; default sharding's, 100/s). It is restarted after.
+//   7. kill -9 of the youngest owner; --probed of its entities asked every 50 ms (250 ms timeout) from the
 //      kill on: the time until each answers again.
-//   7. scale 3 → 6 (a fresh cluster): 3 nodes started at once; time from all 6 up to 271 active partitions
+//   8. scale 3 → 6 (a fresh cluster): 3 nodes started at once; time from all 6 up to 271 active partitions
 //      balanced ±1; partitions activated more than once from the start of the scale-out.
 // --only-rolling: only the rolling restart (4.), on a cluster started for it; the other figures show `-`.
 // --smallest: 2 nodes, one restart order, a few hundred entities, a small memory figure, no scale-out: the
@@ -92,6 +97,8 @@ const options = {
   settleMs: opt('settle-ms', 20_000, 5000),
   baselineMs: opt('baseline-ms', 5000, 1000),
   killWindowMs: opt('kill-window-ms', 12_000, 2000),
+  remembered: opt('remembered', 10_000, 200),
+  rememberRate: numeric['remember-rate'],
   skipScale: noScale,
   hotPathOnly: hotPath,
   onlyRolling,
@@ -234,6 +241,33 @@ const allFigures: Record<string, Figure> = {
           label: 'scale 3 → 6: partitions moved more than once',
         } as Figure,
       }),
+  // with an etcd for the store (Debian's etcd-server): the remembered ids of a killed owner
+  ...(results.some((f) => f.remembered)
+    ? {
+        rememberedNotRestarted: {
+          value: med((f) => f.remembered && f.remembered.ids - f.remembered.restarted),
+          target: 0,
+          kind: 'max',
+          unit: '',
+          label: `remembered entities after a kill -9 of their owner (${options.remembered} ids): not restarted`,
+        } as Figure,
+        rememberedStartedTwice: {
+          value: med((f) => f.remembered && f.remembered.startedTwice + f.remembered.overlaps),
+          target: 0,
+          kind: 'max',
+          unit: '',
+          label: 'remembered entities: started twice or overlapping',
+        } as Figure,
+        // the pacer's slack: a start due at the edge of a window can land in it (2 %)
+        rememberedBusiestSecondVsRate: {
+          value: med((f) => f.remembered && f.remembered.busiestSecond / f.remembered.rate),
+          target: 1.02,
+          kind: 'max',
+          unit: '×',
+          label: "remembered entities: one survivor's busiest second vs the configured rate",
+        } as Figure,
+      }
+    : {}),
   coldLocalP99Ms: {
     value: med((f) => f.cold?.localP99Ms),
     target: 1,
@@ -382,12 +416,16 @@ function parseFlags(args: readonly string[]): Record<string, number> {
     'memory-entities',
     'tells',
     'tell-rounds',
+    'remembered',
+    'remember-rate',
   ]);
   const flags: Record<string, number> = {};
   for (let i = 0; i < args.length; i += 2) {
     const name = args[i]!.replace(/^--/, '');
     const value = Number(args[i + 1]);
-    if (!known.has(name) || !Number.isInteger(value) || value <= 0)
+    // --remembered 0 leaves the remembered scenario out
+    const least = name === 'remembered' ? 0 : 1;
+    if (!known.has(name) || !Number.isInteger(value) || value < least)
       throw new Error(
         `usage: pnpm bench sharding [--${[...known].join(' N] [--')} N] [--no-scale] [--smallest] [--only-rolling] [--hot-path] [--from-source] (got ${args[i]} ${args[i + 1]})`,
       );

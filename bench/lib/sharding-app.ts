@@ -5,6 +5,7 @@
 // generator, driven by the bench over HTTP on that port.
 import { type NodeGCPerformanceDetail, PerformanceObserver } from 'node:perf_hooks';
 import type { DoyenNode } from '../../packages/doyen/src/index.js';
+import { EtcdRememberStore } from '../../packages/sharding/src/index.js';
 import { startLoadGenerator } from './sharding-load.js';
 import {
   ACTIVATION_LOG_ENV,
@@ -15,13 +16,38 @@ import {
   FANOUT_SINKS,
   fanoutSinkName,
   LOAD_PORT_ENV,
+  REMEMBER_CLUSTER_ENV,
+  REMEMBER_ETCD_ENV,
+  REMEMBER_RATE_ENV,
+  REMEMBERED_COUNTER_TYPE,
   SHARD_ROLE,
   SINK_NAME,
   sinkLogic,
 } from './sharding-protocol.js';
 
-/** Partitions are owned by the `shard` role only, so the load generator's node is proxy-only. */
-export const config = { partitions: { role: SHARD_ROLE } };
+const rememberEndpoints = (process.env[REMEMBER_ETCD_ENV] ?? '').split(',').filter(Boolean);
+const rememberRate = process.env[REMEMBER_RATE_ENV];
+
+/**
+ * Partitions are owned by the `shard` role only, so the load generator's node is proxy-only; with
+ * an etcd (`REMEMBER_ETCD_ENV`), the remembered type's store, restarting at the given rate.
+ */
+export const config = {
+  partitions: { role: SHARD_ROLE },
+  ...(rememberEndpoints.length > 0
+    ? {
+        sharding: {
+          remember: {
+            store: new EtcdRememberStore({
+              endpoints: rememberEndpoints,
+              cluster: process.env[REMEMBER_CLUSTER_ENV] ?? 'sharding-bench',
+            }),
+            ...(rememberRate ? { restartsPerSecond: Number(rememberRate) } : {}),
+          },
+        },
+      }
+    : {}),
+};
 
 let load: ReturnType<typeof startLoadGenerator> | undefined;
 let gcObserved = false;
@@ -97,6 +123,14 @@ export function setup(node: DoyenNode): void {
     role: SHARD_ROLE,
     handOverSnapshot: true,
   });
+  const remembered =
+    rememberEndpoints.length > 0
+      ? sharding.register(REMEMBERED_COUNTER_TYPE, counterLogic, {
+          role: SHARD_ROLE,
+          remember: true,
+          activationLog: 'info',
+        })
+      : undefined;
   if (node.cluster.self.roles.includes(SHARD_ROLE)) {
     node.system.spawn(sinkLogic, { name: SINK_NAME });
     for (let k = 0; k < FANOUT_SINKS; k++) node.system.spawn(sinkLogic, { name: fanoutSinkName(k) });
@@ -105,5 +139,5 @@ export function setup(node: DoyenNode): void {
   if (port === undefined) return;
   // the generator belongs to the process; a new incarnation hands it its node
   load ??= startLoadGenerator(Number(port));
-  load.attach(node, counters, coldCounters);
+  load.attach(node, counters, coldCounters, remembered);
 }

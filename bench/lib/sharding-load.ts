@@ -17,6 +17,7 @@ import {
   entityId,
   FANOUT_SINKS,
   fanoutSinkName,
+  rememberedId,
   SHARD_ROLE,
   SINK_PATH,
   type StateReply,
@@ -57,6 +58,8 @@ export class LoadGenerator {
   private counters: Counters | undefined;
   /** The cold figure's type (activations logged at debug, as an app has them). */
   private coldCounters: Counters | undefined;
+  /** The remembered type, when the nodes have a store. */
+  private remembered: Counters | undefined;
   /** Per entity index: `sb.add` messages sent (its next sequence number is one more). */
   private readonly sent: number[] = [];
   /** The steady load's samples: send time and latency (ms; -1 when the ask failed). */
@@ -68,10 +71,29 @@ export class LoadGenerator {
   private steady: Steady | undefined;
   private pending = 0;
 
-  attach(node: DoyenNode, counters: Counters, coldCounters: Counters): void {
+  attach(node: DoyenNode, counters: Counters, coldCounters: Counters, remembered?: Counters): void {
     this.node = node;
     this.counters = counters;
     this.coldCounters = coldCounters;
+    this.remembered = remembered;
+  }
+
+  /** `sb.get` once to each remembered id `rememberedId(i)` of `indices` at `rate`/s: activates them. */
+  async activateRemembered(
+    indices: readonly number[],
+    rate: number,
+    timeoutMs: number,
+  ): Promise<{ answered: number; failed: number }> {
+    const remembered = this.remembered;
+    if (!remembered) throw new Error('the nodes have no remember store (no remembered type)');
+    const results = await this.paced(indices.length, rate, (k) =>
+      this.get(rememberedId(indices[k]!), timeoutMs, remembered).then(
+        () => true,
+        () => false,
+      ),
+    );
+    const answered = results.filter(Boolean).length;
+    return { answered, failed: results.length - answered };
   }
 
   private get live(): { node: DoyenNode; counters: Counters } {
@@ -440,6 +462,7 @@ export function startLoadGenerator(port: number): LoadGenerator {
     '/verify': (b) => load.verify(b.count, b.rate, b.timeoutMs ?? 10_000),
     '/probe': (b) => load.probe(b.indices, b.since, b.everyMs, b.timeoutMs, b.durationMs),
     '/cold': (b) => load.cold(b.prefix, b.count, b.rate, b.timeoutMs ?? 5000),
+    '/remembered/activate': (b) => load.activateRemembered(b.indices, b.rate, b.timeoutMs ?? 10_000),
     '/plain-asks': (b) => load.plainAsks(b.count, b.rate, b.timeoutMs ?? 5000),
     '/throughput': (b) => load.throughput(b.entities, b.messages, b.rounds),
   };

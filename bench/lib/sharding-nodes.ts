@@ -82,6 +82,8 @@ export class ShardingProcesses {
       readonly httpPorts: readonly number[];
       readonly loadPorts: { readonly port: number; readonly httpPort: number; readonly control: number };
       readonly secret: string;
+      /** Given to every process's environment (the remember store's settings). */
+      readonly env?: Readonly<Record<string, string>>;
       /**
        * Run the CLI from its TypeScript sources under tsx instead of the built bundle: a node then
        * starts on ~3× the CPU (issue 29: in a rolling restart on 2 cores, that CPU is taken from
@@ -134,7 +136,7 @@ export class ShardingProcesses {
     ]);
     const owned = NodeProcess.spawn({
       args: [...profile, ...args],
-      env: { DOYEN_SECRET: this.options.secret, DOYEN_LOG_LEVEL: LOG_LEVEL, ...env },
+      env: { DOYEN_SECRET: this.options.secret, DOYEN_LOG_LEVEL: LOG_LEVEL, ...this.options.env, ...env },
       http: { host: '127.0.0.1', port: httpPort },
       keepLogs: false,
       onLine: ({ json, text }) => {

@@ -12,6 +12,21 @@ export const COUNTER_TYPE = 'counter';
  * overlap evidence, and writing and reading one per activation is not an activation's cost.
  */
 export const COLD_COUNTER_TYPE = 'cold-counter';
+/**
+ * The same counter with `remember: true` (its activations at info: the remembered figure reads
+ * every start from the lines), registered only when the nodes are given a store (`REMEMBER_ETCD_ENV`).
+ */
+export const REMEMBERED_COUNTER_TYPE = 'remembered-counter';
+/** etcd client URLs (comma-separated) of the remembered type's store; unset, the type is not registered. */
+export const REMEMBER_ETCD_ENV = 'SHARDING_BENCH_REMEMBER_ETCD';
+/** The store's key namespace: a fresh one per run, so no run restarts another's ids. */
+export const REMEMBER_CLUSTER_ENV = 'SHARDING_BENCH_REMEMBER_CLUSTER';
+/** The nodes' `restartsPerSecond` (unset: sharding's default). */
+export const REMEMBER_RATE_ENV = 'SHARDING_BENCH_REMEMBER_RATE';
+/** The remembered type's entity ids. */
+export function rememberedId(i: number): string {
+  return `rem-${i}`;
+}
 export const SHARD_ROLE = 'shard';
 export const SINK_NAME = 'sharding-bench-sink';
 export const SINK_PATH = `/user/${SINK_NAME}`;

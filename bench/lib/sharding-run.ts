@@ -5,19 +5,29 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { partitionOf } from '../../packages/partitions/src/index.js';
+import { DEFAULT_RESTARTS_PER_SECOND, EtcdRememberStore } from '../../packages/sharding/src/index.js';
 import {
   findInstanceOverlaps,
   instanceIntervals,
   type ProcessFate,
 } from '../../packages/testkit/src/instance-overlaps.js';
+import { etcdEndpoints } from '../../test/support/etcd.js';
+import { ETCD_MISSING, etcdInstalled, startThrowawayEtcd } from '../../test/support/throwaway-etcd.js';
 import { freePorts } from './free-ports.js';
 import { type GroupTimes, timedByGroup } from './proc-schedstat.js';
 import { startRawAskBaseline } from './raw-relay-baseline.js';
 import { type ColdTraceSummary, summarizeColdTrace } from './sharding-cold-trace.js';
 import type { ColdTrace } from './sharding-load.js';
 import { COUNTED_EVENTS, type EntityLine, ShardingProcesses } from './sharding-nodes.js';
-import { entityId } from './sharding-protocol.js';
-import { median, percentile } from './stats.js';
+import {
+  entityId,
+  REMEMBER_CLUSTER_ENV,
+  REMEMBER_ETCD_ENV,
+  REMEMBER_RATE_ENV,
+  REMEMBERED_COUNTER_TYPE,
+  rememberedId,
+} from './sharding-protocol.js';
+import { busiestWindow, median, percentile } from './stats.js';
 
 export const PARTITIONS = 271;
 const HOSTING_SLOTS = 6;
@@ -62,6 +72,10 @@ export interface ShardingRunOptions {
   readonly onlyRolling?: boolean;
   /** The nodes run the CLI from its TypeScript sources under tsx, not the built bundle. */
   readonly fromSource?: boolean;
+  /** Remembered ids on the owner the remembered-entities scenario kills (0: no such scenario). */
+  readonly remembered?: number;
+  /** The nodes' `restartsPerSecond` (undefined: sharding's default, 100). */
+  readonly rememberRate?: number;
   readonly log: (line: string) => void;
 }
 
@@ -110,6 +124,8 @@ export interface ShardingRunFigures {
     unrecovered: number;
   };
   scale?: { balancedAfterUpMs: number; movedMoreThanOnce: number; moves: number };
+  /** kill -9 of the owner of `ids` remembered entities (etcd store): their restarts on the survivors. */
+  remembered?: RememberedFigures;
   /** Absent with `onlyRolling`, as are `memory` and `tell`. */
   cold?: {
     localP50Ms: number;
@@ -160,6 +176,25 @@ export interface ShardingRunFigures {
     deliveredPlain: number;
     deliveredPlainFanout: number;
   };
+}
+
+export interface RememberedFigures {
+  /** Remembered ids, all on the killed owner (asked once each, in the store before the kill). */
+  ids: number;
+  /** Of them, started again on a survivor after the kill (nothing was sent to them meanwhile). */
+  restarted: number;
+  /** Ids started more than once after the kill. */
+  startedTwice: number;
+  /** Overlapping activations of the remembered ids (the rolling figure's checker). */
+  overlaps: number;
+  survivors: number;
+  /** The nodes' restartsPerSecond. */
+  rate: number;
+  /** The most starts one survivor made in any 1 s window. */
+  busiestSecond: number;
+  /** The kill → the first and the last id started again. */
+  firstStartMs: number;
+  lastStartMs: number;
 }
 
 interface Samples {
@@ -229,30 +264,27 @@ function addedLatency(
 
 export async function runSharding(options: ShardingRunOptions): Promise<ShardingRunFigures> {
   const { log } = options;
-  const ports = await freePorts(HOSTING_SLOTS * 2 + 3);
-  const hostPorts = ports.slice(0, HOSTING_SLOTS);
-  const procs = new ShardingProcesses({
-    cluster: 'sharding-bench',
-    ports: hostPorts,
-    httpPorts: ports.slice(HOSTING_SLOTS, HOSTING_SLOTS * 2),
-    loadPorts: {
-      port: ports[HOSTING_SLOTS * 2]!,
-      httpPort: ports[HOSTING_SLOTS * 2 + 1]!,
-      control: ports[HOSTING_SLOTS * 2 + 2]!,
-    },
-    secret: randomBytes(12).toString('hex'),
-    fromSource: options.fromSource === true,
-  });
+  // the remembered type's store: a real etcd (Debian's etcd-server, or ETCD_ENDPOINTS)
+  const wantRemembered = (options.remembered ?? 0) > 0 && !options.onlyRolling && !options.hotPathOnly;
+  if (wantRemembered && !etcdInstalled() && !etcdEndpoints())
+    log(`remembered entities after a kill -9: not measured, ${ETCD_MISSING}`);
+  const etcd =
+    wantRemembered && (etcdInstalled() || etcdEndpoints()) ? await startThrowawayEtcd() : undefined;
+  // an interrupted bench exits through process.exit (the testkit's signal cleanup): etcd goes with it
+  const stopEtcd = () => etcd?.stop();
+  process.once('exit', stopEtcd);
+  const rememberCluster = `sharding-bench-${randomBytes(4).toString('hex')}`;
+  const rememberStore = etcd
+    ? {
+        endpoints: etcd.endpoints,
+        cluster: rememberCluster,
+        store: new EtcdRememberStore({ endpoints: etcd.endpoints, cluster: rememberCluster }),
+        rate: options.rememberRate ?? DEFAULT_RESTARTS_PER_SECOND,
+      }
+    : undefined;
+  const procs = await newProcesses(options);
   try {
-    const slots = Array.from({ length: options.nodes }, (_, s) => s);
-    const startCluster = async () => {
-      // the hosting nodes, the first forms the cluster, then the load generator's node
-      await procs.start(0);
-      await Promise.all(slots.slice(1).map((slot) => procs.start(slot)));
-      await procs.startLoad();
-      await mustBalance(procs, slots, 90_000);
-      log(`${options.nodes} nodes up, ${PARTITIONS} partitions active and balanced`);
-    };
+    const startCluster = () => startHostingCluster(procs, options);
     if (options.onlyRolling) {
       await startCluster();
       const errors: string[] = [];
@@ -389,15 +421,71 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
     const killOwner = await scenario('kill -9 of an owner', () => killAnOwner(procs, options));
     await procs.killAll();
     const scale = options.skipScale ? undefined : await scenario('scale 3 → 6', () => scaleOut(procs, log));
+    await procs.killAll();
+    // on a cluster of its own: a remembered type lists its ids in etcd on every partition
+    // activation, which the figures above (no remembered type) must not carry
+    const remembered = rememberStore
+      ? await scenario('remembered entities after a kill -9', async () => {
+          const own = await newProcesses(options, {
+            [REMEMBER_ETCD_ENV]: rememberStore.endpoints.join(','),
+            [REMEMBER_CLUSTER_ENV]: rememberStore.cluster,
+            ...(options.rememberRate !== undefined
+              ? { [REMEMBER_RATE_ENV]: String(options.rememberRate) }
+              : {}),
+          });
+          try {
+            await startHostingCluster(own, options);
+            return await rememberedAfterKill(own, options, rememberStore);
+          } finally {
+            await own.killAll();
+          }
+        })
+      : undefined;
     const figures: ShardingRunFigures = { errors, cold, memory, tell };
     if (rolling) figures.rolling = rolling;
     if (killNonOwner) figures.killNonOwner = killNonOwner;
     if (killOwner) figures.killOwner = killOwner;
+    if (remembered) figures.remembered = remembered;
     if (scale) figures.scale = scale;
     return figures;
   } finally {
     await procs.killAll();
+    await rememberStore?.store.close();
+    stopEtcd();
+    process.off('exit', stopEtcd);
   }
+}
+
+/** The bench's processes on fresh ports (`env` for every one of them). */
+async function newProcesses(
+  options: ShardingRunOptions,
+  env?: Record<string, string>,
+): Promise<ShardingProcesses> {
+  const ports = await freePorts(HOSTING_SLOTS * 2 + 3);
+  const hostPorts = ports.slice(0, HOSTING_SLOTS);
+  return new ShardingProcesses({
+    cluster: 'sharding-bench',
+    ports: hostPorts,
+    httpPorts: ports.slice(HOSTING_SLOTS, HOSTING_SLOTS * 2),
+    loadPorts: {
+      port: ports[HOSTING_SLOTS * 2]!,
+      httpPort: ports[HOSTING_SLOTS * 2 + 1]!,
+      control: ports[HOSTING_SLOTS * 2 + 2]!,
+    },
+    secret: randomBytes(12).toString('hex'),
+    fromSource: options.fromSource === true,
+    ...(env ? { env } : {}),
+  });
+}
+
+/** `options.nodes` hosting nodes (the first forms the cluster), then the load generator's node; balanced. */
+async function startHostingCluster(procs: ShardingProcesses, options: ShardingRunOptions): Promise<void> {
+  const slots = Array.from({ length: options.nodes }, (_, s) => s);
+  await procs.start(0);
+  await Promise.all(slots.slice(1).map((slot) => procs.start(slot)));
+  await procs.startLoad();
+  await mustBalance(procs, slots, 90_000);
+  options.log(`${options.nodes} nodes up, ${PARTITIONS} partitions active and balanced`);
 }
 
 /**
@@ -642,6 +730,97 @@ async function killOldest(
   await procs.start(oldest);
   const settled = await waitBalanced(procs, procs.running(), options.settleMs);
   if (settled.at === undefined) options.log(`after the oldest's restart: ${settled.detail}`);
+  return figures;
+}
+
+/**
+ * Remembered entities after a kill -9: `options.remembered` ids of the remembered type, all in
+ * partitions of the youngest hosting node, asked once each (activated there, their ids written to
+ * etcd); kill -9 of that node; then nothing is sent to them, so every start on a survivor is a
+ * restart from the store. Reads from the nodes' lines: all restarted, none twice, no overlap, and
+ * each survivor's busiest second against the configured rate.
+ */
+async function rememberedAfterKill(
+  procs: ShardingProcesses,
+  options: ShardingRunOptions,
+  remember: { readonly store: EtcdRememberStore; readonly rate: number },
+): Promise<RememberedFigures> {
+  const byAge = await slotsByAge(procs, procs.running()[0]!);
+  if (byAge.length < 2) throw new Error(`needs two hosting nodes, found ${byAge.length}`);
+  const victim = byAge[byAge.length - 1]!;
+  const survivors = byAge.filter((s) => s !== victim);
+  const table = await procs.owners(byAge[0]!);
+  const victimAddress = procs.address(victim);
+  if (!table?.owners.includes(victimAddress)) throw new Error(`${procs.procs[victim]} owns no partition`);
+  const indices: number[] = [];
+  for (let i = 0; indices.length < options.remembered!; i++)
+    if (table.owners[partitionOf(rememberedId(i), PARTITIONS)] === victimAddress) indices.push(i);
+  const wanted = new Set(indices.map(rememberedId));
+  const activated = await procs.control<{ answered: number; failed: number }>('/remembered/activate', {
+    indices,
+    rate: 2000,
+  });
+  if (activated.failed > 0)
+    throw new Error(`${activated.failed} of ${indices.length} remembered ids did not answer`);
+  // every id in the store before the kill (the owner writes in batches)
+  const partitions = [...new Set(indices.map((i) => partitionOf(rememberedId(i), PARTITIONS)))];
+  const stored = async () => {
+    let n = 0;
+    for (const p of partitions)
+      for (const id of await remember.store.list(REMEMBERED_COUNTER_TYPE, p)) if (wanted.has(id)) n++;
+    return n;
+  };
+  const storeDeadline = Date.now() + 30_000;
+  while ((await stored()) < wanted.size) {
+    if (Date.now() > storeDeadline) throw new Error(`not every remembered id reached etcd within 30 s`);
+    await sleep(200);
+  }
+  const victimProc = procs.procs[victim]!;
+  const killedAt = await procs.kill(victim);
+  const startsAfterKill = () =>
+    procs.entityLines.filter(
+      (l) =>
+        wanted.has(l.entityId) && l.line.event === 'singleton.started' && Number(l.line.time) >= killedAt,
+    );
+  // the partitions' failover (~2 s), then the ids at the rate on each survivor, with room to spare
+  const boundMs = 10_000 + (3 * 1000 * wanted.size) / (remember.rate * survivors.length);
+  for (;;) {
+    if (new Set(startsAfterKill().map((l) => l.entityId)).size === wanted.size) break;
+    if (Date.now() - killedAt > boundMs) break;
+    await sleep(200);
+  }
+  // a start twice would come after the first: a second longer to see one
+  await sleep(1000);
+  const starts = startsAfterKill();
+  const perId = new Map<string, number>();
+  for (const l of starts) perId.set(l.entityId, (perId.get(l.entityId) ?? 0) + 1);
+  const times = starts.map((l) => Number(l.line.time));
+  let busiestSecond = 0;
+  for (const proc of new Set(starts.map((l) => l.node))) {
+    const mine = starts.filter((l) => l.node === proc).map((l) => Number(l.line.time));
+    busiestSecond = Math.max(busiestSecond, busiestWindow(mine, 1000));
+  }
+  const overlaps = entityOverlaps(
+    procs.entityLines.filter((l) => wanted.has(l.entityId)),
+    procs.fates,
+    Date.now(),
+  );
+  const figures: RememberedFigures = {
+    ids: wanted.size,
+    restarted: perId.size,
+    startedTwice: [...perId.values()].filter((n) => n > 1).length,
+    overlaps: overlaps.count,
+    survivors: survivors.length,
+    rate: remember.rate,
+    busiestSecond,
+    firstStartMs: times.length ? Math.min(...times) - killedAt : Number.NaN,
+    lastStartMs: times.length ? Math.max(...times) - killedAt : Number.NaN,
+  };
+  options.log(
+    `remembered entities after a kill -9 of ${victimProc}: ${figures.restarted} of ${figures.ids} restarted on ${figures.survivors} survivors ` +
+      `${figures.firstStartMs.toFixed(0)}–${figures.lastStartMs.toFixed(0)} ms after the kill, ${figures.startedTwice} twice, ` +
+      `${figures.overlaps} overlaps${overlaps.examples.length ? ` (${overlaps.examples.join('; ')})` : ''}; busiest second of one node ${busiestSecond} starts (rate ${remember.rate}/s)`,
+  );
   return figures;
 }
 

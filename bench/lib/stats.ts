@@ -32,3 +32,15 @@ export function perSecond(count: number, startNs: bigint, endNs: bigint): number
 export function printResult(obj: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify(obj)}\n`);
 }
+
+/** The most of `times` (ms) inside any window of `windowMs`: a rate's busiest stretch. */
+export function busiestWindow(times: readonly number[], windowMs: number): number {
+  const sorted = [...times].sort((x, y) => x - y);
+  let most = 0;
+  let from = 0;
+  for (let to = 0; to < sorted.length; to++) {
+    while (sorted[to]! - sorted[from]! >= windowMs) from++;
+    most = Math.max(most, to - from + 1);
+  }
+  return most;
+}

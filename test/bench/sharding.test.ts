@@ -11,6 +11,9 @@ import { createActor } from 'xstate';
 import type { EntityLine } from '../../bench/lib/sharding-nodes.js';
 import { type CounterEvent, counterLogic } from '../../bench/lib/sharding-protocol.js';
 import { entityOverlaps } from '../../bench/lib/sharding-run.js';
+import { busiestWindow } from '../../bench/lib/stats.js';
+import { etcdEndpoints } from '../support/etcd.js';
+import { etcdInstalled } from '../support/throwaway-etcd.js';
 
 const run = promisify(execFile);
 const runner = fileURLToPath(new URL('../../bench/run.mjs', import.meta.url));
@@ -63,9 +66,30 @@ describe('pnpm bench sharding --smallest', () => {
       'shardedVsRemoteTellSameFanout',
     ])
       expect(Number.isFinite(result[key]), key).toBe(true);
+    // with an etcd (CI installs etcd-server) the remembered owner's kill is measured too
+    if (etcdInstalled() || etcdEndpoints())
+      for (const key of [
+        'rememberedNotRestarted',
+        'rememberedStartedTwice',
+        'rememberedBusiestSecondVsRate',
+      ]) {
+        expect(Number.isFinite(result[key]), key).toBe(true);
+        expect(typeof result[`${key}Target`], `${key}Target`).toBe('number');
+      }
     expect(Array.isArray(result.targetsMissed)).toBe(true);
     expect(result.nodeProcessesLeft).toBe(0);
   }, 180_000);
+
+  it("counts a rate's busiest second over any window, not per calendar second", () => {
+    // 60 at the end of one second and 60 at the start of the next: 120 in one second's window
+    const times = [
+      ...Array.from({ length: 60 }, (_, i) => 500 + i * 8),
+      ...Array.from({ length: 60 }, (_, i) => 1000 + i * 8),
+    ];
+    expect(busiestWindow(times, 1000)).toBe(120);
+    expect(busiestWindow([0, 999, 1000, 1999], 1000)).toBe(2);
+    expect(busiestWindow([], 1000)).toBe(0);
+  });
 
   it('finds two activations of one entity alive at once, and none across a clean hand-off', () => {
     const clean = [line('a', 'e-1', true, 100), line('a', 'e-1', false, 200), line('b', 'e-1', true, 200)];

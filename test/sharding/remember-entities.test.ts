@@ -2,6 +2,7 @@
 // partition; after their owner stops, the partition's new owners restart them at the configured
 // rate, never all at once and never one twice; a store that is down is retried, logged and counted.
 import { afterEach, describe, expect, it } from 'vitest';
+import { busiestWindow } from '../../bench/lib/stats.js';
 import { fromTransition } from '../../packages/core/src/index.js';
 import type { PartitionTable } from '../../packages/partitions/src/index.js';
 import {
@@ -75,18 +76,6 @@ async function stopNode(n: ShardingNode): Promise<void> {
   nodes.splice(nodes.indexOf(n), 1);
   n.sharding.stop();
   await n.node.transport.close();
-}
-
-/** The greatest number of `times` inside any window of `windowMs`. */
-function busiestWindow(times: readonly number[], windowMs: number): number {
-  const sorted = [...times].sort((x, y) => x - y);
-  let most = 0;
-  let from = 0;
-  for (let to = 0; to < sorted.length; to++) {
-    while (sorted[to]! - sorted[from]! >= windowMs) from++;
-    most = Math.max(most, to - from + 1);
-  }
-  return most;
 }
 
 describe('remember entities', () => {
