@@ -139,6 +139,24 @@ const WARM_MS = IN_FLIGHT_SLACK_MS + MIN_CHECKED_QUIET_MS;
 const SEND_EVERY_MS = 10;
 
 /** Everything one run started, and what the checker needs of it. */
+
+/**
+ * The newest table a process's current incarnation logged (`partitions.table`), or undefined. An
+ * incarnation begins with no table: what a downed incarnation held (say a table it allocated alone
+ * as it was downed, numbered past the cluster's) is not the process's table now.
+ */
+export function currentTable(
+  events: readonly Record<string, unknown>[],
+): { version: number; partitionCount: number } | undefined {
+  let table: { version: number; partitionCount: number } | undefined;
+  for (const e of events) {
+    if (e.event === 'node.restart' || e.event === 'node.setup') table = undefined;
+    else if (e.event === 'partitions.table' && (!table || Number(e.version) > table.version))
+      table = { version: Number(e.version), partitionCount: Number(e.partitionCount) };
+  }
+  return table;
+}
+
 class ChaosCluster {
   readonly procs: Proc[] = [];
   readonly current: (Proc | undefined)[] = CHAOS_HOSTS.map(() => undefined);
@@ -222,23 +240,31 @@ class ChaosCluster {
    */
   async settled(quietMs: number): Promise<boolean> {
     const since = Date.now() - quietMs;
-    const versions = new Set<number>();
+    const versions: string[] = [];
     let partitionCount = 0;
     for (const p of this.current) {
-      if (!p) return false;
-      let version = -1;
-      for (const e of p.process.events()) {
-        if (UNSETTLING.has(String(e.event)) && (e.time as number) >= since) return false;
-        if (e.event === 'partitions.table' && Number(e.version) > version) {
-          version = Number(e.version);
-          partitionCount = Number(e.partitionCount);
-        }
-      }
-      versions.add(version);
+      if (!p) return this.unsettled('a slot has no process');
+      const events = p.process.events();
+      for (const e of events)
+        if (UNSETTLING.has(String(e.event)) && (e.time as number) >= since)
+          return this.unsettled(`${p.name} logged ${e.event}`);
+      const table = currentTable(events);
+      if (table) partitionCount = table.partitionCount;
+      versions.push(`${p.name} v${table?.version ?? -1}`);
     }
-    if (versions.size !== 1 || versions.has(-1)) return false;
-    const [version] = versions;
-    return (await this.partitionsActive(version!, partitionCount)) && (await this.whole());
+    const distinct = new Set(versions.map((v) => v.split(' v')[1]));
+    if (distinct.size !== 1 || distinct.has('-1')) return this.unsettled(`tables ${versions.join(', ')}`);
+    const version = Number([...distinct][0]);
+    if (!(await this.partitionsActive(version, partitionCount))) return false;
+    return (await this.whole()) || this.unsettled('not whole');
+  }
+
+  /** Why the last `settled` said no (printed when a wait for it runs out). */
+  private notSettled = '';
+
+  private unsettled(why: string): false {
+    this.notSettled = why;
+    return false;
   }
 
   /** Each of the table's `count` partitions active on exactly one hosting node, all at `version`. */
@@ -251,12 +277,18 @@ class ChaosCluster {
     );
     const active = new Set<number>();
     let total = 0;
-    for (const v of views) {
-      if (v?.tableVersion !== version) return false;
+    for (const [slot, v] of views.entries()) {
+      if (v?.tableVersion !== version)
+        return this.unsettled(`${this.host(slot).name}'s shards at v${v?.tableVersion} (table v${version})`);
       for (const partition of v.activePartitions) active.add(partition);
       total += v.activePartitions.length;
     }
-    return active.size === count && total === count;
+    return (
+      (active.size === count && total === count) ||
+      this.unsettled(
+        `${active.size} of ${count} partitions active, ${total} activations (per slot ${views.map((v) => v?.activePartitions.length).join('/')})`,
+      )
+    );
   }
 
   async waitSettled(quietMs: number, timeoutMs: number): Promise<boolean> {
@@ -266,6 +298,7 @@ class ChaosCluster {
       // six curls a poll: half as often as `whole`
       await sleep(2 * POLL_MS);
     }
+    this.o.log(`not settled within ${timeoutMs} ms: ${this.notSettled}`);
     return false;
   }
 
