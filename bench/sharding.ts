@@ -1,5 +1,5 @@
 // `pnpm bench sharding [--runs 1] [--entities 10000] [--rate 500] [--memory-entities 300000] [--cold 2000]
-// [--cold-rate 5000] [--tells 50000] [--tell-rounds 3] [--measured 2000] [--probed 300] [--nodes 5] [--orders 2]
+// [--cold-rate 5000] [--tells 100000] [--tell-rounds 15] [--measured 2000] [--probed 300] [--nodes 5] [--orders 2]
 // [--remembered 10000] [--remember-rate N] [--no-scale] [--smallest] [--only-rolling] [--hot-path] [--from-source]`:
 // the figures of issue 29, each beside its target, medians over --runs. Real `doyen node` processes on
 // 127.0.0.1 (the built CLI, packages/doyen/dist: run `pnpm build` first; --from-source: its TypeScript
@@ -54,7 +54,9 @@
 // sharded and a plain remote tell in this process (interleaved rounds, `tellCpu`); ~1 minute.
 // Evidence: SHARDING_BENCH_LOG_DIR=dir keeps each process's log lines (`<proc>.log`; per-entity lines
 // too, in `<proc>.entities.log`, with SHARDING_BENCH_LOG_ENTITIES=1: what an overlap is read from),
-// SHARDING_BENCH_CPU_PROF=dir a CPU profile of every hosting process; `bench/sharding-join-path.ts dir`
+// SHARDING_BENCH_CPU_PROF=dir a CPU profile of every hosting process (and of the load generator's, the
+// senders' side, with SHARDING_BENCH_CPU_PROF_LOAD=1; the processes are then stopped gracefully at the end, as
+// a profile is written on exit); `bench/sharding-join-path.ts dir`
 // prints each join's path from the logs; DOYEN_BENCH_CLI=bin.js runs another build (an A/B).
 import { bundleStaleness } from './lib/built-cli.js';
 import { installSignalCleanup, liveProcesses } from './lib/node-processes.js';
@@ -92,8 +94,10 @@ const options = {
   cold: opt('cold', 2000, 200),
   coldRate: opt('cold-rate', 5000, 5000),
   memoryEntities: numeric['memory-entities'] ?? (smallest || hotPath ? 2000 : 300_000),
-  tells: opt('tells', 50_000, 2000),
-  tellRounds: opt('tell-rounds', 3, 1),
+  // 15 interleaved rounds of 100k (~6 s in all): with 3 of 50k, runs of one build on a shared machine
+  // gave ratios from 0.59 to 0.83 (session 40), with 15 of 100k 0.65 to 0.80 (session 41)
+  tells: opt('tells', 100_000, 2000),
+  tellRounds: opt('tell-rounds', 15, 1),
   settleMs: opt('settle-ms', 20_000, 5000),
   baselineMs: opt('baseline-ms', 5000, 1000),
   killWindowMs: opt('kill-window-ms', 12_000, 2000),

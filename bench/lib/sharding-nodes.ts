@@ -24,6 +24,8 @@ const LOG_ENTITIES = process.env.SHARDING_BENCH_LOG_ENTITIES === '1';
 const ENTITY_LINE = /"event":"sharding\.(activated|passivated)"/;
 /** Set to a directory to CPU-profile every hosting process (`<proc>/`, one file per thread, written as it exits). */
 const CPU_PROF_DIR = process.env.SHARDING_BENCH_CPU_PROF;
+/** SHARDING_BENCH_CPU_PROF_LOAD=1: the load generator's node is profiled too (the senders' side). */
+const CPU_PROF_LOAD = process.env.SHARDING_BENCH_CPU_PROF_LOAD === '1';
 /** Events counted in `eventCounts`: load on the machine shows in them, not in the latency alone. */
 export const COUNTED_EVENTS = [
   'sharding.lease-lost',
@@ -126,7 +128,8 @@ export class ShardingProcesses {
     env: Record<string, string>,
   ) {
     // node refuses --cpu-prof in NODE_OPTIONS: it goes before the CLI's own arguments
-    const profile = CPU_PROF_DIR && roles ? ['--cpu-prof', `--cpu-prof-dir=${join(CPU_PROF_DIR, proc)}`] : [];
+    const profiled = CPU_PROF_DIR !== undefined && (roles !== undefined || CPU_PROF_LOAD);
+    const profile = profiled ? ['--cpu-prof', `--cpu-prof-dir=${join(CPU_PROF_DIR, proc)}`] : [];
     const args = (this.options.fromSource ? sourceCliArgs : builtCliArgs)([
       'node',
       ...['--cluster', this.options.cluster, '--host', '127.0.0.1', '--port', String(port)],
@@ -258,6 +261,11 @@ export class ShardingProcesses {
   }
 
   async killAll(): Promise<void> {
+    // a CPU profile is written when a process exits, not when it is killed: a graceful stop first
+    if (CPU_PROF_DIR !== undefined) {
+      await Promise.all(this.nodes.map((_, slot) => this.stop(slot, 15_000)));
+      if (this.load?.running) await this.load.stop(15_000);
+    }
     await Promise.all(this.nodes.map((_, slot) => this.kill(slot)));
     if (this.load?.running) {
       this.load.kill9();

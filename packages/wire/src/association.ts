@@ -27,6 +27,18 @@ import { CloseCode, PROTOCOL_VERSION, UNAUTHENTICATED_CLOSE_REASON, WS_PATH } fr
 import type { TlsDialOptions } from './tls-endpoint.js';
 import { dialTlsFailure } from './tls-errors.js';
 
+/**
+ * The dialer's frame mask: zero. RFC 6455 makes a client mask its frames so that script in a
+ * browser cannot put chosen bytes on the wire for a caching proxy to misread; a node's
+ * connections to its peers carry no browser's script, and with TLS nothing is in the clear
+ * anyway. With a random mask `ws` copied every frame and XORed each byte of it (the sender's
+ * hottest step after msgpack: issue 29's sharded tell), and the receiving `ws` unmasked it
+ * again; with a zero mask both skip it, and the frame is still a valid masked frame.
+ */
+const zeroFrameMask = (mask: Buffer): void => {
+  mask.fill(0);
+};
+
 /** Bytes encoded per flush turn before yielding to the event loop. */
 const FLUSH_BUDGET_BYTES = 128 * 1024;
 
@@ -214,6 +226,7 @@ export class Association {
       maxPayload: this.config.maxHandshakeFrameBytes,
       handshakeTimeout: this.config.handshakeTimeoutMs,
       autoPong: false,
+      generateMask: zeroFrameMask,
       ...(this.localAddress ? { localAddress: this.localAddress } : {}),
       // ws hands these to tls.connect; its types leave out `secureContext`
       ...(tls as WebSocket.ClientOptions | undefined),
