@@ -94,8 +94,8 @@ const options = {
   cold: opt('cold', 2000, 200),
   coldRate: opt('cold-rate', 5000, 5000),
   memoryEntities: numeric['memory-entities'] ?? (smallest || hotPath ? 2000 : 300_000),
-  // 15 interleaved rounds of 100k (~6 s in all): with 3 of 50k, runs of one build on a shared machine
-  // gave ratios from 0.59 to 0.83 (session 40), with 15 of 100k 0.65 to 0.80 (session 41)
+  // 15 interleaved rounds of 100k (~6 s in all): with 3 of 50k, eight runs of one build on the shared
+  // machine gave ratios from 0.49 to 0.88 (session 40), with 15 of 100k 0.65 to 0.80 (session 41)
   tells: opt('tells', 100_000, 2000),
   tellRounds: opt('tell-rounds', 15, 1),
   settleMs: opt('settle-ms', 20_000, 5000),
