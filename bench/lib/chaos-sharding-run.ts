@@ -138,8 +138,6 @@ const WARM_MS = IN_FLIGHT_SLACK_MS + MIN_CHECKED_QUIET_MS;
  */
 const SEND_EVERY_MS = 10;
 
-/** Everything one run started, and what the checker needs of it. */
-
 /**
  * The newest table a process's current incarnation logged (`partitions.table`), or undefined. An
  * incarnation begins with no table: what a downed incarnation held (say a table it allocated alone
@@ -157,6 +155,7 @@ export function currentTable(
   return table;
 }
 
+/** Everything one run started, and what the checker needs of it. */
 class ChaosCluster {
   readonly procs: Proc[] = [];
   readonly current: (Proc | undefined)[] = CHAOS_HOSTS.map(() => undefined);
@@ -240,7 +239,8 @@ class ChaosCluster {
    */
   async settled(quietMs: number): Promise<boolean> {
     const since = Date.now() - quietMs;
-    const versions: string[] = [];
+    const versions = new Set<number>();
+    const held: string[] = [];
     let partitionCount = 0;
     for (const p of this.current) {
       if (!p) return this.unsettled('a slot has no process');
@@ -250,12 +250,12 @@ class ChaosCluster {
           return this.unsettled(`${p.name} logged ${e.event}`);
       const table = currentTable(events);
       if (table) partitionCount = table.partitionCount;
-      versions.push(`${p.name} v${table?.version ?? -1}`);
+      versions.add(table?.version ?? -1);
+      held.push(`${p.name} v${table?.version ?? -1}`);
     }
-    const distinct = new Set(versions.map((v) => v.split(' v')[1]));
-    if (distinct.size !== 1 || distinct.has('-1')) return this.unsettled(`tables ${versions.join(', ')}`);
-    const version = Number([...distinct][0]);
-    if (!(await this.partitionsActive(version, partitionCount))) return false;
+    if (versions.size !== 1 || versions.has(-1)) return this.unsettled(`tables ${held.join(', ')}`);
+    const [version] = versions;
+    if (!(await this.partitionsActive(version!, partitionCount))) return false;
     return (await this.whole()) || this.unsettled('not whole');
   }
 
