@@ -6,7 +6,6 @@
 //                     to here (system lane)
 // The parent drives it over IPC (see bench-messages.ts); the node's own traffic is all doyen.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { fromTransition } from 'xstate';
 import {
   BENCH_CLUSTER,
   BENCH_SECRET,
@@ -21,6 +20,7 @@ import {
   type Ping,
 } from './bench-messages.js';
 import { WsTransport } from './doyen.js';
+import { echoLogic } from './echo-logic.js';
 import { tlsFromEnv } from './tls-bench-env.js';
 
 if (!process.send) {
@@ -89,13 +89,7 @@ const echo = system.functionRef(
   'user',
 );
 
-const echoActor = system.spawn(
-  fromTransition((state: null, event: Ping) => {
-    if (event.type === 'bench.ping') event.replyTo.send({ type: 'bench.pong', n: event.n });
-    return state;
-  }, null),
-  { name: 'echo-actor' },
-);
+const echoActor = system.spawn(echoLogic, { name: 'echo-actor' });
 
 const heartbeat = system.functionRef(
   'hb',

@@ -5,7 +5,8 @@
 // same window, so load moves both alike. Run with tsx and the sources:
 //   node --conditions=@doyen/source --import tsx bench/lib/remote-ask-cpu.ts [seconds] [rounds] [rate]
 // REMOTE_ASK_OWNER=<path to a doyen-node-process.ts> runs the owner from another tree (A/B against HEAD);
-// REMOTE_ASK_VARIANTS='{"name":{"script":path,"env":{...}},...}' measures several owners, interleaved the same way.
+// REMOTE_ASK_VARIANTS='{"name":{"script":path,"env":{...}},...}' measures several owners, interleaved the same way;
+// full-node-echo-process.ts is an owner that is a whole node (startNode, partitions, owner lease, keeper).
 // REMOTE_ASK_PAIRED=<rounds> alternates 1 s phases instead (see `paired`), for a ratio load moves less.
 // REMOTE_ASK_STRACE=<dir> then counts each owner's syscalls over one more ask phase (strace -c).
 // REMOTE_ASK_PROFILE=<dir> profiles the owner named "doyen" over the measured phases (its CPU then counts

@@ -2,8 +2,10 @@
 // doyen cluster (startNode, every partition owned here) with the sharded counter. First the cold
 // activation on first message, local: `sb.get` asks to fresh ids at COLD_RATE/s, each starting an
 // entity here. Then ENTITIES counters activated, and the process's RSS and heap with all of them
-// active (after a full GC). Prints one JSON line.
+// active (after a full GC). Writes one JSON line on fd 3, a pipe of its own: the node's log lines go
+// to stdout, and a large result written there could have one land inside it.
 import { randomBytes } from 'node:crypto';
+import { writeSync } from 'node:fs';
 import { createNodeLogger, startNode } from '../../packages/doyen/src/index.js';
 import { settleHeap } from './settle-heap.js';
 import { BENCH_MESSAGE_TYPES, COUNTER_TYPE, counterLogic, type StateReply } from './sharding-protocol.js';
@@ -65,7 +67,8 @@ while (sharding.region.activeCount(COUNTER_TYPE) < entities + coldCount + 500) a
 await get('m-0');
 settleHeap();
 const after = process.memoryUsage();
-process.stdout.write(
+writeSync(
+  3,
   `${JSON.stringify({
     entities: sharding.region.activeCount(COUNTER_TYPE),
     rss: after.rss,

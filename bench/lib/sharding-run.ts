@@ -3,6 +3,7 @@
 // Each scenario returns raw figures; bench/sharding.ts takes medians over runs and sets targets.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { partitionOf } from '../../packages/partitions/src/index.js';
 import { DEFAULT_RESTARTS_PER_SECOND, EtcdRememberStore } from '../../packages/sharding/src/index.js';
@@ -316,9 +317,15 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
     const phaseWindows: Record<string, [number, number]> = {};
     const timedAsks = async <T>(phase: string, ask: () => Promise<T>): Promise<T> => {
       const from = Date.now();
+      const monotonicFromUs = process.hrtime.bigint() / 1000n;
       const { result, times } = await timedByGroup(doyenPids, options.cold, ask);
       cpuPerAsk[phase] = times;
       phaseWindows[phase] = [from, Date.now()];
+      // a CPU profile's timestamps are this clock's µs: the window to slice each node's profile by
+      if (process.env.SHARDING_BENCH_CPU_PROF)
+        log(
+          `phase ${phase}: ${monotonicFromUs}–${process.hrtime.bigint() / 1000n} µs (monotonic, as the profiles)`,
+        );
       return result;
     };
     // the cluster's own background (heartbeats, gossip, timers) over as long as a phase's asks take,
@@ -972,10 +979,10 @@ async function runMemoryChild(
       String(options.coldRate),
       String(port),
     ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
+    { stdio: ['ignore', 'ignore', 'inherit', 'pipe'] },
   );
   let out = '';
-  child.stdout.on('data', (chunk: Buffer) => {
+  (child.stdio[3] as Readable).on('data', (chunk: Buffer) => {
     out += chunk.toString('utf8');
   });
   const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
