@@ -316,9 +316,30 @@ async function watch(page: Page, name: string, predicate: string): Promise<void>
   })()`);
 }
 
-async function seenAt(page: Page, name: string, timeoutMs = 20_000): Promise<number> {
+/** How `node`'s `/cluster` shows the member at `address` (undefined: not a member there). */
+async function memberOn(node: CliNode, address: string) {
+  const view = await node.getJson<{ members: { address: string; status: string; reachable: boolean }[] }>(
+    '/cluster',
+  );
+  const m = view?.members.find((x) => x.address === address);
+  return m ? { status: m.status, reachable: m.reachable } : undefined;
+}
+
+/** `explain`, on a timeout: what the nodes and the page show meanwhile, for the error (the run keeps no logs). */
+async function seenAt(
+  page: Page,
+  name: string,
+  explain?: () => Promise<unknown>,
+  timeoutMs = 20_000,
+): Promise<number> {
   const at = `window.__seen && window.__seen[${JSON.stringify(name)}]`;
-  await page.waitForFunction(`(${at}) !== undefined`, undefined, { timeout: timeoutMs });
+  try {
+    await page.waitForFunction(`(${at}) !== undefined`, undefined, { timeout: timeoutMs });
+  } catch (error) {
+    if (!explain) throw error;
+    const seen = await explain().catch((e: unknown) => `(could not explain: ${String(e)})`);
+    throw new Error(`the page did not show the ${name} within ${timeoutMs} ms: ${JSON.stringify(seen)}`);
+  }
   return (await page.evaluate(at)) as number;
 }
 
@@ -611,7 +632,12 @@ async function runSize(browser: Browser, n: number) {
     const killWindow = schedWindow([...chrome, ...nodeProcesses(killed)]);
     const killAt = Date.now();
     const killLoad = killPrep.start(() => killed.kill9());
-    const killShown = await seenAt(live.page, 'kill');
+    const killShown = await seenAt(live.page, 'kill', async () => ({
+      onServing: (await memberOn(serving, killed.address)) ?? 'not a member',
+      onPage: await live.page.evaluate(
+        `document.querySelector('[data-testid=matrix-cell][data-subject="${kKey}"][data-state=unreachable]') !== null`,
+      ),
+    }));
     const killSched = killWindow.end();
     // on a loaded host the serving node may have taken the member for unreachable already (a
     // flap before the kill) and log nothing new: then the time is the first node's that did
@@ -631,7 +657,7 @@ async function runSize(browser: Browser, n: number) {
     const leavePrep = await prepareIncident(nodes, serving, killed, inspectors);
     const leaveWindow = schedWindow([...chrome, ...nodeProcesses(killed)]);
     const leaveAt = Date.now();
-    let left: Promise<unknown> = Promise.resolve();
+    let left: Promise<Response | undefined> = Promise.resolve(undefined);
     const leaveLoad = leavePrep.start(() => {
       left = fetch(`http://127.0.0.1:${leaver.httpPort}/cluster/leave`, {
         method: 'POST',
@@ -639,8 +665,17 @@ async function runSize(browser: Browser, n: number) {
         body: '{}',
       });
     });
-    await left;
-    const leaveShown = await seenAt(live.page, 'leave');
+    const leaveAnswer = await left;
+    const statusOf = async (node: CliNode) =>
+      (await memberOn(node, leaver.address))?.status ?? 'not a member';
+    const leaveShown = await seenAt(live.page, 'leave', async () => ({
+      leaveAnswer: leaveAnswer?.status,
+      onServing: await statusOf(serving),
+      onLeaver: await statusOf(leaver).catch(() => 'unreachable'),
+      onPage: await live.page.evaluate(
+        `document.querySelector('[data-testid=member][data-key="${lKey}"]')?.dataset.status ?? 'no row'`,
+      ),
+    }));
     const leaveSched = leaveWindow.end();
     const traced = trace.stop();
     const leaveIncident = await leaveLoad;
