@@ -85,14 +85,12 @@ describe('InboundScheduler: inline turns', () => {
   it('a flood of wakes in one callback takes at most the inline budget; the rest waits for the turn', async () => {
     const scheduler = new InboundScheduler<Task>(2);
     const tasks = Array.from({ length: 40 }, () => new Task(true, 1, 0.25));
-    const started = performance.now();
     for (const t of tasks) scheduler.wake(t);
-    const inlineMs = performance.now() - started;
     const inline = tasks.filter((t) => t.done === 1).length;
-    // 2 ms of 0.25 ms frames: 8, and the one that crossed the bound
+    // 2 ms of 0.25 ms frames: 8, and the one that crossed the bound. The count is the bound on the
+    // callback's time: its wall time also counts any preemption (5.4 ms once, on a loaded CI run)
     expect(inline).toBeGreaterThan(0);
     expect(inline).toBeLessThanOrEqual(9);
-    expect(inlineMs).toBeLessThan(5);
     await turnsUntil(() => tasks.every((t) => t.done === 1), 20);
     expect(tasks.every((t) => t.done === 1)).toBe(true);
     scheduler.close();
