@@ -306,8 +306,12 @@ describe.skipIf(missing !== undefined)('the console page under updates, in headl
     const served = `[data-testid=member][data-key="${keys[2]}"]`;
     send({ ...viewOf(0, six), rev: 20 });
     await page.waitForSelector(`${served}[data-status=up]`, { state: 'attached', timeout: 5_000 });
-    // animation frames held, as when the browser's processes wait for a CPU: nothing drawn on one
-    await page.evaluate('window.requestAnimationFrame = () => 0');
+    // animation frames held, as when the browser's processes wait for a CPU: nothing drawn on one.
+    // Held from inside a frame of our own, so the frame the view above asked for has run first (when
+    // the fact's timer drew the view, that frame was still to come and would draw the next delta)
+    await page.evaluate(
+      'new Promise((resolve) => requestAnimationFrame(() => { window.requestAnimationFrame = () => 0; resolve(); }))',
+    );
     sendDelta({ key: keys[0]!, base: 20, version: 21, at: Date.now(), stale: false, set: { name: 'held' } });
     await new Promise((r) => setTimeout(r, 500));
     expect(await page.locator(`[data-testid=member][data-key="${keys[0]}"] >> text=held`).count()).toBe(0);
