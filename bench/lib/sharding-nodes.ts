@@ -23,7 +23,7 @@ const LOG_LEVEL = process.env.SHARDING_BENCH_LOG_LEVEL ?? 'info';
 const LOG_ENTITIES = process.env.SHARDING_BENCH_LOG_ENTITIES === '1';
 const ENTITY_LINE = /"event":"sharding\.(activated|passivated)"/;
 /** Set to a directory to CPU-profile every hosting process (`<proc>/`, one file per thread, written as it exits). */
-const CPU_PROF_DIR = process.env.SHARDING_BENCH_CPU_PROF;
+export const CPU_PROF_DIR = process.env.SHARDING_BENCH_CPU_PROF;
 /** SHARDING_BENCH_CPU_PROF_LOAD=1: the load generator's node is profiled too (the senders' side). */
 const CPU_PROF_LOAD = process.env.SHARDING_BENCH_CPU_PROF_LOAD === '1';
 /** Events counted in `eventCounts`: load on the machine shows in them, not in the latency alone. */
@@ -128,8 +128,9 @@ export class ShardingProcesses {
     env: Record<string, string>,
   ) {
     // node refuses --cpu-prof in NODE_OPTIONS: it goes before the CLI's own arguments
-    const profiled = CPU_PROF_DIR !== undefined && (roles !== undefined || CPU_PROF_LOAD);
-    const profile = profiled ? ['--cpu-prof', `--cpu-prof-dir=${join(CPU_PROF_DIR, proc)}`] : [];
+    const profileDir = roles !== undefined || CPU_PROF_LOAD ? CPU_PROF_DIR : undefined;
+    const profile =
+      profileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, proc)}`] : [];
     const args = (this.options.fromSource ? sourceCliArgs : builtCliArgs)([
       'node',
       ...['--cluster', this.options.cluster, '--host', '127.0.0.1', '--port', String(port)],

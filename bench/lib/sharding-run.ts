@@ -19,7 +19,7 @@ import { type GroupTimes, timedByGroup } from './proc-schedstat.js';
 import { startRawAskBaseline } from './raw-relay-baseline.js';
 import { type ColdTraceSummary, summarizeColdTrace } from './sharding-cold-trace.js';
 import type { ColdTrace } from './sharding-load.js';
-import { COUNTED_EVENTS, type EntityLine, ShardingProcesses } from './sharding-nodes.js';
+import { COUNTED_EVENTS, CPU_PROF_DIR, type EntityLine, ShardingProcesses } from './sharding-nodes.js';
 import {
   entityId,
   REMEMBER_CLUSTER_ENV,
@@ -322,7 +322,7 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
       cpuPerAsk[phase] = times;
       phaseWindows[phase] = [from, Date.now()];
       // a CPU profile's timestamps are this clock's µs: the window to slice each node's profile by
-      if (process.env.SHARDING_BENCH_CPU_PROF)
+      if (CPU_PROF_DIR !== undefined)
         log(
           `phase ${phase}: ${monotonicFromUs}–${process.hrtime.bigint() / 1000n} µs (monotonic, as the profiles)`,
         );
