@@ -1,5 +1,5 @@
 // `pnpm bench sharding [--runs 1] [--entities 10000] [--rate 500] [--memory-entities 300000] [--cold 2000]
-// [--cold-rate 5000] [--tells 100000] [--tell-rounds 15] [--measured 2000] [--probed 300] [--nodes 5] [--orders 2]
+// [--cold-rate 5000] [--cold-warmup N] [--tells 100000] [--tell-rounds 15] [--measured 2000] [--probed 300] [--nodes 5] [--orders 2]
 // [--remembered 10000] [--remember-rate N] [--no-scale] [--smallest] [--only-rolling] [--hot-path] [--from-source]`:
 // the figures of issue 29, each beside its target, medians over --runs. Real `doyen node` processes on
 // 127.0.0.1 (the built CLI, packages/doyen/dist: run `pnpm build` first; --from-source: its TypeScript
@@ -9,8 +9,10 @@
 // outside the hosting nodes and measures every latency (bench/lib/sharding-load.ts). Per run:
 //   1. local cold activation (first message to a fresh id, ask round trip) at --cold-rate/s, and the RSS of
 //      --memory-entities active counters: a one-node cluster in a child process.
-//   2. cold activation from another node: the load node asks fresh ids at --cold-rate/s, after 500 asks to
-//      other fresh ids (a fresh cluster's first asks run unoptimised code; the local child warms up alike),
+//   2. cold activation from another node: the load node asks fresh ids at --cold-rate/s, after --cold-warmup
+//      asks to other fresh ids at that rate (default 2 s of them: a fresh cluster's first asks run code V8
+//      has not optimised yet: after 500, the first second of a 4 s series still cost an owner about 2.7
+//      times the CPU of each later one, compiler and GC threads included; the local child warms up on 500),
 //      of a type of their own whose activations are logged at debug as an app's are (`cold-counter`).
 //      Beside it, same rate: the same ids again (active: the round trip without an activation) and plain
 //      actors on the hosting nodes (no sharding). Each cold ask is split where it crosses the processes
@@ -19,8 +21,10 @@
 //      CPU used during each (none: the process waited for a core): `cold.remoteSplit`.
 //      Beside those, the optimum in the same run at the same rate and pacing (`rawAskBaseline`): raw
 //      `ws` + msgpackr child processes (bench/lib/raw-relay-*.ts), a generator asking an echo process
-//      (doyen's topology: the load node asks the owner) and one asking through a relay process, one
-//      round before doyen's asks and one after; doyen's p50/p99 as multiples of the direct one's.
+//      (doyen's topology: the load node asks the owner), one asking through a relay process, and one
+//      asking one echo per hosting node, each ask to the echo its id hashes to (doyen's fan-out: each
+//      owner wakes for a fifth of the asks, `rawSpread`), one round before doyen's asks and one after;
+//      doyen's p50/p99 as multiples of the direct one's and the spread one's.
 //      Per phase (idle, cold, active, plain, raw), each process group's CPU, main-thread CPU, kernel
 //      CPU and run-queue wait per ask from /proc schedstat (`cpuPerAsk`), and the GC pauses meanwhile:
 //      what the machine's load does not distort.
@@ -94,6 +98,7 @@ const options = {
   probed: opt('probed', 300, 30),
   cold: opt('cold', 2000, 200),
   coldRate: opt('cold-rate', 5000, 5000),
+  coldWarmup: opt('cold-warmup', 2 * opt('cold-rate', 5000, 5000), 500),
   memoryEntities: numeric['memory-entities'] ?? (smallest || hotPath ? 2000 : 300_000),
   // 15 interleaved rounds of 100k (~6 s in all): with 3 of 50k, eight runs of one build on the shared
   // machine gave ratios from 0.49 to 0.88 (session 40), with 15 of 100k 0.65 to 0.80 (session 41)
@@ -390,6 +395,8 @@ function rawAskBaseline(): Record<string, number> {
     rawDirectP99Ms: r3(med(direct99)),
     rawRelayedP50Ms: r3(med((f) => f.cold?.raw.relayedP50Ms)),
     rawRelayedP99Ms: r3(med((f) => f.cold?.raw.relayedP99Ms)),
+    rawSpreadP50Ms: r3(med((f) => f.cold?.raw.spreadP50Ms)),
+    rawSpreadP99Ms: r3(med((f) => f.cold?.raw.spreadP99Ms)),
     rawFailed: med((f) => f.cold?.raw.failed),
     coldRemoteP50VsRaw: ratio((f) => f.cold?.remoteP50Ms, direct50),
     coldRemoteP99VsRaw: ratio((f) => f.cold?.remoteP99Ms, direct99),
@@ -397,6 +404,14 @@ function rawAskBaseline(): Record<string, number> {
     activeP99VsRaw: ratio((f) => f.cold?.activeP99Ms, direct99),
     plainAskP50VsRaw: ratio((f) => f.cold?.plainAskP50Ms, direct50),
     plainAskP99VsRaw: ratio((f) => f.cold?.plainAskP99Ms, direct99),
+    coldRemoteP99VsRawSpread: ratio(
+      (f) => f.cold?.remoteP99Ms,
+      (f) => f.cold?.raw.spreadP99Ms,
+    ),
+    activeP99VsRawSpread: ratio(
+      (f) => f.cold?.activeP99Ms,
+      (f) => f.cold?.raw.spreadP99Ms,
+    ),
     coldRemoteP99VsRawRelayed: ratio(
       (f) => f.cold?.remoteP99Ms,
       (f) => f.cold?.raw.relayedP99Ms,
@@ -418,6 +433,7 @@ function parseFlags(args: readonly string[]): Record<string, number> {
     'probed',
     'cold',
     'cold-rate',
+    'cold-warmup',
     'memory-entities',
     'tells',
     'tell-rounds',

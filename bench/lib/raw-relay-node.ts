@@ -3,9 +3,10 @@
 //   echo       a `ws` server; decodes each ask and answers it on the same connection (the entity's node)
 //   relay      a `ws` server that dials RAW_RELAY_UPSTREAM and passes each ask there, each answer back,
 //              decoding and re-encoding both as a router would (a node in between)
-//   generator  dials RAW_RELAY_TARGET and, per IPC request `{ prefix, count, rate }`, asks at that rate
-//              paced as the load generator paces its cold asks (bench/lib/sharding-load.ts); answers the
-//              latencies in ms
+//   generator  dials RAW_RELAY_TARGET (a port, or several separated by commas: each ask then goes to the
+//              one its id hashes to, as an entity's id picks its owner) and, per IPC request
+//              `{ prefix, count, rate }`, asks at that rate paced as the load generator paces its cold asks
+//              (bench/lib/sharding-load.ts); answers the latencies in ms
 // Servers report `{ port }` over IPC once listening, the generator `{ ready: true }` once connected.
 import { pack, unpack } from 'msgpackr';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
@@ -78,14 +79,22 @@ if (role === 'echo') {
     ws.on('message', (data: RawData) => upstream.send(pack(unpack(data as Buffer) as Ask)));
   });
 } else if (role === 'generator') {
-  const ws = await connect(`ws://127.0.0.1:${Number(process.env.RAW_RELAY_TARGET)}/`);
+  const ports = (process.env.RAW_RELAY_TARGET ?? '').split(',').map(Number);
+  const targets = await Promise.all(ports.map((port) => connect(`ws://127.0.0.1:${port}/`)));
   const waiting = new Map<number, (answer: Answer) => void>();
-  ws.on('message', (data: RawData) => {
+  const onAnswer = (data: RawData) => {
     const answer = unpack(data as Buffer) as Answer;
     const done = waiting.get(answer.msg.n);
     waiting.delete(answer.msg.n);
     done?.(answer);
-  });
+  };
+  for (const ws of targets) ws.on('message', onAnswer);
+  // FNV-1a of the id: fresh ids spread over the targets as entity ids over their owners
+  const targetOf = (id: string): WebSocket => {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
+    return targets[(h >>> 0) % targets.length]!;
+  };
   let next = 0;
   const ask = (id: string, timeoutMs: number): Promise<boolean> =>
     new Promise((resolve) => {
@@ -102,7 +111,7 @@ if (role === 'echo') {
         to: '/system/sharding/region',
         msg: { type: 'sb.get', id, replyTo: '/temp/ask', n },
       };
-      ws.send(pack(message));
+      targetOf(id).send(pack(message));
     });
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
   process.on('message', async (request: RawAskRequest) => {

@@ -34,8 +34,6 @@ export const PARTITIONS = 271;
 const HOSTING_SLOTS = 6;
 /** Entities of the sharded tell, and plain actors of its same-fan-out baseline. */
 const TELL_ENTITIES = 1000;
-/** Cold asks from another node before the measured ones (the local figure's child warms up on 500). */
-const COLD_WARMUP = 500;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export interface ShardingRunOptions {
@@ -54,6 +52,12 @@ export interface ShardingRunOptions {
   /** Cold activations per measurement (local and from another node), at `coldRate`/s. */
   readonly cold: number;
   readonly coldRate: number;
+  /**
+   * Unmeasured cold asks from another node before the measured ones, at `coldRate`/s (and as many
+   * raw asks each way before the raw baseline's): the first asks of a fresh cluster run code V8 has
+   * not optimised yet on every process they cross (the local figure's child warms up on 500).
+   */
+  readonly coldWarmup: number;
   /** Entities activated in one node for the memory figure. */
   readonly memoryEntities: number;
   /** Tells per round of the throughput comparison, and rounds. */
@@ -144,13 +148,17 @@ export interface ShardingRunFigures {
     plainAskP50Ms: number;
     /**
      * The optimum, same rate and pacing, in the same run: raw ws + msgpackr child processes (see
-     * raw-relay-baseline.ts), generator → echo (doyen's topology) and generator → relay → echo.
+     * raw-relay-baseline.ts), generator → echo (doyen's topology) and generator → relay → echo; with
+     * more than one hosting node also generator → one echo per hosting node by the id's hash (doyen's
+     * fan-out: each owner wakes for its share of the asks).
      */
     raw: {
       directP50Ms: number;
       directP99Ms: number;
       relayedP50Ms: number;
       relayedP99Ms: number;
+      spreadP50Ms?: number;
+      spreadP99Ms?: number;
       failed: number;
     };
     /** The cold asks from another node split at the process boundaries (see sharding-cold-trace.ts). */
@@ -304,7 +312,7 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
     // on other ids first, as the local figure's child does (their p99 is kept, to show the gap)
     const warm = await procs.control<ColdAsks>('/cold', {
       prefix: 'warm-',
-      count: COLD_WARMUP,
+      count: options.coldWarmup,
       rate: options.coldRate,
     });
     // the optimum beside them, same rate and pacing, same machine and moment: raw ws + msgpackr child
@@ -368,10 +376,10 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
       ...(remoteSplit ? { remoteSplit } : {}),
     };
     log(
-      `cold activation: local p99 ${cold.localP99Ms.toFixed(2)} ms, from another node p99 ${cold.remoteP99Ms.toFixed(2)} ms (its ${COLD_WARMUP} warm-up asks, the first of the cluster: p99 ${cold.warmupP99Ms.toFixed(2)} ms; the same ids again, active: p99 ${cold.activeP99Ms.toFixed(2)} ms; plain actors there: p99 ${cold.plainAskP99Ms.toFixed(2)} ms)`,
+      `cold activation: local p99 ${cold.localP99Ms.toFixed(2)} ms, from another node p99 ${cold.remoteP99Ms.toFixed(2)} ms (its ${options.coldWarmup} warm-up asks, the first of the cluster: p99 ${cold.warmupP99Ms.toFixed(2)} ms; the same ids again, active: p99 ${cold.activeP99Ms.toFixed(2)} ms; plain actors there: p99 ${cold.plainAskP99Ms.toFixed(2)} ms)`,
     );
     log(
-      `raw ws + msgpackr asks, same rate: direct p50 ${rawFigures.directP50Ms.toFixed(2)} / p99 ${rawFigures.directP99Ms.toFixed(2)} ms, through a relay p50 ${rawFigures.relayedP50Ms.toFixed(2)} / p99 ${rawFigures.relayedP99Ms.toFixed(2)} ms (doyen: cold p50 ${cold.remoteP50Ms.toFixed(2)}, active p50 ${cold.activeP50Ms.toFixed(2)} / p99 ${cold.activeP99Ms.toFixed(2)} ms)`,
+      `raw ws + msgpackr asks, same rate: direct p50 ${rawFigures.directP50Ms.toFixed(2)} / p99 ${rawFigures.directP99Ms.toFixed(2)} ms, through a relay p50 ${rawFigures.relayedP50Ms.toFixed(2)} / p99 ${rawFigures.relayedP99Ms.toFixed(2)} ms, spread over ${options.nodes} echoes p50 ${rawFigures.spreadP50Ms?.toFixed(2) ?? '-'} / p99 ${rawFigures.spreadP99Ms?.toFixed(2) ?? '-'} ms (doyen: cold p50 ${cold.remoteP50Ms.toFixed(2)}, active p50 ${cold.activeP50Ms.toFixed(2)} / p99 ${cold.activeP99Ms.toFixed(2)} ms)`,
     );
     log(`CPU and run-queue wait per ask (µs), by phase and process group: ${JSON.stringify(cpuPerAsk)}`);
     // per phase, the processes' GC pauses (`bench.gc`, read from their logs by now): count and ms
@@ -918,25 +926,27 @@ type RawFigures = NonNullable<ShardingRunFigures['cold']>['raw'];
 
 /**
  * Runs `measure` (doyen's asks) between two rounds of the raw ask baseline at the same rate (after
- * COLD_WARMUP unmeasured raw asks each way): the raw figures pooled over both rounds.
+ * `coldWarmup` unmeasured raw asks each way): the raw figures pooled over both rounds.
  */
 async function withRawBaseline<T>(
   options: ShardingRunOptions,
   cpuPerAsk: Record<string, GroupTimes>,
   measure: () => Promise<T>,
 ): Promise<T & { rawFigures: RawFigures }> {
-  const raw = await startRawAskBaseline();
+  const raw = await startRawAskBaseline(options.nodes);
   try {
-    const asks = { direct: [] as number[], relayed: [] as number[], failed: 0 };
+    const asks = { direct: [] as number[], relayed: [] as number[], spread: [] as number[], failed: 0 };
+    const phases = { direct: 'rawDirect', relayed: 'rawRelayed', spread: 'rawSpread' } as const;
     const round = async (prefix: string, keep: boolean) => {
-      for (const via of ['direct', 'relayed'] as const) {
-        const request = { prefix, count: keep ? options.cold : COLD_WARMUP, rate: options.coldRate };
+      for (const via of ['direct', 'relayed', 'spread'] as const) {
+        const ask = raw[via];
         const pids = raw.pids[via];
-        const { result, times } = await timedByGroup(pids, request.count, () => raw[via](request));
+        if (!ask || !pids) continue;
+        const request = { prefix, count: keep ? options.cold : options.coldWarmup, rate: options.coldRate };
+        const { result, times } = await timedByGroup(pids, request.count, () => ask(request));
         if (!keep) continue;
         // the first measured round's CPU (the second is alike; both rounds' latencies are pooled)
-        const phase = via === 'direct' ? 'rawDirect' : 'rawRelayed';
-        cpuPerAsk[phase] ??= times;
+        cpuPerAsk[phases[via]] ??= times;
         asks[via].push(...result.ms);
         asks.failed += result.failed;
       }
@@ -953,6 +963,9 @@ async function withRawBaseline<T>(
         directP99Ms: p(asks.direct, 99),
         relayedP50Ms: p(asks.relayed, 50),
         relayedP99Ms: p(asks.relayed, 99),
+        ...(asks.spread.length > 0
+          ? { spreadP50Ms: p(asks.spread, 50), spreadP99Ms: p(asks.spread, 99) }
+          : {}),
         failed: asks.failed,
       },
     };

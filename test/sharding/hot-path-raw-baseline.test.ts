@@ -1,8 +1,8 @@
 // The sharding bench's `--hot-path` sets doyen's remote asks beside raw `ws` + msgpackr processes at
 // the same rate (bench/lib/raw-relay-*.ts) and gives each phase's CPU and run-queue wait per ask by
 // process (bench/lib/proc-schedstat.ts). What must hold: every raw ask is answered, the relayed one
-// really crosses the relay process (its CPU shows on that path and not on the direct one), and the
-// CPU figures are this process's work, not the wall time it spent waiting.
+// really crosses the relay process (its CPU shows on that path and not on the direct one), the spread
+// one wakes every echo (doyen's fan-out over its owners), and the CPU figures are this process's work, not the wall time it spent waiting.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SchedTimes, schedTimes, timedByGroup } from '../../bench/lib/proc-schedstat.js';
 import { type RawAskBaseline, startRawAskBaseline } from '../../bench/lib/raw-relay-baseline.js';
@@ -38,7 +38,7 @@ describe('CPU and run-queue wait per process (schedstat)', () => {
 describe('the raw ask baseline', () => {
   let raw: RawAskBaseline;
   beforeAll(async () => {
-    raw = await startRawAskBaseline();
+    raw = await startRawAskBaseline(3);
   }, 30_000);
   afterAll(() => raw?.stop());
 
@@ -56,5 +56,20 @@ describe('the raw ask baseline', () => {
     expect(direct.times.relay!.mainCpuUs).toBeLessThan(relayed.times.relay!.mainCpuUs / 2);
     // the echo answers both ways
     expect(relayed.times.owners!.mainCpuUs).toBeGreaterThan(0);
+  }, 30_000);
+
+  it('spreads asks over every echo by the id, each answered', async () => {
+    const echoes = raw.pids.spread?.owners ?? [];
+    expect(echoes).toHaveLength(3);
+    const each = Object.fromEntries(echoes.map((pid, i) => [`echo${i}`, [pid]]));
+    const request = { prefix: 's-', count: 600, rate: 2000 };
+    const spread = await timedByGroup(each, request.count, () => raw.spread!(request));
+    expect(spread.result.failed).toBe(0);
+    expect(spread.result.ms).toHaveLength(request.count);
+    for (const i of [0, 1, 2]) expect(spread.times[`echo${i}`]!.mainCpuUs).toBeGreaterThan(1);
+    // the control: the direct path wakes the first echo only, so the others work only while asks spread
+    const direct = await timedByGroup(each, request.count, () => raw.direct(request));
+    for (const i of [1, 2])
+      expect(direct.times[`echo${i}`]!.mainCpuUs).toBeLessThan(spread.times[`echo${i}`]!.mainCpuUs / 3);
   }, 30_000);
 });
