@@ -32,8 +32,7 @@
 //      wire's best case, `shardedVsRemoteTell`) and to 1000 plain actors over the same nodes (the same
 //      fan-out: what sharding adds, `shardedVsRemoteTellSameFanout`), same run, alternating rounds of
 //      --tells messages (each round ends with an ask to every node).
-//   4. rolling restart under steady load (--rate asks/s round robin over --entities activated entities), on
-//      a cluster started for it (and 5., 7.) after the hot path's, whose entities its hand-offs would carry:
+//   4. rolling restart under steady load (--rate asks/s round robin over --entities activated entities):
 //      SIGTERM and restart of each node, youngest first (oldest last), then oldest first, each waited until
 //      271 partitions are active and balanced ±1 again. Added latency = latency − the median of the 5 s
 //      before (failed asks count as their 5 s timeout). Then every entity's count against what was sent

@@ -431,11 +431,6 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
         return undefined;
       }
     };
-    // the faults on a cluster of their own: the hot path left ~13k entities of other types active
-    // (its warm-up alone 2 s of cold asks), whose snapshots every rolling hand-off would carry too
-    // (with them, three runs' rolling p99 went from ~210 to 367–380 ms)
-    await procs.killAll();
-    await startCluster();
     const rolling = await scenario('rolling restart', () => rollingRestart(procs, options));
     const killNonOwner = await scenario('kill -9 of the oldest', () => killOldest(procs, options));
     const killOwner = await scenario('kill -9 of an owner', () => killAnOwner(procs, options));
