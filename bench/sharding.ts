@@ -361,6 +361,7 @@ printResult({
   // warm-up), the same ids once active, and plain actors (no sharding): what the tail is made of
   coldRemoteBeside: {
     warmupP99Ms: med((f) => f.cold?.warmupP99Ms),
+    warmupLeftActive: med((f) => f.cold?.warmupLeftActive),
     activeP50Ms: med((f) => f.cold?.activeP50Ms),
     activeP99Ms: med((f) => f.cold?.activeP99Ms),
     plainAskP99Ms: med((f) => f.cold?.plainAskP99Ms),

@@ -11,6 +11,8 @@ import {
   ACTIVATION_LOG_ENV,
   BENCH_MESSAGE_TYPES,
   COLD_COUNTER_TYPE,
+  COLD_WARMUP_PASSIVATE_MS,
+  COLD_WARMUP_TYPE,
   COUNTER_TYPE,
   counterLogic,
   FANOUT_SINKS,
@@ -123,6 +125,11 @@ export function setup(node: DoyenNode): void {
     role: SHARD_ROLE,
     handOverSnapshot: true,
   });
+  const warmupCounters = sharding.register(COLD_WARMUP_TYPE, counterLogic, {
+    role: SHARD_ROLE,
+    handOverSnapshot: true,
+    passivateAfterMs: COLD_WARMUP_PASSIVATE_MS,
+  });
   const remembered =
     rememberEndpoints.length > 0
       ? sharding.register(REMEMBERED_COUNTER_TYPE, counterLogic, {
@@ -139,5 +146,5 @@ export function setup(node: DoyenNode): void {
   if (port === undefined) return;
   // the generator belongs to the process; a new incarnation hands it its node
   load ??= startLoadGenerator(Number(port));
-  load.attach(node, counters, coldCounters, remembered);
+  load.attach(node, { counters, cold: coldCounters, warmup: warmupCounters, remembered });
 }

@@ -58,6 +58,8 @@ export class LoadGenerator {
   private counters: Counters | undefined;
   /** The cold figure's type (activations logged at debug, as an app has them). */
   private coldCounters: Counters | undefined;
+  /** Its warm-up's type (passivated soon after, see COLD_WARMUP_TYPE). */
+  private warmupCounters: Counters | undefined;
   /** The remembered type, when the nodes have a store. */
   private remembered: Counters | undefined;
   /** Per entity index: `sb.add` messages sent (its next sequence number is one more). */
@@ -71,11 +73,15 @@ export class LoadGenerator {
   private steady: Steady | undefined;
   private pending = 0;
 
-  attach(node: DoyenNode, counters: Counters, coldCounters: Counters, remembered?: Counters): void {
+  attach(
+    node: DoyenNode,
+    types: { counters: Counters; cold: Counters; warmup: Counters; remembered: Counters | undefined },
+  ): void {
     this.node = node;
-    this.counters = counters;
-    this.coldCounters = coldCounters;
-    this.remembered = remembered;
+    this.counters = types.counters;
+    this.coldCounters = types.cold;
+    this.warmupCounters = types.warmup;
+    this.remembered = types.remembered;
   }
 
   /** `sb.get` once to each remembered id `rememberedId(i)` of `indices` at `rate`/s: activates them. */
@@ -281,7 +287,9 @@ export class LoadGenerator {
     count: number,
     rate: number,
     timeoutMs: number,
+    warmup = false,
   ): Promise<{ ms: number[]; failed: number; trace: ColdTrace[] }> {
+    const type = warmup ? this.warmupCounters : this.coldCounters;
     const trace: ColdTrace[] = [];
     const start = performance.now();
     const results = await this.paced(
@@ -290,7 +298,7 @@ export class LoadGenerator {
       async (i) => {
         const sentAt = performance.now();
         const late = sentAt - (start + (i * 1000) / rate);
-        const reply = await this.get(`${prefix}${i}`, timeoutMs, this.coldCounters).catch(() => undefined);
+        const reply = await this.get(`${prefix}${i}`, timeoutMs, type).catch(() => undefined);
         if (!reply) return -1;
         const answeredAt = performance.now();
         const sentWall = performance.timeOrigin + sentAt;
@@ -461,7 +469,7 @@ export function startLoadGenerator(port: number): LoadGenerator {
     '/activate': (b) => load.activate(b.count, b.rate, b.timeoutMs ?? 10_000),
     '/verify': (b) => load.verify(b.count, b.rate, b.timeoutMs ?? 10_000),
     '/probe': (b) => load.probe(b.indices, b.since, b.everyMs, b.timeoutMs, b.durationMs),
-    '/cold': (b) => load.cold(b.prefix, b.count, b.rate, b.timeoutMs ?? 5000),
+    '/cold': (b) => load.cold(b.prefix, b.count, b.rate, b.timeoutMs ?? 5000, b.warmup === true),
     '/remembered/activate': (b) => load.activateRemembered(b.indices, b.rate, b.timeoutMs ?? 10_000),
     '/plain-asks': (b) => load.plainAsks(b.count, b.rate, b.timeoutMs ?? 5000),
     '/throughput': (b) => load.throughput(b.entities, b.messages, b.rounds),

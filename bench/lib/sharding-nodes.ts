@@ -42,6 +42,11 @@ export interface EntityLine extends InstanceLogLine {
 
 export interface ShardsView {
   readonly activePartitions: readonly number[];
+  /** Per entity type, the partitions held here and their entities (packages/sharding's ShardRegionsView). */
+  readonly regions?: readonly {
+    readonly typeName: string;
+    readonly shards: readonly { readonly numEntities: number }[];
+  }[];
 }
 
 export class ShardingProcesses {

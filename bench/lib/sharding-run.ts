@@ -21,6 +21,7 @@ import { type ColdTraceSummary, summarizeColdTrace } from './sharding-cold-trace
 import type { ColdTrace } from './sharding-load.js';
 import { COUNTED_EVENTS, CPU_PROF_DIR, type EntityLine, ShardingProcesses } from './sharding-nodes.js';
 import {
+  COLD_WARMUP_TYPE,
   entityId,
   REMEMBER_CLUSTER_ENV,
   REMEMBER_ETCD_ENV,
@@ -140,6 +141,8 @@ export interface ShardingRunFigures {
     remoteFailed: number;
     /** p99 of the warm-up's cold asks from another node (the first of a fresh cluster, not measured). */
     warmupP99Ms: number;
+    /** The warm-up's entities still active when the measured asks begin (passivated by then: 0). */
+    warmupLeftActive: number;
     /** p99 of asks from another node to the same ids once active (the round trip, no activation). */
     activeP99Ms: number;
     activeP50Ms: number;
@@ -314,6 +317,8 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
       prefix: 'warm-',
       count: options.coldWarmup,
       rate: options.coldRate,
+      // a type of its own, passivated soon after (COLD_WARMUP_TYPE)
+      warmup: true,
     });
     // the optimum beside them, same rate and pacing, same machine and moment: raw ws + msgpackr child
     // processes (warmed up alike), one round before doyen's asks and one after, pooled
@@ -336,13 +341,15 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
         );
       return result;
     };
-    // the cluster's own background (heartbeats, gossip, timers) over as long as a phase's asks take,
-    // per ask: what to subtract from the phases' CPU to see the asks' own
-    await timedAsks('idle', () => sleep((options.cold * 1000) / options.coldRate));
-    const { coldRemote, again, plainAsks, rawFigures } = await withRawBaseline(
+    const { warmupLeftActive, coldRemote, again, plainAsks, rawFigures } = await withRawBaseline(
       options,
       cpuPerAsk,
       async () => ({
+        // the cluster's own background (heartbeats, gossip, timers) over as long as a phase's asks
+        // take, per ask: what to subtract from the phases' CPU to see the asks' own (measured here,
+        // once the warm-up's entities have been passivated)
+        idle: await timedAsks('idle', () => sleep((options.cold * 1000) / options.coldRate)),
+        warmupLeftActive: await activeEntities(procs, COLD_WARMUP_TYPE),
         coldRemote: await timedAsks('cold', () =>
           procs.control<ColdAsks>('/cold', { prefix: 'cold-', count: options.cold, rate: options.coldRate }),
         ),
@@ -367,6 +374,7 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
       remoteP99Ms: coldRemote.ms.length ? percentile(coldRemote.ms, 99) : Number.NaN,
       remoteFailed: coldRemote.failed,
       warmupP99Ms: warm.ms.length ? percentile(warm.ms, 99) : Number.NaN,
+      warmupLeftActive,
       activeP50Ms: again.ms.length ? median(again.ms) : Number.NaN,
       activeP99Ms: again.ms.length ? percentile(again.ms, 99) : Number.NaN,
       plainAskP50Ms: plainAsks.ms.length ? median(plainAsks.ms) : Number.NaN,
@@ -494,6 +502,16 @@ async function newProcesses(
 }
 
 /** `options.nodes` hosting nodes (the first forms the cluster), then the load generator's node; balanced. */
+/** Active entities of `type` over the running slots (GET /cluster/shards). */
+async function activeEntities(procs: ShardingProcesses, type: string): Promise<number> {
+  const views = await Promise.all(procs.running().map((slot) => procs.shards(slot)));
+  return views
+    .flatMap((v) => v?.regions ?? [])
+    .filter((r) => r.typeName === type)
+    .flatMap((r) => r.shards)
+    .reduce((sum, shard) => sum + shard.numEntities, 0);
+}
+
 async function startHostingCluster(procs: ShardingProcesses, options: ShardingRunOptions): Promise<void> {
   const slots = Array.from({ length: options.nodes }, (_, s) => s);
   await procs.start(0);
