@@ -12,7 +12,8 @@
 //   2. cold activation from another node: the load node asks fresh ids at --cold-rate/s, after --cold-warmup
 //      asks to other fresh ids at that rate (default 2 s of them: a fresh cluster's first asks run code V8
 //      has not optimised yet: after 500, the first second of a 4 s series still cost an owner about 2.7
-//      times the CPU of each later one, compiler and GC threads included; the local child warms up on 500),
+//      times the CPU of each later one, compiler and GC threads included; the local child warms up on 500;
+//      the warm-up's type, `cold-warmup`, is passivated before the measured asks, `warmupLeftActive`),
 //      of a type of their own whose activations are logged at debug as an app's are (`cold-counter`).
 //      Beside it, same rate: the same ids again (active: the round trip without an activation) and plain
 //      actors on the hosting nodes (no sharding). Each cold ask is split where it crosses the processes

@@ -16,8 +16,7 @@ export const COLD_COUNTER_TYPE = 'cold-counter';
  * The cold figure's warm-up: the same counter again, passivated `COLD_WARMUP_PASSIVATE_MS` after its
  * last message. Two seconds of cold asks at 5k/s warm every process's activation path up, and their
  * 10,000 entities are gone before the measured asks (whose heaps they would otherwise grow) and before
- * the rolling restart (whose hand-offs would carry their snapshots: rolling p99 334–380 ms with them
- * active, three runs).
+ * the rolling restart (whose hand-offs would otherwise carry their snapshots).
  */
 export const COLD_WARMUP_TYPE = 'cold-warmup';
 export const COLD_WARMUP_PASSIVATE_MS = 2000;
