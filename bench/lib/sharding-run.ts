@@ -344,27 +344,37 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
     const { warmupLeftActive, coldRemote, again, plainAsks, rawFigures } = await withRawBaseline(
       options,
       cpuPerAsk,
-      async () => ({
+      async () => {
         // the cluster's own background (heartbeats, gossip, timers) over as long as a phase's asks
         // take, per ask: what to subtract from the phases' CPU to see the asks' own (measured here,
         // once the warm-up's entities have been passivated)
-        idle: await timedAsks('idle', () => sleep((options.cold * 1000) / options.coldRate)),
-        warmupLeftActive: await activeEntities(procs, COLD_WARMUP_TYPE),
-        coldRemote: await timedAsks('cold', () =>
-          procs.control<ColdAsks>('/cold', { prefix: 'cold-', count: options.cold, rate: options.coldRate }),
-        ),
-        // the same ids again at the same rate, now active: an ask's round trip without the activation
-        again: await timedAsks('active', () =>
-          procs.control<ColdAsks>('/cold', { prefix: 'cold-', count: options.cold, rate: options.coldRate }),
-        ),
-        // the same round trip to plain actors on the hosting nodes: what sharding adds, isolated
-        plainAsks: await timedAsks('plain', () =>
-          procs.control<{ ms: number[]; failed: number }>('/plain-asks', {
-            count: options.cold,
-            rate: options.coldRate,
-          }),
-        ),
-      }),
+        await timedAsks('idle', () => sleep((options.cold * 1000) / options.coldRate));
+        return {
+          warmupLeftActive: await activeEntities(procs, COLD_WARMUP_TYPE),
+          coldRemote: await timedAsks('cold', () =>
+            procs.control<ColdAsks>('/cold', {
+              prefix: 'cold-',
+              count: options.cold,
+              rate: options.coldRate,
+            }),
+          ),
+          // the same ids again at the same rate, now active: an ask's round trip without the activation
+          again: await timedAsks('active', () =>
+            procs.control<ColdAsks>('/cold', {
+              prefix: 'cold-',
+              count: options.cold,
+              rate: options.coldRate,
+            }),
+          ),
+          // the same round trip to plain actors on the hosting nodes: what sharding adds, isolated
+          plainAsks: await timedAsks('plain', () =>
+            procs.control<{ ms: number[]; failed: number }>('/plain-asks', {
+              count: options.cold,
+              rate: options.coldRate,
+            }),
+          ),
+        };
+      },
     );
     const remoteSplit = summarizeColdTrace(coldRemote.trace, procs);
     const cold = {
@@ -501,7 +511,6 @@ async function newProcesses(
   });
 }
 
-/** `options.nodes` hosting nodes (the first forms the cluster), then the load generator's node; balanced. */
 /** Active entities of `type` over the running slots (GET /cluster/shards). */
 async function activeEntities(procs: ShardingProcesses, type: string): Promise<number> {
   const views = await Promise.all(procs.running().map((slot) => procs.shards(slot)));
@@ -512,6 +521,7 @@ async function activeEntities(procs: ShardingProcesses, type: string): Promise<n
     .reduce((sum, shard) => sum + shard.numEntities, 0);
 }
 
+/** `options.nodes` hosting nodes (the first forms the cluster), then the load generator's node; balanced. */
 async function startHostingCluster(procs: ShardingProcesses, options: ShardingRunOptions): Promise<void> {
   const slots = Array.from({ length: options.nodes }, (_, s) => s);
   await procs.start(0);
