@@ -1,5 +1,6 @@
 // A process of the sharding bench's raw ask baseline (`--hot-path`): nothing but `ws` and msgpackr on
-// 127.0.0.1, the optimum a remote ask between processes can reach on this machine. RAW_RELAY_ROLE:
+// 127.0.0.1 (and doyen's partition hash, to spread asks), the optimum a remote ask between processes
+// can reach on this machine. RAW_RELAY_ROLE:
 //   echo       a `ws` server; decodes each ask and answers it on the same connection (the entity's node)
 //   relay      a `ws` server that dials RAW_RELAY_UPSTREAM and passes each ask there, each answer back,
 //              decoding and re-encoding both as a router would (a node in between)
@@ -10,6 +11,7 @@
 // Servers report `{ port }` over IPC once listening, the generator `{ ready: true }` once connected.
 import { pack, unpack } from 'msgpackr';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import { partitionOf } from '../../packages/partitions/src/index.js';
 import { connect } from './ws-client.js';
 
 if (!process.send) {
@@ -89,12 +91,8 @@ if (role === 'echo') {
     done?.(answer);
   };
   for (const ws of targets) ws.on('message', onAnswer);
-  // FNV-1a of the id: fresh ids spread over the targets as entity ids over their owners
-  const targetOf = (id: string): WebSocket => {
-    let h = 0x811c9dc5;
-    for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
-    return targets[(h >>> 0) % targets.length]!;
-  };
+  // the key hash entity ids are placed by: fresh ids spread over the targets as over their owners
+  const targetOf = (id: string): WebSocket => targets[partitionOf(id, targets.length)]!;
   let next = 0;
   const ask = (id: string, timeoutMs: number): Promise<boolean> =>
     new Promise((resolve) => {
