@@ -7,6 +7,7 @@
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ShardRegionsView } from '../../packages/sharding/src/index.js';
 import type { InstanceLogLine, ProcessFate } from '../../packages/testkit/src/instance-overlaps.js';
 import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 import { builtCliArgs } from './built-cli.js';
@@ -40,14 +41,8 @@ export interface EntityLine extends InstanceLogLine {
   readonly entityId: string;
 }
 
-export interface ShardsView {
-  readonly activePartitions: readonly number[];
-  /** Per entity type, the partitions held here and their entities (packages/sharding's ShardRegionsView). */
-  readonly regions?: readonly {
-    readonly typeName: string;
-    readonly shards: readonly { readonly numEntities: number }[];
-  }[];
-}
+/** GET /cluster/shards as the bench reads it. */
+export type ShardsView = Pick<ShardRegionsView, 'activePartitions' | 'regions'>;
 
 export class ShardingProcesses {
   readonly nodes: (NodeProcess | undefined)[];
