@@ -37,6 +37,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import type { ClusterView } from '../packages/doyen/src/index.js';
 import { freePorts } from '../packages/testkit/src/index.js';
 import {
   type ClusterCpu,
@@ -318,9 +319,7 @@ async function watch(page: Page, name: string, predicate: string): Promise<void>
 
 /** How `node`'s `/cluster` shows the member at `address` (undefined: not a member there). */
 async function memberOn(node: CliNode, address: string) {
-  const view = await node.getJson<{ members: { address: string; status: string; reachable: boolean }[] }>(
-    '/cluster',
-  );
+  const view = await node.getJson<ClusterView>('/cluster');
   const m = view?.members.find((x) => x.address === address);
   return m ? { status: m.status, reachable: m.reachable } : undefined;
 }
@@ -567,8 +566,7 @@ async function runSize(browser: Browser, n: number) {
           }
         });
       })()`);
-    const members = (await serving.getJson<{ members: { address: string; uid: string }[] }>('/cluster'))!
-      .members;
+    const members = (await serving.getJson<ClusterView>('/cluster'))!.members;
     const keyOf = (node: CliNode) => {
       const m = members.find((x) => x.address === node.address)!;
       return `${m.address}#${m.uid}`;
