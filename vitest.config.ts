@@ -24,9 +24,10 @@ const ALONE = [
 
 /**
  * Deterministic simulations (virtual time, no sockets, no processes, no wall-clock bound): CPU
- * only, about 200 s of it. They run on the second worker while the `alone` files run on the
- * first, at nice 19, so they use the CPU the `alone` files' processes leave idle (those use about
- * half a core) instead of lengthening the `shared` group.
+ * only, about 400 s of it, at nice 19 (beside-nice.ts), so they use only the CPU the others leave
+ * idle. `pnpm test` (test/support/run-suite.mjs) runs them in a vitest run of their own, one at a
+ * time for the whole suite, beside the `shared` files and then the `alone` ones; a plain `vitest
+ * run` runs them on the last group's second worker while the `alone` files run on the first.
  */
 const BESIDE_FILES = [
   'test/singleton/failover-faults.test.ts',
@@ -49,6 +50,11 @@ const BESIDE_FILES = [
 ];
 /** DOYEN_TEST_BESIDE=off puts them back in `shared` (to compare, or if an `alone` bound ever suffers). */
 const BESIDE = process.env.DOYEN_TEST_BESIDE === 'off' ? [] : BESIDE_FILES;
+/**
+ * Set by test/support/run-suite.mjs (`pnpm test`): the `beside` files run in a vitest run of their
+ * own for the whole suite, one at a time, while this run has `shared` and then `alone`.
+ */
+const SPLIT = process.env.DOYEN_TEST_SPLIT === '1';
 
 // one lock per vitest run, for alone-lock.ts in every worker (they inherit this environment)
 if (!process.env.DOYEN_ALONE_LOCK) {
@@ -78,8 +84,9 @@ export default defineConfig({
           maxWorkers: '100%',
         },
       },
-      // the last group: two workers, one `alone` file at a time (alone-lock.ts) and a niced
-      // simulation beside it (beside-nice.ts); same groupOrder and maxWorkers, so one group
+      // the last group: two workers, one `alone` file at a time (alone-lock.ts) and, in a plain
+      // `vitest run`, a niced simulation beside it (beside-nice.ts); same groupOrder and
+      // maxWorkers, so one group
       {
         extends: true,
         test: {
@@ -96,11 +103,13 @@ export default defineConfig({
           name: 'beside',
           include: BESIDE,
           sequence: { groupOrder: 1 },
-          maxWorkers: 2,
+          // in a run of their own: one simulation at a time beside whatever the other run has
+          maxWorkers: SPLIT ? 1 : 2,
           setupFiles: ['test/support/beside-nice.ts'],
           // a simulation's bounds are on simulated time; niced beside a busy `alone` file it can
           // take several times its usual wall time (a guard against hangs, not a bound)
-          testTimeout: 120_000,
+          // (beside the `shared` files, two at the default priority, for minutes at a time in a split run)
+          testTimeout: SPLIT ? 600_000 : 120_000,
         },
       },
     ],

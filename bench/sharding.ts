@@ -61,7 +61,9 @@
 // too, in `<proc>.entities.log`, with SHARDING_BENCH_LOG_ENTITIES=1: what an overlap is read from),
 // SHARDING_BENCH_CPU_PROF=dir a CPU profile of every hosting process (and of the load generator's, the
 // senders' side, with SHARDING_BENCH_CPU_PROF_LOAD=1; the processes are then stopped gracefully at the end, as
-// a profile is written on exit, and each ask phase's window is printed on the profiles' clock, to slice them by);
+// a profile is written on exit, and each ask phase's window is printed on the profiles' clock, to slice them by),
+// SHARDING_BENCH_NODE_FLAGS="--trace-gc --trace-gc-nvp" node options for every node process (their lines
+// that are not JSON come out on stderr, `[proc] …`);
 // `bench/sharding-join-path.ts dir`
 // prints each join's path from the logs; DOYEN_BENCH_CLI=bin.js runs another build (an A/B).
 import { bundleStaleness } from './lib/built-cli.js';

@@ -27,6 +27,11 @@ const ENTITY_LINE = /"event":"sharding\.(activated|passivated)"/;
 export const CPU_PROF_DIR = process.env.SHARDING_BENCH_CPU_PROF;
 /** SHARDING_BENCH_CPU_PROF_LOAD=1: the load generator's node is profiled too (the senders' side). */
 const CPU_PROF_LOAD = process.env.SHARDING_BENCH_CPU_PROF_LOAD === '1';
+/**
+ * SHARDING_BENCH_NODE_FLAGS="--trace-gc …": node options for every node process, before the CLI's
+ * script (node refuses V8's tracing flags in NODE_OPTIONS).
+ */
+const NODE_FLAGS = process.env.SHARDING_BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
 /** Events counted in `eventCounts`: load on the machine shows in them, not in the latency alone. */
 export const COUNTED_EVENTS = [
   'sharding.lease-lost',
@@ -139,7 +144,7 @@ export class ShardingProcesses {
       ...(roles ? ['--roles', roles] : []),
     ]);
     const owned = NodeProcess.spawn({
-      args: [...profile, ...args],
+      args: [...profile, ...NODE_FLAGS, ...args],
       env: { DOYEN_SECRET: this.options.secret, DOYEN_LOG_LEVEL: LOG_LEVEL, ...this.options.env, ...env },
       http: { host: '127.0.0.1', port: httpPort },
       keepLogs: false,

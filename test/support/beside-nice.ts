@@ -1,7 +1,9 @@
-// Setup file of the `beside` project (vitest.config.ts): deterministic simulations that run on the
-// second worker while an `alone` file runs on the first. At the lowest priority (nice 19, about
-// 1.5 % of a core against a process at the default priority) they take only the CPU the `alone`
-// file's processes leave idle, so its wall-clock bounds see (almost) an idle core as before.
+// Setup file of the `beside` project (vitest.config.ts): deterministic simulations that run beside
+// the other files (in `pnpm test`, in a vitest run of their own for the whole suite; in a plain
+// `vitest run`, on the second worker while an `alone` file runs on the first). At the lowest
+// priority (nice 19, about 1.5 % of a core against a process at the default priority) they take
+// only the CPU the other files' processes leave idle, so an `alone` file's wall-clock bounds see
+// (almost) an idle core as before.
 import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
 
