@@ -16,17 +16,28 @@ const gc = runInNewContext('gc') as () => void;
 const ACTORS = 20_000;
 /** Bytes per idle `fromTransition` actor, refs and registry included: ~730 measured, ~1,800 before. */
 const IDLE_ACTOR_BYTES = 1_100;
+/**
+ * The same after it handled one message (a sharded entity's life: activated by its first): ~735
+ * measured; ~950 while an emptied mailbox kept its first chunk (session 44).
+ */
+const MESSAGED_ACTOR_BYTES = 850;
 
 type Inc = { type: 'inc' };
 const counter = fromTransition((n: number, _e: Inc) => n + 1, 0);
 
-function heapPerActor(populate: (refs: LocalActorRef<Inc>[]) => void): number {
-  const { system } = makeCoreSystem();
+function heapPerActor(populate: (refs: LocalActorRef<Inc>[]) => void, messaged = false): number {
+  const { system, scheduler } = makeCoreSystem();
   const refs: LocalActorRef<Inc>[] = [];
   gc();
   const before = process.memoryUsage().heapUsed;
   populate(refs);
-  for (let i = 0; i < ACTORS; i++) refs.push(system.spawn(counter));
+  for (let i = 0; i < ACTORS; i++) {
+    const ref = system.spawn(counter);
+    if (messaged) ref.send({ type: 'inc' });
+    refs.push(ref);
+  }
+  // every message queued first, then handled: the queues empty after all of them filled
+  scheduler.runAll();
   gc();
   const after = process.memoryUsage().heapUsed;
   // read after the last measurement, so the collector cannot take the population early
@@ -39,6 +50,20 @@ describe('idle actor memory', () => {
   it(`an idle fromTransition actor costs under ${IDLE_ACTOR_BYTES} bytes of heap`, () => {
     heapPerActor(() => {}); // warm-up: the JIT and the system's own structures
     expect(heapPerActor(() => {})).toBeLessThan(IDLE_ACTOR_BYTES);
+  });
+
+  it(`one that handled a message and went idle costs under ${MESSAGED_ACTOR_BYTES} bytes: its mailbox kept no chunk`, () => {
+    heapPerActor(() => {}, true);
+    const messaged = heapPerActor(() => {}, true);
+    expect(messaged).toBeLessThan(MESSAGED_ACTOR_BYTES);
+    // and the message was handled: the measure is of actors that ran
+    const { system, scheduler } = makeCoreSystem();
+    const ref = system.spawn(counter);
+    ref.send({ type: 'inc' });
+    scheduler.runAll();
+    expect(system.snapshotOf(ref)).toMatchObject({ context: 1 });
+    expect(system.mailboxSize(ref)).toBe(0);
+    system.terminate();
   });
 
   it('control: the measure sees one empty Set per actor (~100 bytes)', () => {
@@ -65,6 +90,27 @@ describe('what is shared or lazy still behaves', () => {
     expect(a.drain()).toEqual([1]);
     expect(b.drain()).toEqual([2]);
     expect(new ChunkedQueue<number>().length).toBe(0);
+  });
+
+  it('queues that empty hand their first chunk on, and a reused chunk carries nothing over', () => {
+    // more queues than the pool keeps, so some chunks are pooled and reused and others dropped
+    const queues = Array.from({ length: 3_000 }, () => new ChunkedQueue<number>());
+    queues.forEach((q, i) => {
+      for (let k = 0; k < (i % 20) + 1; k++) q.push(i * 100 + k);
+    });
+    for (const q of queues) q.drain();
+    const wrong = queues.filter((q, i) => {
+      q.push(i);
+      q.push(i + 1);
+      return q.length !== 2 || q.shift() !== i || q.shift() !== i + 1 || q.shift() !== undefined;
+    });
+    expect(wrong).toHaveLength(0);
+    // a queue that grew past its first chunk and emptied keeps working from its bigger one
+    const big = queues[0]!;
+    for (let k = 0; k < 100; k++) big.push(k);
+    expect(big.drain()).toEqual(Array.from({ length: 100 }, (_, k) => k));
+    big.push(7);
+    expect(big.drain()).toEqual([7]);
   });
 
   it('a watcher removed and added again is told once when the actor stops', () => {
