@@ -17,23 +17,29 @@ const ACTORS = 20_000;
 /** Bytes per idle `fromTransition` actor, refs and registry included: ~730 measured, ~1,800 before. */
 const IDLE_ACTOR_BYTES = 1_100;
 /**
- * The same after it handled one message (a sharded entity's life: activated by its first): ~735
- * measured; ~950 while an emptied mailbox kept its first chunk (session 44).
+ * The same after it handled one message, with one watcher (a sharded entity's life: activated by
+ * its first message, watched by its region): ~735 measured; ~1,130 in session 43, when an emptied
+ * mailbox kept its first chunk (~950 without the watcher) and a lone watcher took a Map (~915
+ * with the chunk given back).
  */
 const MESSAGED_ACTOR_BYTES = 850;
 
 type Inc = { type: 'inc' };
 const counter = fromTransition((n: number, _e: Inc) => n + 1, 0);
 
-function heapPerActor(populate: (refs: LocalActorRef<Inc>[]) => void, messaged = false): number {
+function heapPerActor(populate: (refs: LocalActorRef<Inc>[]) => void, entityLike = false): number {
   const { system, scheduler } = makeCoreSystem();
+  const region = system.functionRef('region', () => {});
   const refs: LocalActorRef<Inc>[] = [];
   gc();
   const before = process.memoryUsage().heapUsed;
   populate(refs);
   for (let i = 0; i < ACTORS; i++) {
     const ref = system.spawn(counter);
-    if (messaged) ref.send({ type: 'inc' });
+    if (entityLike) {
+      ref.send({ type: 'inc' });
+      system.watch(ref, region);
+    }
     refs.push(ref);
   }
   // every message queued first, then handled: the queues empty after all of them filled
@@ -52,17 +58,23 @@ describe('idle actor memory', () => {
     expect(heapPerActor(() => {})).toBeLessThan(IDLE_ACTOR_BYTES);
   });
 
-  it(`one that handled a message and went idle costs under ${MESSAGED_ACTOR_BYTES} bytes: its mailbox kept no chunk`, () => {
+  it(`one that handled a message and has one watcher costs under ${MESSAGED_ACTOR_BYTES} bytes: no mailbox chunk, no watcher Map`, () => {
     heapPerActor(() => {}, true);
-    const messaged = heapPerActor(() => {}, true);
-    expect(messaged).toBeLessThan(MESSAGED_ACTOR_BYTES);
-    // and the message was handled: the measure is of actors that ran
+    const entityLike = heapPerActor(() => {}, true);
+    expect(entityLike).toBeLessThan(MESSAGED_ACTOR_BYTES);
+    // and the message was handled and the watcher is told: the measure is of actors that ran
     const { system, scheduler } = makeCoreSystem();
+    const told: Message[] = [];
+    const region = system.functionRef('region', (m) => told.push(m));
     const ref = system.spawn(counter);
     ref.send({ type: 'inc' });
+    system.watch(ref, region);
     scheduler.runAll();
     expect(system.snapshotOf(ref)).toMatchObject({ context: 1 });
     expect(system.mailboxSize(ref)).toBe(0);
+    system.stop(ref);
+    scheduler.runAll();
+    expect(told.map((m) => m.type)).toEqual(['doyen.terminated']);
     system.terminate();
   });
 
@@ -124,6 +136,35 @@ describe('what is shared or lazy still behaves', () => {
     system.stop(target);
     scheduler.runAll();
     expect(seen.map((m) => m.type)).toEqual(['doyen.terminated']);
+    system.terminate();
+  });
+
+  it('one watcher, then several, then one again: each is told once, a removed one not at all', () => {
+    const { system, scheduler } = makeCoreSystem();
+    const seen: string[] = [];
+    const watchers = ['a', 'b', 'c'].map((name) =>
+      system.functionRef(name, (m) => seen.push(`${name}:${m.type}`)),
+    );
+    const [a, b, c] = watchers as [LocalActorRef, LocalActorRef, LocalActorRef];
+    const target = system.spawn(counter, { name: 'watched-by-many' });
+    system.watch(target, a);
+    system.watch(target, a); // twice: still one watch
+    system.watch(target, b);
+    system.watch(target, c);
+    system.unwatch(target, a);
+    system.unwatch(target, c); // back to one
+    system.stop(target);
+    scheduler.runAll();
+    expect(seen).toEqual(['b:doyen.terminated']);
+    // a lone watcher removed, then another added: only the other is told
+    seen.length = 0;
+    const second = system.spawn(counter, { name: 'second-target' });
+    system.watch(second, a);
+    system.unwatch(second, a);
+    system.watch(second, c);
+    system.stop(second);
+    scheduler.runAll();
+    expect(seen).toEqual(['c:doyen.terminated']);
     system.terminate();
   });
 

@@ -37,8 +37,10 @@ export class ActorCell implements CallerRunnable<Message>, RuntimeHost {
   private readonly runtime: CellRuntime;
   private status: CellStatus = 'running';
   // Allocated on first use: most of a million actors never get a watcher, a child, a listener or
-  // a failure, and each empty Map or Set costs ~130 bytes (issue 31: per-actor memory).
-  private watcherMap: Map<string, ActorRef> | undefined;
+  // a failure, and each empty Map or Set costs ~130 bytes (issue 31: per-actor memory). A lone
+  // watcher is kept as its ref, no Map: nearly every watched actor has one (a sharded entity, its
+  // region), and a Map with one entry cost each entity ~200 bytes.
+  private watchedBy: ActorRef | Map<string, ActorRef> | undefined;
   private childSet: Set<ActorCell> | undefined;
   private failures: number[] | undefined;
   private restartTimer: unknown;
@@ -63,21 +65,43 @@ export class ActorCell implements CallerRunnable<Message>, RuntimeHost {
       : new XstateRuntime(this, logic, host.inspect);
   }
 
-  /** Who watches this actor, by watcher id. */
-  get watchers(): ReadonlyMap<string, ActorRef> {
-    return this.watcherMap ?? NO_WATCHERS;
+  /** The watcher with this id (a ref's `id`), if it watches this actor. */
+  watcher(id: string): ActorRef | undefined {
+    const by = this.watchedBy;
+    if (by === undefined) return undefined;
+    if (by instanceof Map) return by.get(id);
+    return by.id === id ? by : undefined;
   }
 
-  addWatcher(id: string, watcher: ActorRef): void {
-    (this.watcherMap ??= new Map()).set(id, watcher);
+  /** Calls `visit` with every watcher; `visit` may remove the one it is given. */
+  forEachWatcher(visit: (watcher: ActorRef) => void): void {
+    const by = this.watchedBy;
+    if (by === undefined) return;
+    if (by instanceof Map) for (const watcher of by.values()) visit(watcher);
+    else visit(by);
+  }
+
+  /** Adds `watcher` under its id (once: adding it again changes nothing). */
+  addWatcher(watcher: ActorRef): void {
+    const by = this.watchedBy;
+    if (by === undefined || (!(by instanceof Map) && by.id === watcher.id)) this.watchedBy = watcher;
+    else if (by instanceof Map) by.set(watcher.id, watcher);
+    else
+      this.watchedBy = new Map([
+        [by.id, by],
+        [watcher.id, watcher],
+      ]);
   }
 
   removeWatcher(id: string): void {
-    if (this.watcherMap?.delete(id) && this.watcherMap.size === 0) this.watcherMap = undefined;
+    const by = this.watchedBy;
+    if (by instanceof Map) {
+      if (by.delete(id) && by.size === 0) this.watchedBy = undefined;
+    } else if (by?.id === id) this.watchedBy = undefined;
   }
 
   clearWatchers(): void {
-    this.watcherMap = undefined;
+    this.watchedBy = undefined;
   }
 
   get children(): ReadonlySet<ActorCell> {
@@ -214,7 +238,6 @@ export class ActorCell implements CallerRunnable<Message>, RuntimeHost {
   }
 }
 
-const NO_WATCHERS: ReadonlyMap<string, ActorRef> = new Map();
 const NO_CHILDREN: ReadonlySet<ActorCell> = new Set();
 
 function inspectionFunction(inspect: CellHost['inspect']): ((event: InspectionEvent) => void) | undefined {

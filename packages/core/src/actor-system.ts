@@ -783,8 +783,9 @@ export class ActorSystem implements RefHost, CellHost {
 
   private releaseWatchesOf(matches: (node: UniqueNodeAddress) => boolean): void {
     for (const cell of this.cells.values()) {
-      for (const [id, watcher] of cell.watchers)
-        if (!watcher.isLocal && matches(watcher.address.node)) this.removeWatcher(cell, id);
+      cell.forEachWatcher((watcher) => {
+        if (!watcher.isLocal && matches(watcher.address.node)) this.removeWatcher(cell, watcher.id);
+      });
     }
   }
 
@@ -799,7 +800,7 @@ export class ActorSystem implements RefHost, CellHost {
 
   /** Adds a watcher; one held for a remote node counts against that node's cap (dropped beyond it). */
   private addWatcher(cell: ActorCell, watcher: ActorRef): void {
-    if (cell.watchers.has(watcher.id)) return;
+    if (cell.watcher(watcher.id) !== undefined) return;
     if (!watcher.isLocal) {
       const peer = nodeKey(watcher.address.node);
       if (!this.watchesByNode.tryAcquire(peer)) {
@@ -820,11 +821,11 @@ export class ActorSystem implements RefHost, CellHost {
         return;
       }
     }
-    cell.addWatcher(watcher.id, watcher);
+    cell.addWatcher(watcher);
   }
 
   private removeWatcher(cell: ActorCell, id: string): void {
-    const watcher = cell.watchers.get(id);
+    const watcher = cell.watcher(id);
     if (!watcher) return;
     cell.removeWatcher(id);
     if (!watcher.isLocal) this.watchesByNode.release(nodeKey(watcher.address.node));
@@ -876,10 +877,10 @@ export class ActorSystem implements RefHost, CellHost {
     (cell.ref as CellRef)[CELL] = undefined;
     cell.parent?.removeChild(cell);
     for (const d of undelivered) this.deadLetter(cell.ref.id, d.message, d.sender, 'actor-stopped');
-    for (const watcher of cell.watchers.values()) {
+    cell.forEachWatcher((watcher) => {
       watcher.send(this.terminatedMessage(cell.ref, reason));
       if (!watcher.isLocal) this.watchesByNode.release(nodeKey(watcher.address.node));
-    }
+    });
     cell.clearWatchers();
     this.logger.debug(
       { event: 'actor.stopped', path: cell.ref.path, reason },
