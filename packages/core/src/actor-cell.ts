@@ -39,7 +39,7 @@ export class ActorCell implements CallerRunnable<Message>, RuntimeHost {
   // Allocated on first use: most of a million actors never get a watcher, a child, a listener or
   // a failure, and each empty Map or Set costs ~130 bytes (issue 31: per-actor memory). A lone
   // watcher is kept as its ref, no Map: nearly every watched actor has one (a sharded entity, its
-  // region), and a Map with one entry cost each entity ~200 bytes.
+  // region), and a Map with one entry cost each entity ~185 bytes.
   private watchedBy: ActorRef | Map<string, ActorRef> | undefined;
   private childSet: Set<ActorCell> | undefined;
   private failures: number[] | undefined;
