@@ -3,7 +3,7 @@ import { RingBuffer } from '@doyen/core';
 /** One slice in this many goes to connections that are not members' (see `turn`). */
 export const OTHERS_EVERY = 4;
 /** Inline turns may take one budget per this many budgets of wall time (see `inlineAllowed`). */
-const INLINE_WINDOW_TURNS = 4;
+export const INLINE_WINDOW_TURNS = 4;
 
 /** Inbound work of one connection, done a slice at a time. */
 export interface DecodeTask {
