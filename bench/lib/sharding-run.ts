@@ -349,29 +349,16 @@ export async function runSharding(options: ShardingRunOptions): Promise<Sharding
         // take, per ask: what to subtract from the phases' CPU to see the asks' own (measured here,
         // once the warm-up's entities have been passivated)
         await timedAsks('idle', () => sleep((options.cold * 1000) / options.coldRate));
+        const paced = { count: options.cold, rate: options.coldRate };
+        const askColdIds = () => procs.control<ColdAsks>('/cold', { prefix: 'cold-', ...paced });
         return {
           warmupLeftActive: await activeEntities(procs, COLD_WARMUP_TYPE),
-          coldRemote: await timedAsks('cold', () =>
-            procs.control<ColdAsks>('/cold', {
-              prefix: 'cold-',
-              count: options.cold,
-              rate: options.coldRate,
-            }),
-          ),
+          coldRemote: await timedAsks('cold', askColdIds),
           // the same ids again at the same rate, now active: an ask's round trip without the activation
-          again: await timedAsks('active', () =>
-            procs.control<ColdAsks>('/cold', {
-              prefix: 'cold-',
-              count: options.cold,
-              rate: options.coldRate,
-            }),
-          ),
+          again: await timedAsks('active', askColdIds),
           // the same round trip to plain actors on the hosting nodes: what sharding adds, isolated
           plainAsks: await timedAsks('plain', () =>
-            procs.control<{ ms: number[]; failed: number }>('/plain-asks', {
-              count: options.cold,
-              rate: options.coldRate,
-            }),
+            procs.control<{ ms: number[]; failed: number }>('/plain-asks', paced),
           ),
         };
       },
