@@ -22,11 +22,14 @@ const A = '10.0.0.2:2552#a';
 const B = '10.0.0.3:2552#b';
 const policy: KeeperPolicy = { selfKey: N, partitionCount: 1, maxConcurrentHandOffs: 16, retryMs: 100 };
 
-function run(events: KeeperEvent[]): { ctx: KeeperContext; effects: KeeperEffect[][] } {
+function run(
+  events: KeeperEvent[],
+  using: KeeperPolicy = policy,
+): { ctx: KeeperContext; effects: KeeperEffect[][] } {
   let ctx: KeeperContext = initialKeeperContext;
   const effects: KeeperEffect[][] = [];
   for (const e of events) {
-    const step = decide(policy, ctx, e, 0);
+    const step = decide(using, ctx, e, 0);
     ctx = step.context;
     effects.push([...step.effects]);
   }
@@ -62,6 +65,49 @@ describe('a node without a table bids for its owner lease with its first view', 
       { type: 'keeper.membership', reachable: [A], absent: [] },
     ]);
     expect(wants(effects[2]!)).toEqual([]);
+  });
+});
+
+describe('a node without the partitions role bids for no owner lease', () => {
+  const proxy: KeeperPolicy = { ...policy, mayOwn: false };
+
+  it('neither with its first view nor with tables naming other owners', () => {
+    const events: KeeperEvent[] = [
+      { type: 'keeper.membership', reachable: [A], absent: [] },
+      { type: 'keeper.table', table: { version: 1, owners: [A] } },
+      { type: 'keeper.membership', reachable: [A, B], absent: [] },
+      { type: 'keeper.table', table: { version: 2, owners: [B] } },
+    ];
+    expect(run(events, proxy).effects.flatMap(wants)).toEqual([]);
+    // positive control: the same events bid on a node that may own (with its view and its table)
+    expect(run(events).effects.flatMap(wants)).toContainEqual({ kind: 'want-own-lease', active: true });
+  });
+
+  it('a table naming it owner all the same (another member’s partitions.role): it bids, once, and says so', () => {
+    const step1 = decide(
+      proxy,
+      initialKeeperContext,
+      { type: 'keeper.table', table: { version: 1, owners: [A] } },
+      0,
+    );
+    const step2 = decide(
+      proxy,
+      step1.context,
+      { type: 'keeper.table', table: { version: 2, owners: [N] } },
+      0,
+    );
+    const step3 = decide(
+      proxy,
+      step2.context,
+      { type: 'keeper.table', table: { version: 3, owners: [N] } },
+      0,
+    );
+    expect(wants(step1.effects)).toEqual([]);
+    expect(wants(step2.effects)).toEqual([{ kind: 'want-own-lease', active: true }]);
+    expect(step2.effects.some((e) => e.kind === 'log' && e.event === 'sharding.owner-without-role')).toBe(
+      true,
+    );
+    expect(wants(step3.effects)).toEqual([]);
   });
 });
 

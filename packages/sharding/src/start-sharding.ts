@@ -45,6 +45,8 @@ export function startSharding(
         tables: partitions,
         partitionCount: partitions.partitionCount,
         leases,
+        // the allocator names only members with the partitions' role
+        mayOwn: options.partitionRole === undefined || cluster.self.roles.includes(options.partitionRole),
         host,
         ...(options.maxConcurrentHandOffs !== undefined
           ? { maxConcurrentHandOffs: options.maxConcurrentHandOffs }

@@ -123,6 +123,13 @@ export interface KeeperPolicy {
   readonly maxConcurrentHandOffs: number;
   /** How often unanswered queries are asked again. */
   readonly retryMs: number;
+  /**
+   * false: this node lacks the partitions' role, so no table should name it an owner, and it
+   * does not bid for an owner lease ahead of one (default true). Every bidder renews with every
+   * member four times a lease, so a proxy-only node that bid anyway cost the cluster two
+   * messages per member per round for nothing.
+   */
+  readonly mayOwn?: boolean;
 }
 
 /** The table as the keeper needs it: its version and the owner of each partition ('' unassigned). */
@@ -587,8 +594,19 @@ function adoptTable(s: Step, table: KeeperTable): void {
     return;
   }
   s.set({ table });
-  if (old === null) s.effects.push({ kind: 'want-own-lease', active: true });
   const self = s.policy.selfKey;
+  if (s.policy.mayOwn !== false) {
+    if (old === null) s.effects.push({ kind: 'want-own-lease', active: true });
+  } else if (table.owners.includes(self) && !old?.owners.includes(self)) {
+    // a table made by a member with another partitions.role: bid, or its partitions never run
+    s.log(
+      'warn',
+      'sharding.owner-without-role',
+      { version: table.version },
+      'named an owner without the partitions role',
+    );
+    s.effects.push({ kind: 'want-own-lease', active: true });
+  }
   const abandoned: { partition: number; query: Query }[] = [];
   for (let p = 0; p < table.owners.length; p++) {
     const owner = table.owners[p] || undefined;
@@ -688,7 +706,7 @@ function membershipChanged(s: Step, reachable: readonly string[], absent: readon
  * node and the token).
  */
 function bidBeforeFirstTable(s: Step, before: ReadonlySet<string>): void {
-  if (before.size === 0 && s.ctx.reachable.length > 0)
+  if (before.size === 0 && s.ctx.reachable.length > 0 && s.policy.mayOwn !== false)
     s.effects.push({ kind: 'want-own-lease', active: true });
 }
 

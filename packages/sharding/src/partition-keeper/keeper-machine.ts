@@ -347,6 +347,8 @@ export interface PartitionKeeperOptions {
   readonly handOffPartBytes?: number;
   /** Decide hand-offs arriving back to back in one step (default true; false: the control). */
   readonly gatherHandOffs?: boolean;
+  /** false: this node lacks the partitions' role and bids for no owner lease (KeeperPolicy.mayOwn). */
+  readonly mayOwn?: boolean;
 }
 
 const LIVE: readonly string[] = ['joining', 'up', 'leaving', 'exiting'];
@@ -383,6 +385,7 @@ export function startPartitionKeeper(options: PartitionKeeperOptions): KeeperInb
     partitionCount: options.partitionCount,
     maxConcurrentHandOffs: options.maxConcurrentHandOffs ?? 16,
     retryMs: options.retryMs ?? 200,
+    ...(options.mayOwn === false ? { mayOwn: false } : {}),
   };
   const ref = system.spawn(
     createKeeperMachine({
