@@ -30,6 +30,8 @@
 //                (`lostOnLeaseLoss`), not as a violation.
 //   unreachable  an entity that answered none of its probes (sent after healing and a quiet
 //                period, up to PROBE_ROUNDS tries), or no probe at all.
+
+import { ACTIVATED_EVENT, PASSIVATED_EVENT } from '../../packages/sharding/src/region/entity-log-lines.js';
 import {
   findInstanceOverlaps,
   type InstanceInterval,
@@ -47,8 +49,8 @@ import {
   CHAOS_SENT_EVENT,
 } from './chaos-sharding-protocol.js';
 
-export const ACTIVATED_EVENT = 'sharding.activated';
-export const PASSIVATED_EVENT = 'sharding.passivated';
+// a partition's stops are one line: read through perEntityLines (chaos-sharding-run.ts `lines`)
+export { ACTIVATED_EVENT, PASSIVATED_EVENT };
 /** The keeper's own owner lease ran out: it stops every entity at once (keeper-decisions.ts). */
 export const LEASE_LOST_EVENT = 'sharding.lease-lost';
 /** The `reason` of a `sharding.passivated` line when the node's owner lease was lost (entity-hosting.ts). */

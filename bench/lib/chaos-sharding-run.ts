@@ -14,6 +14,7 @@ import { detectionTimeMs } from '../../packages/cluster/src/failure-detector/det
 import { defaultClusterConfig } from '../../packages/cluster/src/model/config.js';
 import type { ShardRegionsView } from '../../packages/sharding/src/index.js';
 import { UNSAFE_SKIP_FENCE_ENV } from '../../packages/sharding/src/partition-keeper/unsafe-skip-fence.js';
+import { perEntityLines } from '../../packages/sharding/src/region/entity-log-lines.js';
 import { DEFAULT_HOST_LEASE } from '../../packages/singleton/src/host-lease/host-lease-settings.js';
 import type { ProcessFate } from '../../packages/testkit/src/instance-overlaps.js';
 import { NodeProcess } from '../../packages/testkit/src/node-process.js';
@@ -399,9 +400,11 @@ class ChaosCluster {
     }
   }
 
-  /** Every line every process logged, by process, in its order. */
+  /** Every line every process logged, by process, in its order (a partition's stops as one line per entity). */
   lines(): ChaosLine[] {
-    return this.procs.flatMap((p) => p.process.events().map((json) => ({ proc: p.name, json })));
+    return this.procs.flatMap((p) =>
+      p.process.events().flatMap((json) => perEntityLines(json).map((one) => ({ proc: p.name, json: one }))),
+    );
   }
 
   fates(): ProcessFate[] {

@@ -8,6 +8,7 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ShardRegionsView } from '../../packages/sharding/src/index.js';
+import { perEntityLines } from '../../packages/sharding/src/region/entity-log-lines.js';
 import type { InstanceLogLine, ProcessFate } from '../../packages/testkit/src/instance-overlaps.js';
 import { NodeProcess } from '../../packages/testkit/src/node-process.js';
 import { builtCliArgs } from './built-cli.js';
@@ -22,7 +23,7 @@ if (LOG_DIR) mkdirSync(LOG_DIR, { recursive: true });
 /** The hosting nodes' log level (default info; debug shows each partition's keeper steps). */
 const LOG_LEVEL = process.env.SHARDING_BENCH_LOG_LEVEL ?? 'info';
 const LOG_ENTITIES = process.env.SHARDING_BENCH_LOG_ENTITIES === '1';
-const ENTITY_LINE = /"event":"sharding\.(activated|passivated)"/;
+const ENTITY_LINE = /"event":"sharding\.(activated|passivated|partition-passivated)"/;
 /** Set to a directory to CPU-profile every hosting process (`<proc>/`, one file per thread, written as it exits). */
 export const CPU_PROF_DIR = process.env.SHARDING_BENCH_CPU_PROF;
 /** SHARDING_BENCH_CPU_PROF_LOAD=1: the load generator's node is profiled too (the senders' side). */
@@ -173,6 +174,12 @@ export class ShardingProcesses {
   }
 
   private onLine(proc: string, json: Record<string, any>): void {
+    // a partition's stops come as one line: one per entity here, as the checker reads them
+    const lines = perEntityLines(json);
+    if (lines[0] !== json) {
+      for (const one of lines) this.onLine(proc, one);
+      return;
+    }
     const event = json.event;
     if (COUNTED.has(event)) this.eventCounts.set(event, (this.eventCounts.get(event) ?? 0) + 1);
     if (event === 'bench.gc') this.gcPauses.push({ proc, at: json.at, ms: json.ms });

@@ -7,6 +7,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sourceNodeArgs } from '../../bench/lib/source-cli.js';
 import type { DoyenNode } from '../../packages/doyen/src/index.js';
 import {
+  ACTIVATED_EVENT,
+  PASSIVATED_EVENT,
+  perEntityLines,
+} from '../../packages/sharding/src/region/entity-log-lines.js';
+import {
   describeOverlaps,
   findInstanceOverlaps,
   type InstanceLogLine,
@@ -55,17 +60,20 @@ async function hostingNodes(cluster: string, secret: string, n: number) {
       env: { DOYEN_SECRET: secret, DOYEN_LOG_LEVEL: 'info' },
       http: { host: '127.0.0.1', port: ports[n + i]! },
       onLine: ({ json }) => {
-        const event = json?.event;
-        // an entity id is the checker's "singleton": alive from its activation to its stop
-        if (event === 'sharding.activated' || event === 'sharding.passivated')
-          lines.push({
-            node: name,
-            line: {
-              event: event === 'sharding.activated' ? 'singleton.started' : 'singleton.stopped',
-              singleton: json!.entityId,
-              time: json!.time,
-            },
-          });
+        // an entity id is the checker's "singleton": alive from its activation to its stop (a
+        // partition's stops come as one line)
+        for (const one of json ? perEntityLines(json) : []) {
+          const event = one.event;
+          if (event === ACTIVATED_EVENT || event === PASSIVATED_EVENT)
+            lines.push({
+              node: name,
+              line: {
+                event: event === ACTIVATED_EVENT ? 'singleton.started' : 'singleton.stopped',
+                singleton: one.entityId,
+                time: one.time,
+              },
+            });
+        }
       },
     });
     procs.push(node);

@@ -1,5 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  ACTIVATED_EVENT,
+  PARTITION_PASSIVATED_EVENT,
+  PASSIVATED_EVENT,
+  perEntityLines,
+} from '../../packages/sharding/src/region/entity-log-lines.js';
+import {
   cartLogic,
   countOf,
   shardingNodesClosedAfterEach,
@@ -111,6 +117,40 @@ describe('sharding log events', () => {
         .sort(),
     ).toEqual([...ids].sort());
     for (const l of stops()) expect(l.reason).toBe('stopped');
+  });
+
+  it('a partition stopped as a whole (a hand-off) writes one line for all its entities, read back per entity', async () => {
+    const { node, lines } = await startLoggedShardingNode(nodes, 'debug');
+    const carts = node.sharding.register('cart', cartLogic(new Map()));
+    node.partitions.adopt(tableOver([node]));
+    const p = node.partitions.partitionOf('pp-0');
+    const ids = Array.from({ length: 400 }, (_, i) => `pp-${i}`)
+      .filter((id) => node.partitions.partitionOf(id) === p)
+      .slice(0, 6);
+    expect(ids.length).toBeGreaterThan(2);
+    for (const id of ids) carts.ref(id).send({ type: 'cart.add' });
+    await eventually(() => node.sharding.region.activeCount('cart') === ids.length, { what: 'active' });
+    node.sharding.region.drain(p);
+    await eventually(() => lines.some((l) => l.event === PARTITION_PASSIVATED_EVENT), { what: 'the line' });
+    const batch = lines.filter((l) => l.event === PARTITION_PASSIVATED_EVENT);
+    expect(batch).toHaveLength(1);
+    expect(lines.filter((l) => l.event === PASSIVATED_EVENT)).toEqual([]);
+    expect(batch[0]).toMatchObject({ entityType: 'cart', partition: p, reason: 'hand-off' });
+    // read per entity: the stops each entity would have logged alone, with its own activation
+    const activationOf = new Map(
+      lines.filter((l) => l.event === ACTIVATED_EVENT).map((l) => [l.entityId, l.activation]),
+    );
+    const stops = perEntityLines(batch[0]!);
+    expect(stops.map((l) => l.entityId).sort()).toEqual([...ids].sort());
+    for (const stop of stops)
+      expect(stop).toMatchObject({
+        event: PASSIVATED_EVENT,
+        partition: p,
+        reason: 'hand-off',
+        incarnation: node.node.transport.system.node.uid,
+        activation: activationOf.get(stop.entityId),
+        time: batch[0]!.time,
+      });
   });
 
   it('activated and passivated lines carry entity id, partition, table version, incarnation and activation', async () => {

@@ -14,6 +14,12 @@ export {
 export { type OwnerFencedPort, stopWhenOwnerFenced } from './owner-fenced.js';
 export type * from './partition-keeper/keeper-host.js';
 export type { EntitySnapshot, PassivationReason } from './region/entity-hosting.js';
+export {
+  ACTIVATED_EVENT,
+  PARTITION_PASSIVATED_EVENT,
+  PASSIVATED_EVENT,
+  perEntityLines,
+} from './region/entity-log-lines.js';
 export { type RefusalReason, Region, type RegionListener } from './region/region.js';
 export { type EntityEnvelope, MAX_HOPS, REGION_PATH } from './region/region-messages.js';
 export type { RoutedMessage } from './region/routed-message.js';

@@ -3,6 +3,7 @@ import { fromTransition, reducerOf } from '@doyen/core';
 import type { AnyActorLogic, EventObject } from 'xstate';
 import type { EntityInput, EntityType } from '../entity-type.js';
 import type { RememberChange } from '../remember/remember-store.js';
+import { ACTIVATED_EVENT, PARTITION_PASSIVATED_EVENT, PASSIVATED_EVENT } from './entity-log-lines.js';
 import { EntityTimers, type TimerDrop } from './entity-timers.js';
 import type { RoutedMessage } from './routed-message.js';
 import type { ShardingMetrics } from './sharding-metrics.js';
@@ -18,7 +19,13 @@ export interface EntitySnapshot {
 }
 
 /** An entity running here (`running` hands it to the region, which reads its partition). */
-export interface Entity {
+export /** The entities of a partition stopped together, for its one line (entity-log-lines.ts). */
+interface StoppedLine {
+  readonly entityIds: string[];
+  readonly activations: number[];
+}
+
+interface Entity {
   readonly id: string;
   readonly partition: number;
   readonly ref: LocalActorRef;
@@ -336,6 +343,10 @@ export class EntityHosting {
     const snapshots: EntitySnapshot[] = [];
     const unprocessed: RoutedMessage[] = [];
     const keep = this.type.handOverSnapshot && (reason === 'hand-off' || reason === 'lease-lost');
+    // one line for the partition's stops, not one per entity (entity-log-lines.ts)
+    const stopped: StoppedLine | undefined = this.system.logger.isLevelEnabled(this.type.activationLog)
+      ? { entityIds: [], activations: [] }
+      : undefined;
     // handed over and never started: the snapshot is still the entity's state, it goes along
     for (const [id, snapshot] of this.takePendingOf(partition))
       if (reason === 'hand-off' || reason === 'lease-lost')
@@ -350,7 +361,7 @@ export class EntityHosting {
         if (snapshot !== undefined) snapshots.push({ entityType: this.type.name, entityId: id, snapshot });
       }
       if (reason !== 'lease-lost') {
-        this.stop(e, reason);
+        this.stop(e, reason, stopped);
         continue;
       }
       this.system.unwatch(e.ref, this.context.watcher);
@@ -368,8 +379,22 @@ export class EntityHosting {
           sender,
           hops: 0,
         });
-      this.forget(e, reason);
+      this.forget(e, reason, false, stopped);
     }
+    if (stopped !== undefined && stopped.entityIds.length > 0)
+      this.system.logger[this.type.activationLog](
+        {
+          event: PARTITION_PASSIVATED_EVENT,
+          entityType: this.type.name,
+          partition,
+          version: this.context.tableVersion(),
+          incarnation: this.system.node.uid,
+          reason,
+          entityIds: stopped.entityIds,
+          activations: stopped.activations,
+        },
+        `${stopped.entityIds.length} ${this.type.name} entities of partition ${partition} stopped (${reason})`,
+      );
     this.schedulePassivation();
     return { snapshots, unprocessed };
   }
@@ -469,7 +494,7 @@ export class EntityHosting {
     if (this.system.logger.isLevelEnabled(this.type.activationLog))
       this.system.logger[this.type.activationLog](
         {
-          event: 'sharding.activated',
+          event: ACTIVATED_EVENT,
           entityType: this.type.name,
           entityId,
           partition,
@@ -487,10 +512,10 @@ export class EntityHosting {
     return entity;
   }
 
-  private stop(e: Entity, reason: PassivationReason): void {
+  private stop(e: Entity, reason: PassivationReason, stopped?: StoppedLine): void {
     this.system.unwatch(e.ref, this.context.watcher);
     this.system.stop(e.ref);
-    this.forget(e, reason);
+    this.forget(e, reason, false, stopped);
   }
 
   /**
@@ -498,7 +523,7 @@ export class EntityHosting {
    * (idle, cap) or finished, as Akka does; a hand-off, a lost lease or a stopping node keeps
    * them, so the partition's next owner restarts them.
    */
-  private forget(e: Entity, reason: PassivationReason, finished = false): void {
+  private forget(e: Entity, reason: PassivationReason, finished = false, stopped?: StoppedLine): void {
     if (this.entities.get(e.id) !== e) return;
     this.timers?.release(e.ref.path);
     if (this.type.remember && (finished || reason === 'idle' || reason === 'cap'))
@@ -514,11 +539,17 @@ export class EntityHosting {
     if (ids?.size === 0) this.byPartition.delete(e.partition);
     this.metrics.passivated(this.type.name, reason);
     this.metrics.active(this.type.name, this.entities.size);
+    // stopped with its partition: on the partition's one line
+    if (stopped !== undefined) {
+      stopped.entityIds.push(e.id);
+      stopped.activations.push(e.activation);
+      return;
+    }
     // the level is the type's (`activationLog`); the line is not even built when it is off
     if (this.system.logger.isLevelEnabled(this.type.activationLog))
       this.system.logger[this.type.activationLog](
         {
-          event: 'sharding.passivated',
+          event: PASSIVATED_EVENT,
           entityType: this.type.name,
           entityId: e.id,
           partition: e.partition,
