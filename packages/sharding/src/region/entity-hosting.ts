@@ -18,14 +18,14 @@ export interface EntitySnapshot {
   readonly snapshot: unknown;
 }
 
-/** An entity running here (`running` hands it to the region, which reads its partition). */
-export /** The entities of a partition stopped together, for its one line (entity-log-lines.ts). */
+/** The entities of a partition stopped together, for its one line (entity-log-lines.ts). */
 interface StoppedLine {
   readonly entityIds: string[];
   readonly activations: number[];
 }
 
-interface Entity {
+/** An entity running here (`running` hands it to the region, which reads its partition). */
+export interface Entity {
   readonly id: string;
   readonly partition: number;
   readonly ref: LocalActorRef;
